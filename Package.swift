@@ -1,0 +1,32 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// No package dependencies: Foundation, Dispatch and the C library only.
+let package = Package(
+    name: "attribution-endpoint",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
+    ],
+    targets: [
+        // A generic HTTP/1.1 server on non-blocking POSIX sockets. Knows nothing about attribution.
+        .target(name: "HTTPServer", dependencies: ["CSystemShims"]),
+        // epoll's header, which the Glibc module does not export.
+        .target(name: "CSystemShims"),
+        // Protocol rules as pure value types: JSON scanning, the Public Suffix List, PCM report validation.
+        .target(name: "AttributionCore", resources: [.copy("Resources/public_suffix_list.dat")]),
+        // The append-only, checksummed report log with group commit, and the rejection ring.
+        .target(name: "ReportStore", dependencies: ["AttributionCore"]),
+        // The application: routes, configuration, authentication, export.
+        .target(name: "Endpoint", dependencies: ["HTTPServer", "AttributionCore", "ReportStore"]),
+        // Wires configuration, storage and the server together.
+        .executableTarget(name: "attribution-endpoint", dependencies: ["Endpoint"]),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
+                    resources: [.copy("Resources/test_psl.txt")]),
+        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore"]),
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "attribution-endpoint"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,104 @@
+/// A parsed JSON value.
+///
+/// Numbers keep their literal text: a report's `source_id` must be an *integer literal*, and a
+/// 10,000-digit number has to be rejected by its shape, never by overflowing a machine integer.
+public indirect enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object([JSONMember])
+
+    /// The JSON type name used in error messages ("got a string").
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .number(let text): JSONValue.isIntegerLiteral(text) ? "integer" : "non-integer number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    /// True for `-?(0|[1-9][0-9]*)`: no fraction, no exponent.
+    public static func isIntegerLiteral(_ text: String) -> Bool {
+        var digits = text.utf8[...]
+        if digits.first == UInt8(ascii: "-") { digits = digits.dropFirst() }
+        guard let first = digits.first else { return false }
+        if first == UInt8(ascii: "0") { return digits.count == 1 }
+        return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// Serializes compactly. Object member order is kept; numbers are written as received.
+    public func serialized() -> String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    public func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let text): out += text
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case .object(let members):
+            out += "{"
+            for (i, member) in members.enumerated() {
+                if i > 0 { out += "," }
+                JSONValue.writeString(member.key, to: &out)
+                out += ":"
+                member.value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// Writes `s` as a JSON string literal, escaping what RFC 8259 requires.
+    public static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        var needsEscape = false
+        for byte in s.utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            needsEscape = true
+            break
+        }
+        if !needsEscape {
+            out += s
+        } else {
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}
+
+/// One `"key": value` pair of a JSON object, in the order it was received.
+public struct JSONMember: Sendable, Equatable {
+    public var key: String
+    public var value: JSONValue
+
+    public init(key: String, value: JSONValue) {
+        self.key = key
+        self.value = value
+    }
+}

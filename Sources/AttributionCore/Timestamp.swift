@@ -1,0 +1,109 @@
+/// A point in time as milliseconds since the Unix epoch, UTC: the unit the log stores.
+///
+/// Formatting and parsing RFC 3339 by hand keeps the export path free of DateFormatter, which
+/// is slow and not thread-safe to share.
+public struct Timestamp: Sendable, Hashable, Comparable {
+    public var millisecondsSinceEpoch: Int64
+
+    public init(millisecondsSinceEpoch: Int64) {
+        self.millisecondsSinceEpoch = millisecondsSinceEpoch
+    }
+
+    public static func < (a: Timestamp, b: Timestamp) -> Bool { a.millisecondsSinceEpoch < b.millisecondsSinceEpoch }
+
+    /// `2026-11-20T10:00:00.000Z`
+    public var rfc3339: String {
+        let ms = millisecondsSinceEpoch
+        let days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
+        let msOfDay = ms - days * 86_400_000
+        let (y, m, d) = Self.civil(fromDays: days)
+        let secondOfDay = msOfDay / 1000
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
+    }
+
+    private func pad(_ value: Int64, _ width: Int) -> String {
+        let s = String(value)
+        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `t`, `z` and a space separator are
+    /// accepted as RFC 3339 allows. Fractions beyond milliseconds are truncated.
+    public init?(rfc3339 text: String) {
+        let b = Array(text.utf8)
+        func num(_ start: Int, _ count: Int) -> Int64? {
+            guard start + count <= b.count else { return nil }
+            var v: Int64 = 0
+            for i in start..<start + count {
+                guard b[i] >= 48 && b[i] <= 57 else { return nil }
+                v = v * 10 + Int64(b[i] - 48)
+            }
+            return v
+        }
+        guard b.count >= 20, let y = num(0, 4), b[4] == UInt8(ascii: "-"), let mo = num(5, 2), b[7] == UInt8(ascii: "-"),
+              let d = num(8, 2), [UInt8(ascii: "T"), UInt8(ascii: "t"), UInt8(ascii: " ")].contains(b[10]),
+              let h = num(11, 2), b[13] == UInt8(ascii: ":"), let mi = num(14, 2), b[16] == UInt8(ascii: ":"),
+              let s = num(17, 2),
+              (1...12).contains(mo), d >= 1, d <= Self.daysInMonth(year: y, month: mo), h <= 23, mi <= 59, s <= 60
+        else { return nil }
+        var i = 19
+        var millis: Int64 = 0
+        if i < b.count, b[i] == UInt8(ascii: ".") {
+            i += 1
+            var digits = 0
+            while i < b.count, b[i] >= 48, b[i] <= 57 {
+                if digits < 3 { millis = millis * 10 + Int64(b[i] - 48) }
+                digits += 1
+                i += 1
+            }
+            guard digits > 0 else { return nil }
+            if digits < 3 { for _ in digits..<3 { millis *= 10 } }
+        }
+        var offsetMinutes: Int64 = 0
+        guard i < b.count else { return nil }
+        switch b[i] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            i += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard let oh = num(i + 1, 2), b.count > i + 3, b[i + 3] == UInt8(ascii: ":"), let om = num(i + 4, 2),
+                  oh <= 23, om <= 59 else { return nil }
+            offsetMinutes = (oh * 60 + om) * (b[i] == UInt8(ascii: "-") ? -1 : 1)
+            i += 6
+        default:
+            return nil
+        }
+        guard i == b.count else { return nil }
+        let days = Self.days(fromCivil: y, mo, d)
+        let seconds = days * 86_400 + h * 3600 + mi * 60 + min(s, 59) - offsetMinutes * 60
+        self.millisecondsSinceEpoch = seconds * 1000 + millis
+    }
+
+    static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    }
+}

@@ -1,0 +1,362 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One client connection, owned by its event loop's thread.
+///
+/// Requests are parsed as bytes arrive and handed to the handler at once, so pipelined requests
+/// are worked on together; their responses wait in `slots` and leave strictly in request order.
+final class Connection {
+    let fd: Int32
+    let generation: UInt64
+    let remoteAddress: String
+    private unowned let loop: EventLoop
+
+    private var parser: HTTPRequestParser
+    private var inbound: [UInt8] = []
+    private var inboundStart = 0
+    private var readEOF = false
+    /// No more requests are read: after an error, a `Connection: close`, or on shutdown.
+    private var stopReading = false
+
+    private struct Slot {
+        var sequence: UInt64
+        var method: String
+        var path: String
+        var keepAlive: Bool
+        var version: HTTPVersion
+        var startedAt: Double
+        var bytesIn: Int
+        var response: HTTPResponse?
+    }
+    private var slots: [Slot] = []
+    private var nextSequence: UInt64 = 0
+    /// The request being read asked for `100 Continue` and has not been sent one yet.
+    private var continueOwed = false
+
+    private var outbound: [UInt8] = []
+    private var outboundStart = 0
+    private var stream: (body: any HTTPBodyStream, chunked: Bool)?
+    private var closeAfterFlush = false
+    private var closed = false
+    private var processing = false
+    private var interest = (readable: true, writable: false)
+
+    private var requestStartedAt: Double?
+    private var lastProgress: Double
+    private(set) var deadline: Double
+
+    init(fd: Int32, generation: UInt64, remoteAddress: String, loop: EventLoop) {
+        self.fd = fd
+        self.generation = generation
+        self.remoteAddress = remoteAddress
+        self.loop = loop
+        self.parser = HTTPRequestParser(limits: loop.configuration.limits, remoteAddress: remoteAddress)
+        let now = monotonicSeconds()
+        lastProgress = now
+        deadline = now + loop.configuration.idleTimeout
+    }
+
+    /// Past the connection cap: a best-effort 503, then close.
+    static func refuse(_ fd: Int32) {
+        let text = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+        _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
+        Glibc_close(fd)
+    }
+
+    // MARK: - Events
+
+    func handle(_ event: PollEvent) {
+        // Hang-up or error: the peer can no longer read an answer. (A half-close arrives as
+        // readable and end-of-file instead, and is still answered.)
+        if event.failed {
+            close()
+            return
+        }
+        if event.readable { readAvailable() }
+        if event.writable && !closed { flush() }
+    }
+
+    private func readAvailable() {
+        guard !readEOF, !stopReading else { return }
+        let n = loop.readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if n > 0 {
+            inbound.append(contentsOf: loop.readBuffer[0..<n])
+            lastProgress = monotonicSeconds()
+        } else if n == 0 {
+            readEOF = true
+        } else {
+            if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
+            close()
+            return
+        }
+        processInput()
+        flush()
+    }
+
+    /// Parses and dispatches every complete request in the buffer, up to the pipelining limit.
+    private func processInput() {
+        processing = true
+        defer { processing = false }
+        while !stopReading && slots.count < loop.configuration.maxPipelinedRequests {
+            let event: HTTPRequestParser.Event
+            do {
+                event = try parser.next(inbound, start: &inboundStart)
+            } catch {
+                fail(error)
+                break
+            }
+            switch event {
+            case .needMore:
+                if parser.isMidRequest && requestStartedAt == nil { requestStartedAt = monotonicSeconds() }
+                compactInbound()
+                return
+            case .expectContinue:
+                requestStartedAt = requestStartedAt ?? monotonicSeconds()
+                continueOwed = true
+            case .request(let request):
+                requestStartedAt = nil
+                dispatch(request)
+            }
+        }
+        compactInbound()
+    }
+
+    private func dispatch(_ request: HTTPRequest) {
+        let sequence = nextSequence
+        nextSequence += 1
+        let keepAlive = request.keepAlive
+        slots.append(Slot(sequence: sequence, method: request.method, path: String(request.path), keepAlive: keepAlive,
+                          version: request.version, startedAt: monotonicSeconds(), bytesIn: request.body.count))
+        continueOwed = false
+        if !keepAlive { stopReading = true }
+        loop.handler.handle(request, responder: loop.makeResponder(for: self, sequence: sequence))
+    }
+
+    /// A framing error: answer it after whatever is already queued, then close.
+    private func fail(_ error: HTTPParseError) {
+        stopReading = true
+        continueOwed = false
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        let slot = Slot(sequence: nextSequence, method: "-", path: "-", keepAlive: false, version: .http1_1,
+                        startedAt: monotonicSeconds(), bytesIn: 0,
+                        response: HTTPResponse(status: error.status, headers: headers, body: Array((error.message + "\n").utf8)))
+        nextSequence += 1
+        slots.append(slot)
+    }
+
+    private func compactInbound() {
+        if inboundStart == inbound.count {
+            inbound.removeAll(keepingCapacity: inbound.capacity <= 256 * 1024)
+            inboundStart = 0
+        } else if inboundStart > 16 * 1024 {
+            inbound.removeFirst(inboundStart)
+            inboundStart = 0
+        }
+    }
+
+    func deliver(sequence: UInt64, response: HTTPResponse) {
+        guard let index = slots.firstIndex(where: { $0.sequence == sequence }), slots[index].response == nil else { return }
+        slots[index].response = response
+        if !processing { flush() }
+    }
+
+    // MARK: - Writing
+
+    private var outboundPending: Int { outbound.count - outboundStart }
+
+    /// Moves finished responses, in order, into the outbound buffer and writes what the socket takes.
+    private func flush() {
+        guard !closed else { return }
+        var pulled = 0
+        while true {
+            if let current = stream {
+                guard outboundPending < 256 * 1024, pulled < 1024 * 1024 else { break }
+                if let piece = current.body.next(maxBytes: 64 * 1024) {
+                    if piece.isEmpty { continue }
+                    pulled += piece.count
+                    if current.chunked { outbound.append(contentsOf: Array((String(piece.count, radix: 16) + "\r\n").utf8)) }
+                    outbound.append(contentsOf: piece)
+                    if current.chunked { outbound.append(contentsOf: [0x0D, 0x0A]) }
+                } else {
+                    if current.chunked { outbound.append(contentsOf: Array("0\r\n\r\n".utf8)) }
+                    stream = nil
+                }
+                continue
+            }
+            guard let first = slots.first, let response = first.response else { break }
+            slots.removeFirst()
+            serialize(response, for: first)
+        }
+        if continueOwed, slots.isEmpty, stream == nil {
+            outbound.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            continueOwed = false
+        }
+        writeOutbound()
+        guard !closed else { return }
+        let idle = slots.isEmpty && stream == nil && outboundPending == 0
+        if idle && (closeAfterFlush || (readEOF && !parser.isMidRequest) || (loop.isDraining && !parser.isMidRequest)) {
+            close()
+            return
+        }
+        if readEOF && parser.isMidRequest && idle {
+            close()  // the peer hung up halfway through a request: there is no one to answer
+            return
+        }
+        // Resume reading once earlier pipelined requests have drained.
+        if !stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests && inboundStart < inbound.count {
+            processInput()
+            if slots.first?.response != nil { flush(); return }
+        }
+        updateInterest()
+        updateDeadline()
+    }
+
+    private func serialize(_ response: HTTPResponse, for slot: Slot) {
+        let closing = !slot.keepAlive || loop.isDraining || response.headers.listContains("Connection", token: "close")
+            || (slot.version == .http1_0 && { if case .stream = response.body { return true }; return false }())
+        var head = "HTTP/1.1 \(response.status) \(HTTPStatusPhrase.phrase(response.status))\r\nDate: \(loop.date.imfFixdate)\r\n"
+        for (name, value) in response.headers
+        where !HTTPHeaders.equalNames(name, "Content-Length") && !HTTPHeaders.equalNames(name, "Connection")
+            && !HTTPHeaders.equalNames(name, "Transfer-Encoding") {
+            head += "\(name): \(value)\r\n"
+        }
+        let isHEAD = slot.method == "HEAD"
+        var bodyBytes = 0
+        switch response.body {
+        case .bytes(let bytes):
+            bodyBytes = bytes.count
+            if response.status != 204 && response.status != 304 { head += "Content-Length: \(bytes.count)\r\n" }
+        case .stream:
+            if slot.version == .http1_1 { head += "Transfer-Encoding: chunked\r\n" }
+        }
+        if closing {
+            head += "Connection: close\r\n"
+            closeAfterFlush = true
+            stopReading = true
+        } else if slot.version == .http1_0 {
+            head += "Connection: keep-alive\r\n"
+        }
+        head += "\r\n"
+        outbound.append(contentsOf: head.utf8)
+        if !isHEAD {
+            switch response.body {
+            case .bytes(let bytes): outbound.append(contentsOf: bytes)
+            case .stream(let body): stream = (body, slot.version == .http1_1)
+            }
+        }
+        accessLog(slot, status: response.status, bytesOut: bodyBytes)
+    }
+
+    private func accessLog(_ slot: Slot, status: Int, bytesOut: Int) {
+        guard loop.configuration.accessLogFD != nil else { return }
+        let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
+        var line = "{\"time\":\"\(HTTPDate.rfc3339Now())\",\"method\":"
+        appendJSONString(slot.method, to: &line)
+        line += ",\"path\":"
+        appendJSONString(slot.path, to: &line)
+        line += ",\"status\":\(status),\"bytes_in\":\(slot.bytesIn),\"bytes_out\":\(bytesOut),\"duration_us\":\(micros)}"
+        loop.log(line)
+    }
+
+    private func writeOutbound() {
+        while outboundPending > 0 {
+            let n = outbound.withUnsafeBytes { buffer in
+                Socket.send(fd, buffer.baseAddress! + outboundStart, outboundPending)
+            }
+            if n > 0 {
+                outboundStart += n
+                lastProgress = monotonicSeconds()
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                break
+            } else {
+                close()
+                return
+            }
+        }
+        if outboundPending == 0 {
+            outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
+            outboundStart = 0
+        }
+    }
+
+    private func updateInterest() {
+        // Stop reading while a client's unread responses pile up or its pipeline is full.
+        let wantRead = !stopReading && !readEOF && outboundPending < 1024 * 1024
+            && slots.count < loop.configuration.maxPipelinedRequests
+        let wantWrite = outboundPending > 0 || stream != nil
+        if wantRead != interest.readable || wantWrite != interest.writable {
+            interest = (wantRead, wantWrite)
+            loop.setInterest(fd, readable: wantRead, writable: wantWrite)
+        }
+    }
+
+    private func updateDeadline() {
+        let configuration = loop.configuration
+        if outboundPending > 0 || stream != nil {
+            deadline = lastProgress + configuration.writeTimeout
+        } else if parser.isMidRequest || continueOwed {
+            let started = requestStartedAt ?? monotonicSeconds()
+            requestStartedAt = started
+            deadline = started + configuration.requestTimeout
+        } else if !slots.isEmpty {
+            deadline = .infinity  // the handler has the request; it always answers
+        } else {
+            deadline = lastProgress + configuration.idleTimeout
+        }
+    }
+
+    /// The deadline passed: a slow request gets a 408, an idle connection is simply closed.
+    func timedOut() {
+        if parser.isMidRequest && slots.isEmpty && outboundPending == 0 {
+            let text = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
+        }
+        close()
+    }
+
+    /// On shutdown: close at once if nothing is in flight; otherwise close after the last answer.
+    func closeIfIdle() {
+        stopReading = stopReading || !parser.isMidRequest
+        if slots.isEmpty && stream == nil && outboundPending == 0 && !parser.isMidRequest {
+            close()
+        } else {
+            updateInterest()
+        }
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        loop.forget(self)
+        Glibc_close(fd)
+    }
+}
+
+private func Glibc_close(_ fd: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(fd)
+    #else
+    _ = Darwin.close(fd)
+    #endif
+}
+
+func appendJSONString(_ s: String, to out: inout String) {
+    out += "\""
+    for scalar in s.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case _ where scalar.value < 0x20:
+            let hex = String(scalar.value, radix: 16)
+            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    out += "\""
+}

@@ -1,0 +1,197 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A response finished on some thread, on its way back to the loop that owns the connection.
+struct Completion: Sendable {
+    var fd: Int32
+    /// Distinguishes a connection from a later one that reuses its descriptor.
+    var generation: UInt64
+    var sequence: UInt64
+    var response: HTTPResponse
+}
+
+/// One thread that owns the listening socket and every connection: it accepts, reads, parses,
+/// calls the handler and writes. Nothing but `complete` and `beginShutdown` is touched from other
+/// threads; those go through the locked inbox and the wake pipe.
+final class EventLoop: @unchecked Sendable {
+    let configuration: HTTPServerConfiguration
+    let handler: any HTTPHandler
+    private(set) var poller: Poller
+    private let listener: Int32
+    private var listening = true
+    private var connections: [Int32: Connection] = [:]
+    private var nextGeneration: UInt64 = 1
+
+    private let inbox = Mutex<(completions: [Completion], shutdownRequested: Bool)>(([], false))
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var loopThread: pthread_t?
+
+    private(set) var date = HTTPDate()
+    /// Every connection reads into this one buffer, then keeps only the bytes it got.
+    var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private var logBuffer: [UInt8] = []
+    private var draining = false
+    private var drainDeadline = Double.infinity
+    private var lastTimeoutScan = 0.0
+
+    init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, listener: Int32) throws {
+        self.configuration = configuration
+        self.handler = handler
+        self.listener = listener
+        self.poller = try Poller()
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SystemError(call: "pipe", errno: errno) }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        try Socket.setNonBlocking(wakeRead)
+        try Socket.setNonBlocking(wakeWrite)
+        poller.add(listener, readable: true, writable: false)
+        poller.add(wakeRead, readable: true, writable: false)
+    }
+
+    var isDraining: Bool { draining }
+
+    // MARK: - Cross-thread entry points
+
+    func complete(_ completion: Completion) {
+        if let loopThread, pthread_equal(loopThread, pthread_self()) != 0 {
+            deliver(completion)
+            return
+        }
+        let wasEmpty = inbox.withLock { state in
+            state.completions.append(completion)
+            return state.completions.count == 1
+        }
+        if wasEmpty { wake() }
+    }
+
+    func beginShutdown() {
+        inbox.withLock { $0.shutdownRequested = true }
+        wake()
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    // MARK: - The loop
+
+    /// Runs until shutdown has drained every connection (or the grace period ran out).
+    func run() {
+        loopThread = pthread_self()
+        date.update()
+        while true {
+            let timeout: Int32 = draining ? 50 : 250
+            let events = poller.wait(timeoutMilliseconds: timeout)
+            date.update()
+            for event in events {
+                if event.fd == listener {
+                    acceptConnections()
+                } else if event.fd == wakeRead {
+                    drainInbox()
+                } else if let connection = connections[event.fd] {
+                    connection.handle(event)
+                }
+            }
+            let now = monotonicSeconds()
+            if now - lastTimeoutScan >= 0.25 {
+                lastTimeoutScan = now
+                for connection in Array(connections.values) where now >= connection.deadline {
+                    connection.timedOut()
+                }
+            }
+            flushLog()
+            if draining && (connections.isEmpty || now >= drainDeadline) { break }
+        }
+        for connection in Array(connections.values) { connection.close() }
+        flushLog()
+        poller.remove(wakeRead)
+        close(wakeRead)
+        close(wakeWrite)
+        poller.close()
+    }
+
+    private func acceptConnections() {
+        for _ in 0..<256 {
+            guard listening, let (fd, address) = Socket.accept(listener) else { return }
+            if connections.count >= configuration.maxConnections {
+                Connection.refuse(fd)
+                continue
+            }
+            let connection = Connection(fd: fd, generation: nextGeneration, remoteAddress: address, loop: self)
+            nextGeneration += 1
+            connections[fd] = connection
+            poller.add(fd, readable: true, writable: false)
+        }
+    }
+
+    private func drainInbox() {
+        var scratch = [UInt8](repeating: 0, count: 256)
+        while read(wakeRead, &scratch, scratch.count) > 0 {}
+        let (completions, shutdownRequested) = inbox.withLock { state in
+            let taken = (state.completions, state.shutdownRequested)
+            state.completions.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for completion in completions { deliver(completion) }
+        if shutdownRequested && !draining { startDraining() }
+    }
+
+    private func deliver(_ completion: Completion) {
+        guard let connection = connections[completion.fd], connection.generation == completion.generation else {
+            return  // the client went away; the work it asked for is done all the same
+        }
+        connection.deliver(sequence: completion.sequence, response: completion.response)
+    }
+
+    private func startDraining() {
+        draining = true
+        drainDeadline = monotonicSeconds() + configuration.shutdownGracePeriod
+        listening = false
+        poller.remove(listener)
+        close(listener)
+        for connection in Array(connections.values) { connection.closeIfIdle() }
+    }
+
+    // MARK: - Used by connections
+
+    func makeResponder(for connection: Connection, sequence: UInt64) -> HTTPResponder {
+        HTTPResponder(loop: self, fd: connection.fd, generation: connection.generation, sequence: sequence)
+    }
+
+    func forget(_ connection: Connection) {
+        if connections[connection.fd] === connection { connections[connection.fd] = nil }
+        poller.remove(connection.fd)
+    }
+
+    func setInterest(_ fd: Int32, readable: Bool, writable: Bool) {
+        poller.modify(fd, readable: readable, writable: writable)
+    }
+
+    func log(_ line: String) {
+        guard configuration.accessLogFD != nil else { return }
+        logBuffer.append(contentsOf: line.utf8)
+        logBuffer.append(0x0A)
+    }
+
+    /// One write per loop turn for all the turn's log lines.
+    private func flushLog() {
+        guard let fd = configuration.accessLogFD, !logBuffer.isEmpty else { return }
+        logBuffer.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n <= 0 { break }  // a full or closed stderr must not stop the server
+                offset += n
+            }
+        }
+        logBuffer.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Wall-clock text for the `Date` header and the access log, computed at most once a second.
+struct HTTPDate {
+    private var second: Int = -1
+    private(set) var imfFixdate = ""
+
+    /// Refreshes the cached text if the second has changed.
+    mutating func update() {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let now = Int(ts.tv_sec)
+        guard now != second else { return }
+        second = now
+        var t = time_t(now)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        imfFixdate = "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// `2026-11-20T10:00:00.123Z`, for log lines.
+    static func rfc3339Now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        var t = ts.tv_sec
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let ms = Int(ts.tv_nsec) / 1_000_000
+        let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(msText)Z"
+    }
+}
+
+private func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }

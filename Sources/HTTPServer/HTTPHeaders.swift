@@ -1,0 +1,67 @@
+/// Header fields in the order received. Names are compared case-insensitively, as RFC 9110 says.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name: name, value: value) }
+    }
+
+    public mutating func add(name: String, value: String) {
+        fields.append((name, value))
+    }
+
+    /// Replaces every field of that name with one.
+    public mutating func replace(name: String, value: String) {
+        remove(name: name)
+        add(name: name, value: value)
+    }
+
+    public mutating func remove(name: String) {
+        fields.removeAll { Self.equalNames($0.name, name) }
+    }
+
+    /// The first value of the field, if any.
+    public subscript(name: String) -> String? {
+        fields.first { Self.equalNames($0.name, name) }?.value
+    }
+
+    /// Every value of the field, in order.
+    public func values(_ name: String) -> [String] {
+        fields.filter { Self.equalNames($0.name, name) }.map(\.value)
+    }
+
+    public func contains(_ name: String) -> Bool { self[name] != nil }
+
+    /// Whether a comma-separated field such as `Connection` lists `token`, case-insensitively.
+    public func listContains(_ name: String, token: String) -> Bool {
+        values(name).contains { value in
+            value.split(separator: ",").contains { Self.equalNames($0.trimmingSpaces, token) }
+        }
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+
+    static func equalNames(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
+        let x = a.utf8, y = b.utf8
+        guard x.count == y.count else { return false }
+        return zip(x, y).allSatisfy { asciiLower($0) == asciiLower($1) }
+    }
+
+    static func asciiLower(_ c: UInt8) -> UInt8 {
+        c >= UInt8(ascii: "A") && c <= UInt8(ascii: "Z") ? c | 0x20 : c
+    }
+}
+
+extension StringProtocol {
+    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    var trimmingSpaces: Substring {
+        var s = self[...]
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return Substring(s)
+    }
+}

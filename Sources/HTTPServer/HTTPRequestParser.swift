@@ -1,0 +1,357 @@
+/// Sizes past which a request is refused rather than buffered.
+public struct HTTPLimits: Sendable {
+    public var maxRequestLineBytes = 8 * 1024
+    /// The whole head: request line and header fields.
+    public var maxHeadBytes = 16 * 1024
+    public var maxHeaderCount = 100
+    public var maxBodyBytes = 64 * 1024
+
+    public init() {}
+}
+
+/// A request that cannot be read. The connection answers `status` and closes: after a framing
+/// error nothing later on the connection can be trusted.
+public struct HTTPParseError: Error, Sendable, Equatable {
+    public var status: Int
+    public var message: String
+
+    public init(_ status: Int, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+}
+
+/// An incremental HTTP/1.1 request parser (RFC 9112). Pure: it reads bytes, keeps its state
+/// between calls, and never touches a socket, so every framing rule is testable in isolation.
+public struct HTTPRequestParser {
+    public enum Event: Sendable {
+        /// Feed more bytes.
+        case needMore
+        /// The head asked for `100 Continue` before sending its body.
+        case expectContinue
+        case request(HTTPRequest)
+    }
+
+    enum State {
+        case head
+        case fixedBody(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers(count: Int)
+    }
+
+    public let limits: HTTPLimits
+    let remoteAddress: String
+    var state = State.head
+    var pending: HTTPRequest?
+    /// How far the search for the end of the head has already looked, so a head that arrives a
+    /// byte at a time is scanned once, not once per byte.
+    var scanned = 0
+
+    public init(limits: HTTPLimits = HTTPLimits(), remoteAddress: String = "") {
+        self.limits = limits
+        self.remoteAddress = remoteAddress
+    }
+
+    /// True while part of a request has been read but not all of it.
+    public var isMidRequest: Bool {
+        if case .head = state { return scanned > 0 }
+        return true
+    }
+
+    /// Parses from `buffer[start...]`, advancing `start` past what it consumed.
+    public mutating func next(_ buffer: [UInt8], start: inout Int) throws(HTTPParseError) -> Event {
+        while true {
+            switch state {
+            case .head:
+                switch try parseHead(buffer, start: &start) {
+                case .incomplete: return .needMore
+                case .readBody: continue
+                case .event(let event): return event
+                }
+            case .fixedBody(let remaining):
+                let take = min(remaining, buffer.count - start)
+                pending!.body.append(contentsOf: buffer[start..<start + take])
+                start += take
+                if take == remaining { return finish() }
+                state = .fixedBody(remaining: remaining - take)
+                return .needMore
+            case .chunkSize:
+                guard let line = try line(buffer, start: &start, limit: 1024, what: "chunk size line") else { return .needMore }
+                let size = try chunkSize(line)
+                if size == 0 {
+                    state = .trailers(count: 0)
+                } else {
+                    guard pending!.body.count + size <= limits.maxBodyBytes else {
+                        throw HTTPParseError(413, "the chunked body exceeds \(limits.maxBodyBytes) bytes")
+                    }
+                    state = .chunkData(remaining: size)
+                }
+            case .chunkData(let remaining):
+                let take = min(remaining, buffer.count - start)
+                pending!.body.append(contentsOf: buffer[start..<start + take])
+                start += take
+                guard take == remaining else {
+                    state = .chunkData(remaining: remaining - take)
+                    return .needMore
+                }
+                state = .chunkDataEnd
+            case .chunkDataEnd:
+                guard buffer.count - start >= 2 else { return .needMore }
+                guard buffer[start] == 0x0D, buffer[start + 1] == 0x0A else {
+                    throw HTTPParseError(400, "chunk data is not followed by CRLF")
+                }
+                start += 2
+                state = .chunkSize
+            case .trailers(let count):
+                guard let line = try line(buffer, start: &start, limit: limits.maxRequestLineBytes, what: "trailer field") else {
+                    return .needMore
+                }
+                if line.isEmpty { return finish() }
+                // Trailer fields are read and dropped: nothing here needs them.
+                guard count < limits.maxHeaderCount, line.contains(UInt8(ascii: ":")) else {
+                    throw HTTPParseError(400, "invalid or too many trailer fields")
+                }
+                state = .trailers(count: count + 1)
+            }
+        }
+    }
+
+    private mutating func finish() -> Event {
+        let request = pending!
+        pending = nil
+        state = .head
+        return .request(request)
+    }
+
+    /// Reads one CRLF-terminated line, or nil when it has not fully arrived.
+    private func line(_ buffer: [UInt8], start: inout Int, limit: Int, what: String) throws(HTTPParseError) -> ArraySlice<UInt8>? {
+        var i = start
+        let end = min(buffer.count, start + limit + 2)
+        while i < end {
+            if buffer[i] == 0x0A {
+                guard i > start, buffer[i - 1] == 0x0D else { throw HTTPParseError(400, "\(what) ends with a bare LF") }
+                let line = buffer[start..<(i - 1)]
+                start = i + 1
+                return line
+            }
+            i += 1
+        }
+        if buffer.count - start > limit + 1 { throw HTTPParseError(400, "\(what) is longer than \(limit) bytes") }
+        return nil
+    }
+
+    private func chunkSize(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> Int {
+        var size = 0
+        var digits = 0
+        for c in line {
+            if c == UInt8(ascii: ";") { break }  // chunk extensions are ignored
+            guard let v = PercentDecoding.hex(c) else { throw HTTPParseError(400, "invalid chunk size") }
+            digits += 1
+            guard digits <= 8 else { throw HTTPParseError(413, "chunk size is too large") }
+            size = size << 4 | Int(v)
+        }
+        guard digits > 0 else { throw HTTPParseError(400, "empty chunk size") }
+        return size
+    }
+
+    // MARK: - Head
+
+    private enum HeadResult { case incomplete, readBody, event(Event) }
+
+    private mutating func parseHead(_ buffer: [UInt8], start: inout Int) throws(HTTPParseError) -> HeadResult {
+        // RFC 9112 §2.2: ignore empty lines before a request line.
+        if scanned == 0 {
+            while buffer.count - start >= 2, buffer[start] == 0x0D, buffer[start + 1] == 0x0A { start += 2 }
+        }
+        let available = buffer.count - start
+        var i = start + max(0, scanned - 3)
+        var headEnd: Int?
+        while i + 3 < buffer.count {
+            if buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {
+                headEnd = i
+                break
+            }
+            i += 1
+        }
+        guard let headEnd else {
+            scanned = available
+            if available > limits.maxHeadBytes {
+                if !buffer[start...].contains(0x0A) && available > limits.maxRequestLineBytes {
+                    throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
+                }
+                throw HTTPParseError(431, "the request head is larger than \(limits.maxHeadBytes) bytes")
+            }
+            if available > 0 && buffer[start] != UInt8(ascii: "\r") && !Self.isTokenByte(buffer[start]) {
+                throw HTTPParseError(400, "the request line does not start with a method")
+            }
+            return .incomplete
+        }
+        guard headEnd - start <= limits.maxHeadBytes else {
+            throw HTTPParseError(431, "the request head is larger than \(limits.maxHeadBytes) bytes")
+        }
+        let head = buffer[start..<headEnd]
+        start = headEnd + 4
+        scanned = 0
+        var request = try parseHeadLines(head)
+        let framing = try bodyFraming(request)
+        let expectsContinue = try expectation(request)
+        switch framing {
+        case .none:
+            pending = request
+            return .event(finish())
+        case .length(let n):
+            request.body.reserveCapacity(n)
+            pending = request
+            state = .fixedBody(remaining: n)
+        case .chunked:
+            pending = request
+            state = .chunkSize
+        }
+        return expectsContinue ? .event(.expectContinue) : .readBody
+    }
+
+    private enum Framing { case none, length(Int), chunked }
+
+    private func bodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
+        let transferEncodings = request.headers.values("Transfer-Encoding")
+        let contentLengths = request.headers.values("Content-Length")
+        if !transferEncodings.isEmpty {
+            // RFC 9112 §6.1: both at once is how requests are smuggled.
+            guard contentLengths.isEmpty else {
+                throw HTTPParseError(400, "a request must not carry both Transfer-Encoding and Content-Length")
+            }
+            guard request.version == .http1_1 else {
+                throw HTTPParseError(400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
+            }
+            let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
+            guard codings == ["chunked"] else {
+                throw HTTPParseError(501, "only the chunked transfer coding is supported; got \(codings.joined(separator: ", "))")
+            }
+            return .chunked
+        }
+        guard !contentLengths.isEmpty else { return .none }
+        let values = contentLengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingSpaces }
+        guard let first = values.first, values.allSatisfy({ $0 == first }) else {
+            throw HTTPParseError(400, "conflicting Content-Length values")
+        }
+        guard !first.isEmpty, first.utf8.count <= 18, first.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(first) else {
+            throw HTTPParseError(400, "Content-Length is not a decimal number")
+        }
+        guard n <= limits.maxBodyBytes else {
+            throw HTTPParseError(413, "the body of \(n) bytes exceeds the limit of \(limits.maxBodyBytes) bytes")
+        }
+        return n == 0 ? .none : .length(n)
+    }
+
+    private func expectation(_ request: HTTPRequest) throws(HTTPParseError) -> Bool {
+        guard let expect = request.headers["Expect"] else { return false }
+        guard expect.trimmingSpaces.lowercased() == "100-continue" else {
+            throw HTTPParseError(417, "unsupported expectation \"\(expect)\"")
+        }
+        return request.version == .http1_1
+    }
+
+    private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = head.startIndex
+        var i = head.startIndex
+        while i < head.endIndex {
+            if head[i] == 0x0A {
+                guard i > lineStart, head[i - 1] == 0x0D else { throw HTTPParseError(400, "a line ends with a bare LF") }
+                lines.append(head[lineStart..<(i - 1)])
+                lineStart = i + 1
+            }
+            i += 1
+        }
+        lines.append(head[lineStart..<head.endIndex])
+
+        var request = try parseRequestLine(lines[0])
+        guard lines.count - 1 <= limits.maxHeaderCount else {
+            throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
+        }
+        for line in lines.dropFirst() {
+            try parseField(line, into: &request.headers)
+        }
+        if request.version == .http1_1 {
+            let hosts = request.headers.values("Host")
+            guard hosts.count == 1 else {
+                throw HTTPParseError(400, hosts.isEmpty ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
+            }
+        }
+        return request
+    }
+
+    private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+        guard line.count <= limits.maxRequestLineBytes else {
+            throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
+        }
+        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw HTTPParseError(400, "the request line is not 'METHOD target HTTP/1.1'") }
+        let (method, target, version) = (parts[0], parts[1], parts[2])
+        guard !method.isEmpty, method.allSatisfy(Self.isTokenByte) else {
+            throw HTTPParseError(400, "invalid method")
+        }
+        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw HTTPParseError(400, "invalid request target")
+        }
+        let parsedVersion: HTTPVersion
+        switch String(decoding: version, as: UTF8.self) {
+        case "HTTP/1.1": parsedVersion = .http1_1
+        case "HTTP/1.0": parsedVersion = .http1_0
+        case let v where v.utf8.count == 8 && v.hasPrefix("HTTP/") && v.utf8.dropFirst(5).allSatisfy({ $0 == 46 || ($0 >= 48 && $0 <= 57) }):
+            throw HTTPParseError(505, "\(v) is not supported")
+        default:
+            throw HTTPParseError(400, "invalid HTTP version")
+        }
+        var targetText = String(decoding: target, as: UTF8.self)
+        if targetText.first != "/" {
+            // Absolute form (RFC 9112 §3.2.2): keep only the path and query.
+            if targetText.hasPrefix("http://") || targetText.hasPrefix("https://") {
+                let afterScheme = targetText[targetText.firstRange(of: "://")!.upperBound...]
+                targetText = afterScheme.firstIndex(of: "/").map { String(afterScheme[$0...]) } ?? "/"
+            } else if !(targetText == "*" && method.elementsEqual("OPTIONS".utf8)) {
+                throw HTTPParseError(400, "invalid request target")
+            }
+        }
+        return HTTPRequest(method: String(decoding: method, as: UTF8.self), target: targetText, version: parsedVersion,
+                           remoteAddress: remoteAddress)
+    }
+
+    private func parseField(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
+        guard let first = line.first else { throw HTTPParseError(400, "empty header line") }
+        if first == 0x20 || first == 0x09 {
+            throw HTTPParseError(400, "obsolete line folding is not accepted")
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+            throw HTTPParseError(400, "a header line has no ':'")
+        }
+        let name = line[line.startIndex..<colon]
+        // RFC 9112 §5.1: no whitespace between the field name and the colon.
+        guard !name.isEmpty, name.allSatisfy(Self.isTokenByte) else {
+            throw HTTPParseError(400, "invalid header field name")
+        }
+        var value = line[(colon + 1)...]
+        while let f = value.first, f == 0x20 || f == 0x09 { value = value.dropFirst() }
+        while let l = value.last, l == 0x20 || l == 0x09 { value = value.dropLast() }
+        guard !value.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+            throw HTTPParseError(400, "a header value contains a control character")
+        }
+        headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+    }
+
+    /// RFC 9110 `tchar`.
+    static func isTokenByte(_ c: UInt8) -> Bool {
+        switch c {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An HTTP/1.1 server: one event-loop thread over non-blocking sockets.
+///
+/// ```swift
+/// let server = HTTPServer(configuration: config, handler: app)
+/// let port = try server.start()
+/// ...
+/// server.shutdown()          // stop accepting, finish in-flight requests
+/// server.waitUntilStopped()
+/// ```
+public final class HTTPServer: Sendable {
+    public let configuration: HTTPServerConfiguration
+    private let handler: any HTTPHandler
+    private let state = Mutex<(loop: EventLoop?, port: UInt16?)>((nil, nil))
+    private let stopped = DispatchGroup()
+
+    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+        self.configuration = configuration
+        self.handler = handler
+    }
+
+    /// Binds, starts the loop thread, and returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        signal(SIGPIPE, SIG_IGN)
+        let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port,
+                                                 backlog: configuration.backlog)
+        let loop = try EventLoop(configuration: configuration, handler: handler, listener: listener)
+        state.withLock { $0 = (loop, port) }
+        stopped.enter()
+        let thread = Thread { [stopped] in
+            loop.run()
+            stopped.leave()
+        }
+        thread.name = "http-event-loop"
+        thread.stackSize = 4 << 20
+        thread.start()
+        return port
+    }
+
+    /// The bound port, once started.
+    public var port: UInt16? { state.withLock { $0.port } }
+
+    /// Stops accepting, lets in-flight requests finish (up to the grace period), then stops. Returns at once.
+    public func shutdown() {
+        state.withLock { $0.loop }?.beginShutdown()
+    }
+
+    /// Blocks until the loop has stopped.
+    public func waitUntilStopped() {
+        stopped.wait()
+    }
+}
