@@ -248,17 +248,22 @@ final class Connection {
             case .stream(let body): stream = (body, slot.version == .http1_1)
             }
         }
-        accessLog(slot, status: response.status, bytesOut: bodyBytes)
+        accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote)
     }
 
-    private func accessLog(_ slot: Slot, status: Int, bytesOut: Int) {
+    private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {
         guard loop.configuration.accessLogFD != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         var line = "{\"time\":\"\(HTTPDate.rfc3339Now())\",\"method\":"
         appendJSONString(slot.method, to: &line)
         line += ",\"path\":"
         appendJSONString(slot.path, to: &line)
-        line += ",\"status\":\(status),\"bytes_in\":\(slot.bytesIn),\"bytes_out\":\(bytesOut),\"duration_us\":\(micros)}"
+        line += ",\"status\":\(status),\"bytes_in\":\(slot.bytesIn),\"bytes_out\":\(bytesOut),\"duration_us\":\(micros)"
+        if let note {
+            line += ",\"note\":"
+            appendJSONString(note, to: &line)
+        }
+        line += "}"
         loop.log(line)
     }
 

@@ -58,7 +58,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
 extension StringProtocol {
     /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    var trimmingSpaces: Substring {
+    public var trimmingSpaces: Substring {
         var s = self[...]
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }

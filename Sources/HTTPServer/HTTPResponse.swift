@@ -3,6 +3,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: Body
+    /// A word for the access log (a rejection rule, say); never sent to the client.
+    public var logNote: String?
 
     public enum Body: Sendable {
         case bytes([UInt8])

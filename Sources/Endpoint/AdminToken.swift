@@ -1,0 +1,35 @@
+import Foundation
+
+/// The bearer token that guards the export and the other `/api` paths.
+enum AdminToken {
+    static let fileName = "admin-token"
+
+    /// The configured token, or the one kept in the data directory, made on first start.
+    /// Returns the token and, when it lives in a file, that file's path.
+    static func resolve(configured: String?, dataDirectory: String) throws -> (token: String, file: String?) {
+        if let configured { return (configured, nil) }
+        let path = dataDirectory + "/" + fileName
+        if let data = FileManager.default.contents(atPath: path),
+           let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
+            return (text, path)
+        }
+        var generator = SystemRandomNumberGenerator()
+        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        // Created with 0600 from the start, never readable by others even for a moment.
+        guard FileManager.default.createFile(atPath: path, contents: Data((token + "\n").utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw EndpointConfiguration.ParseError(description: "cannot write \(path)")
+        }
+        return (token, path)
+    }
+
+    /// Compares in time independent of where the strings differ.
+    static func matches(_ header: String?, token: String) -> Bool {
+        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
+        let given = Array(header.dropFirst(7).utf8)
+        let expected = Array(token.utf8)
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for i in 0..<expected.count { difference |= expected[i] ^ (i < given.count ? given[i] : 0) }
+        return difference == 0
+    }
+}

@@ -1,0 +1,172 @@
+import AttributionCore
+import Foundation
+
+/// Everything the endpoint can be told, from flags, a JSON config file and the environment.
+public struct EndpointConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port: UInt16 = 8080
+    public var dataDirectory = "./data"
+    /// Registrable domains this endpoint receives reports for.
+    public var sites: [String] = []
+    /// Accept `localhost` and IP-literal sites, and run without `--site`.
+    public var developmentMode = false
+    /// Peers whose `X-Forwarded-Host` is believed: addresses or CIDR blocks.
+    public var trustedProxies: [String] = []
+    /// Bearer token for `/api/*` and `/metrics`; generated and stored when nil.
+    public var adminToken: String?
+    public var maxConnections = 4096
+    public var requestTimeout: Double = 10
+    public var idleTimeout: Double = 30
+    /// Reports are well under 4 KB even with both tokens; anything past this is refused with 413.
+    public var maxReportBytes = 8192
+    public var accessLog = true
+
+    public init() {}
+
+    public static let environmentTokenName = "ATTRIBUTION_ENDPOINT_TOKEN"
+
+    public static let helpText = """
+    attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports,
+    validates them, stores them durably and exports them.
+
+    USAGE: attribution-endpoint [options]
+
+    OPTIONS
+      --host ADDRESS           Numeric address to listen on (default 127.0.0.1; use 0.0.0.0 or ::
+                               behind a reverse proxy on another host).
+      --port N                 TCP port (default 8080; 0 picks a free port and prints it).
+      --data DIR               Data directory: report log, admin token (default ./data).
+      --site DOMAIN            A registrable domain this endpoint serves, e.g. news.example.
+                               Repeat for each site. Required unless --dev.
+      --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
+                               "trusted_proxies" (array), "dev" (bool), "max_connections",
+                               "request_timeout", "idle_timeout", "max_report_bytes".
+                               Flags given on the command line override the file.
+      --trusted-proxy ADDR     A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose
+                               X-Forwarded-Host names the site a report was sent to.
+                               Repeatable. From any other peer only Host is used.
+      --token TOKEN            Bearer token for /api/* and /metrics. Also read from the
+                               environment variable \(environmentTokenName). If neither is set,
+                               one is generated on first start and kept in DATA/admin-token (0600).
+      --dev                    Development mode: accept localhost and IP-literal sites (as
+                               WebKit's tests and Safari's Debug Mode use) and allow running
+                               without --site, taking the report's role from its body.
+      --max-connections N      Concurrent connections before new ones get 503 (default 4096).
+      --request-timeout SECS   Time to receive a whole request once it starts (default 10).
+      --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
+      --max-report-bytes N     Largest report body accepted (default 8192).
+      --no-access-log          Do not write one JSON line per request to stderr.
+      --help                   Show this help.
+
+    ENDPOINTS
+      POST /.well-known/private-click-measurement/report-attribution/   reports (browsers)
+      GET  /healthz                                                     200 while accepting reports
+      GET  /api/reports[?since=RFC3339][&until=RFC3339]                 NDJSON export (token)
+      GET  /api/rejections                                              refused requests (token)
+      GET  /metrics                                                     Prometheus text (token)
+    """
+
+    public struct ParseError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public enum Parsed {
+        case run(EndpointConfiguration)
+        case help
+    }
+
+    /// Reads flags (and the file named by `--config`) over the defaults.
+    public static func parse(arguments: [String], environment: [String: String]) throws -> Parsed {
+        // The config file goes first so that flags override it, wherever --config stands.
+        var configuration = EndpointConfiguration()
+        if let i = arguments.firstIndex(of: "--config") {
+            guard i + 1 < arguments.count else { throw ParseError(description: "--config needs a file path") }
+            try configuration.apply(configFile: arguments[i + 1])
+        }
+        var sitesFromFlags: [String] = []
+        var proxiesFromFlags: [String] = []
+        var i = 0
+        func value(_ flag: String) throws -> String {
+            i += 1
+            guard i < arguments.count else { throw ParseError(description: "\(flag) needs a value") }
+            return arguments[i]
+        }
+        func number<T: LosslessStringConvertible>(_ flag: String, _ type: T.Type) throws -> T {
+            let text = try value(flag)
+            guard let n = T(text) else { throw ParseError(description: "\(flag): '\(text)' is not a valid number") }
+            return n
+        }
+        while i < arguments.count {
+            let flag = arguments[i]
+            switch flag {
+            case "--help", "-h": return .help
+            case "--host": configuration.host = try value(flag)
+            case "--port": configuration.port = try number(flag, UInt16.self)
+            case "--data": configuration.dataDirectory = try value(flag)
+            case "--site": sitesFromFlags.append(try value(flag))
+            case "--config": _ = try value(flag)
+            case "--trusted-proxy": proxiesFromFlags.append(try value(flag))
+            case "--token": configuration.adminToken = try value(flag)
+            case "--dev": configuration.developmentMode = true
+            case "--max-connections": configuration.maxConnections = try number(flag, Int.self)
+            case "--request-timeout": configuration.requestTimeout = try number(flag, Double.self)
+            case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
+            case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
+            case "--no-access-log": configuration.accessLog = false
+            default: throw ParseError(description: "unknown option '\(flag)' (see --help)")
+            }
+            i += 1
+        }
+        if !sitesFromFlags.isEmpty { configuration.sites = sitesFromFlags }
+        if !proxiesFromFlags.isEmpty { configuration.trustedProxies = proxiesFromFlags }
+        if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
+            configuration.adminToken = token
+        }
+        try configuration.check()
+        return .run(configuration)
+    }
+
+    mutating func apply(configFile path: String) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ParseError(description: "cannot read config file \(path)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ParseError(description: "config file \(path) is not a JSON object")
+        }
+        for (key, value) in object {
+            func bad() -> ParseError { ParseError(description: "config file \(path): \"\(key)\" has the wrong type") }
+            switch key {
+            case "host": guard let v = value as? String else { throw bad() }; host = v
+            case "port": guard let v = value as? Int, let p = UInt16(exactly: v) else { throw bad() }; port = p
+            case "data": guard let v = value as? String else { throw bad() }; dataDirectory = v
+            case "sites": guard let v = value as? [String] else { throw bad() }; sites = v
+            case "trusted_proxies": guard let v = value as? [String] else { throw bad() }; trustedProxies = v
+            case "dev": guard let v = value as? Bool else { throw bad() }; developmentMode = v
+            case "max_connections": guard let v = value as? Int else { throw bad() }; maxConnections = v
+            case "request_timeout": guard let v = value as? Double else { throw bad() }; requestTimeout = v
+            case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
+            case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
+            default: throw ParseError(description: "config file \(path): unknown key \"\(key)\"")
+            }
+        }
+    }
+
+    /// Refuses configurations that would silently lose reports.
+    public func check() throws {
+        if sites.isEmpty && !developmentMode {
+            throw ParseError(description: "no site configured: pass --site DOMAIN for each registrable domain served (or --dev)")
+        }
+        let rules = SiteRules(developmentMode: developmentMode)
+        for site in sites {
+            if let violation = rules.check(site) {
+                throw ParseError(description: "--site \(site): \(violation.detail)")
+            }
+        }
+        for proxy in trustedProxies where AddressRange(proxy) == nil {
+            throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
+        }
+        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 {
+            throw ParseError(description: "limits must be positive (and --max-report-bytes at least 256)")
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import AttributionCore
+import Foundation
+import ReportStore
+import Synchronization
+
+/// Counters for `/metrics` and `/healthz`. Aggregates only.
+final class EndpointMetrics: Sendable {
+    private struct Counts {
+        var stored: [String: Int] = [:]  // by "role/verdict"
+        var storeFailures = 0
+        var diskFullFailures = 0
+        var lastStoreFailure: Date?
+    }
+    private let counts = Mutex(Counts())
+
+    func stored(_ report: StoredReport) {
+        counts.withLock { $0.stored["\(report.role.rawValue)/\(report.verdict.name)", default: 0] += 1 }
+    }
+
+    func storeFailed(_ error: StoreError) {
+        let firstInAWhile = counts.withLock { c -> Bool in
+            let quiet = c.lastStoreFailure.map { Date().timeIntervalSince($0) > 10 } ?? true
+            c.storeFailures += 1
+            if error.isDiskFull { c.diskFullFailures += 1 }
+            c.lastStoreFailure = Date()
+            return quiet
+        }
+        // One line when failures start, not one per refused report.
+        if firstInAWhile { EventLog.write("store_write_failed", ["error": .string(error.description), "disk_full": .bool(error.isDiskFull)]) }
+    }
+
+    /// True when a write failed in the last few seconds and none has succeeded since.
+    func storeIsFailing(_ store: ReportStore) -> Bool {
+        guard store.writeError != nil else { return false }
+        return counts.withLock { c in c.lastStoreFailure.map { Date().timeIntervalSince($0) < 5 } ?? false }
+    }
+
+    func prometheusText(store: ReportStore, rejections: RejectionLog) -> String {
+        let c = counts.withLock { $0 }
+        var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
+        out += "# TYPE attribution_reports_stored_total counter\n"
+        for (key, value) in c.stored.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "/")
+            out += "attribution_reports_stored_total{protocol=\"pcm\",role=\"\(parts[0])\",verdict=\"\(parts[1])\"} \(value)\n"
+        }
+        out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
+        out += "# TYPE attribution_requests_rejected_total counter\n"
+        for (rule, value) in rejections.counts.sorted(by: { $0.key < $1.key }) {
+            out += "attribution_requests_rejected_total{rule=\"\(rule)\"} \(value)\n"
+        }
+        out += "# HELP attribution_store_write_failures_total Reports answered 503 because the log could not be written.\n"
+        out += "# TYPE attribution_store_write_failures_total counter\n"
+        out += "attribution_store_write_failures_total \(c.storeFailures)\n"
+        out += "# HELP attribution_store_disk_full_failures_total Of those, failures because the disk was full.\n"
+        out += "# TYPE attribution_store_disk_full_failures_total counter\n"
+        out += "attribution_store_disk_full_failures_total \(c.diskFullFailures)\n"
+        out += "# HELP attribution_store_reports Reports in the log.\n# TYPE attribution_store_reports gauge\n"
+        out += "attribution_store_reports \(store.count)\n"
+        out += "# HELP attribution_store_bytes Bytes of the log.\n# TYPE attribution_store_bytes gauge\n"
+        out += "attribution_store_bytes \(store.bytesOnDisk)\n"
+        out += "# HELP attribution_replay_corrupt_records Damaged records skipped when the log was opened.\n"
+        out += "# TYPE attribution_replay_corrupt_records gauge\n"
+        out += "attribution_replay_corrupt_records \(store.replay.corruptRecords.count)\n"
+        out += "# HELP attribution_replay_torn_tail_bytes Bytes of an incomplete last record cut off when the log was opened.\n"
+        out += "# TYPE attribution_replay_torn_tail_bytes gauge\n"
+        out += "attribution_replay_torn_tail_bytes \(store.replay.tornTailBytes)\n"
+        return out
+    }
+}
+
+/// Structured lines on stderr for things that are not requests: start, replay, failures, stop.
+enum EventLog {
+    static func write(_ event: String, _ fields: [(String, JSONValue)] = []) {
+        var line = "{\"time\":\"\(Timestamp.now().rfc3339)\",\"event\":"
+        JSONValue.writeString(event, to: &line)
+        for (key, value) in fields {
+            line += ","
+            JSONValue.writeString(key, to: &line)
+            line += ":"
+            value.write(to: &line)
+        }
+        line += "}\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    static func write(_ event: String, _ fields: KeyValuePairs<String, JSONValue>) {
+        write(event, fields.map { ($0.key, $0.value) })
+    }
+}

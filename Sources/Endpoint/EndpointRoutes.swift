@@ -1,0 +1,106 @@
+import AttributionCore
+import HTTPServer
+import ReportStore
+
+/// Maps paths to what answers them. Never sets or reads a cookie.
+struct EndpointRoutes: HTTPHandler {
+    static let reportPath = "/.well-known/private-click-measurement/report-attribution/"
+
+    let ingest: ReportIngest
+    let store: ReportStore
+    let rejections: RejectionLog
+    let metrics: EndpointMetrics
+    let adminToken: String
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        let path = request.path
+        // WebKit always sends the trailing slash; people testing with curl often do not.
+        if path == Self.reportPath || path == Self.reportPath.dropLast() {
+            guard request.method == "POST" else { return responder.respond(methodNotAllowed(request, allow: "POST")) }
+            return ingest.handle(request, responder: responder)
+        }
+        switch path {
+        case "/healthz":
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
+            }
+            responder.respond(health())
+        case "/api/reports", "/api/rejections", "/metrics":
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
+            }
+            guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else {
+                return responder.respond(Problem(status: 401, rule: "unauthorized",
+                    detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured").response)
+            }
+            switch path {
+            case "/api/reports": responder.respond(export(request))
+            case "/api/rejections": responder.respond(rejectionsResponse())
+            default:
+                responder.respond(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                                               body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8)))
+            }
+        default:
+            responder.respond(Problem(status: 404, rule: "not_found", detail: "no resource at \(path)").response)
+        }
+    }
+
+    private func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
+        var response = Problem(status: 405, rule: "method_not_allowed",
+                               detail: "\(request.method) is not allowed here; use \(allow)").response
+        response.headers.add(name: "Allow", value: allow)
+        return response
+    }
+
+    private func health() -> HTTPResponse {
+        if metrics.storeIsFailing(store) {
+            let error = store.writeError.map { "\($0)" } ?? "unknown"
+            return Problem(status: 503, rule: error.contains("No space") ? "disk_full" : "store_unavailable",
+                           detail: "reports cannot be stored right now: \(error)").response
+        }
+        let body = "{\"status\":\"ok\",\"reports\":\(store.count)}\n"
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+                            body: Array(body.utf8))
+    }
+
+    private func export(_ request: HTTPRequest) -> HTTPResponse {
+        var since: Timestamp?, until: Timestamp?
+        for (name, value) in request.queryItems {
+            switch name {
+            case "since", "until":
+                guard let time = Timestamp(rfc3339: value) else {
+                    return Problem(status: 400, rule: "invalid_time", field: name,
+                                   detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z").response
+                }
+                if name == "since" { since = time } else { until = time }
+            default:
+                return Problem(status: 400, rule: "unknown_parameter", field: name,
+                               detail: "unknown query parameter \"\(name)\"; use since and until").response
+            }
+        }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
+                            stream: ReportExportStream(cursor: store.reports(since: since, until: until)))
+    }
+
+    private func rejectionsResponse() -> HTTPResponse {
+        var json = "{\"counts\":{"
+        for (i, (rule, count)) in rejections.counts.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { json += "," }
+            json += "\"\(rule)\":\(count)"
+        }
+        json += "},\"recent\":["
+        for (i, entry) in rejections.recent.enumerated() {
+            if i > 0 { json += "," }
+            json += "{\"time\":\"\(entry.time.rfc3339)\",\"status\":\(entry.status),\"rule\":\"\(entry.rule)\",\"field\":"
+            if let field = entry.field { JSONValue.writeString(field, to: &json) } else { json += "null" }
+            json += ",\"detail\":"
+            JSONValue.writeString(entry.detail, to: &json)
+            json += ",\"body\":"
+            JSONValue.writeString(String(decoding: entry.body, as: UTF8.self), to: &json)
+            json += ",\"body_truncated\":\(entry.bodyTruncated)}"
+        }
+        json += "]}\n"
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+                            body: Array(json.utf8))
+    }
+}

@@ -1,0 +1,121 @@
+import AttributionCore
+import Dispatch
+import Foundation
+import HTTPServer
+import ReportStore
+
+/// The running endpoint: the store, the routes and the HTTP server, wired together.
+public final class EndpointServer: Sendable {
+    public let configuration: EndpointConfiguration
+    public let store: ReportStore
+    public let adminToken: String
+    /// Where the generated token is kept, when it was not configured.
+    public let adminTokenFile: String?
+    private let http: HTTPServer
+
+    public init(configuration: EndpointConfiguration, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+        try configuration.check()
+        self.configuration = configuration
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
+                                                              dataDirectory: configuration.dataDirectory)
+        store = try ReportStore(directory: configuration.dataDirectory, clock: clock)
+
+        let siteRules = SiteRules(developmentMode: configuration.developmentMode)
+        let metrics = EndpointMetrics()
+        let rejections = RejectionLog()
+        let ingest = ReportIngest(
+            validator: PCMReportValidator(siteRules: siteRules),
+            roles: RoleResolver(servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode),
+            trustedProxies: configuration.trustedProxies.compactMap(AddressRange.init),
+            maxReportBytes: configuration.maxReportBytes,
+            store: store, rejections: rejections, metrics: metrics, clock: clock)
+        let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
+                                    adminToken: adminToken)
+
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxConnections = configuration.maxConnections
+        http.requestTimeout = configuration.requestTimeout
+        http.idleTimeout = configuration.idleTimeout
+        http.accessLogFD = configuration.accessLog ? 2 : nil
+        // The HTTP layer refuses only the absurd; the report path applies its own, smaller limit
+        // so that an oversized report is counted and explained like any other rejection.
+        http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes)
+        self.http = HTTPServer(configuration: http, handler: routes)
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        let replay = store.replay
+        EventLog.write("replay", [
+            "log": .string(store.logPath), "records": .number(String(replay.records)),
+            "corrupt_records": .number(String(replay.corruptRecords.count)),
+            "corrupt_offsets": .array(replay.corruptRecords.map { .number(String($0.offset)) }),
+            "torn_tail_bytes": .number(String(replay.tornTailBytes)),
+            "seconds": .number(String(format: "%.3f", replay.seconds)),
+        ])
+        let port = try http.start()
+        var fields: [(String, JSONValue)] = [
+            ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
+            ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
+        ]
+        if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
+        EventLog.write("listening", fields)
+        return port
+    }
+
+    /// Stops accepting connections and lets requests in flight finish. Returns at once.
+    public func shutdown() {
+        http.shutdown()
+    }
+
+    /// Waits for the HTTP server to stop, then flushes and closes the store.
+    public func waitUntilStopped() {
+        http.waitUntilStopped()
+        store.close()
+        EventLog.write("stopped", ["reports": .number(String(store.count))])
+    }
+
+    /// The command-line program: parse, start, run until SIGINT or SIGTERM, stop cleanly.
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        let configuration: EndpointConfiguration
+        do {
+            switch try EndpointConfiguration.parse(arguments: arguments, environment: environment) {
+            case .help:
+                print(EndpointConfiguration.helpText)
+                return 0
+            case .run(let parsed):
+                configuration = parsed
+            }
+        } catch {
+            FileHandle.standardError.write(Data("attribution-endpoint: \(error)\n".utf8))
+            return 64  // EX_USAGE
+        }
+        let server: EndpointServer
+        do {
+            server = try EndpointServer(configuration: configuration)
+            try server.start()
+        } catch {
+            FileHandle.standardError.write(Data("attribution-endpoint: cannot start: \(error)\n".utf8))
+            return 1
+        }
+        // Signals are taken as dispatch events, not handlers, so shutdown runs as ordinary code.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                EventLog.write("shutdown", ["signal": .number(String(number))])
+                server.shutdown()
+            }
+            source.resume()
+            return source
+        }
+        server.waitUntilStopped()
+        sources.forEach { $0.cancel() }
+        return 0
+    }
+}

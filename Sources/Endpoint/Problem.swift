@@ -1,0 +1,49 @@
+import AttributionCore
+import HTTPServer
+
+/// An RFC 9457 problem: what went wrong, for whom to fix, as `application/problem+json`.
+///
+/// `type` is a URN per rule (they are listed in docs/PROBLEMS.md); `field` and `rule` are
+/// extension members so that a client can act without parsing `detail`.
+struct Problem: Error, Sendable {
+    var status: Int
+    var rule: String
+    var field: String?
+    var detail: String
+
+    init(status: Int, rule: String, field: String? = nil, detail: String) {
+        self.status = status
+        self.rule = rule
+        self.field = field
+        self.detail = detail
+    }
+
+    init(_ rejection: ReportRejection) {
+        self.init(status: rejection.rule.httpStatus, rule: rejection.rule.rawValue, field: rejection.field,
+                  detail: rejection.detail)
+    }
+
+    var response: HTTPResponse {
+        var json = "{\"type\":\"urn:attribution-endpoint:problem:\(rule)\",\"title\":"
+        JSONValue.writeString(Self.title(rule), to: &json)
+        json += ",\"status\":\(status),\"detail\":"
+        JSONValue.writeString(detail, to: &json)
+        json += ",\"rule\":\"\(rule)\""
+        if let field {
+            json += ",\"field\":"
+            JSONValue.writeString(field, to: &json)
+        }
+        json += "}\n"
+        var headers: HTTPHeaders = ["Content-Type": "application/problem+json", "Cache-Control": "no-store"]
+        if status == 401 { headers.add(name: "WWW-Authenticate", value: "Bearer realm=\"attribution-endpoint\"") }
+        if status == 503 { headers.add(name: "Retry-After", value: "5") }
+        var response = HTTPResponse(status: status, headers: headers, body: Array(json.utf8))
+        response.logNote = rule
+        return response
+    }
+
+    static func title(_ rule: String) -> String {
+        let words = rule.split(separator: "_").joined(separator: " ")
+        return words.prefix(1).uppercased() + words.dropFirst()
+    }
+}

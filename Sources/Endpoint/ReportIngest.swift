@@ -1,0 +1,93 @@
+import AttributionCore
+import HTTPServer
+import ReportStore
+
+/// The report path: from a POST to a stored report and its answer.
+///
+/// Everything up to the store runs inline on the event loop (validation is pure and takes
+/// microseconds); the answer is sent from the store's writer thread once the report is on disk.
+struct ReportIngest: Sendable {
+    let validator: PCMReportValidator
+    let roles: RoleResolver
+    let trustedProxies: [AddressRange]
+    let maxReportBytes: Int
+    let store: ReportStore
+    let rejections: RejectionLog
+    let metrics: EndpointMetrics
+    let clock: @Sendable () -> Timestamp
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        switch prepare(request) {
+        case .failure(let problem):
+            rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                              detail: problem.detail, body: request.body)
+            responder.respond(problem.response)
+        case .success(let draft):
+            let metrics = self.metrics
+            store.append(draft) { result in
+                switch result {
+                case .success(let stored):
+                    metrics.stored(stored)
+                    responder.respond(Self.acknowledgement(stored))
+                case .failure(let error):
+                    metrics.storeFailed(error)
+                    responder.respond(Problem(status: 503, rule: error.isDiskFull ? "disk_full" : "store_unavailable",
+                                              detail: "the report could not be stored: \(error)").response)
+                }
+            }
+        }
+    }
+
+    /// Checks the request and the body; on success, the draft to store.
+    func prepare(_ request: HTTPRequest) -> Result<StoredReport.Draft, Problem> {
+        guard Self.isJSON(request.headers["Content-Type"]) else {
+            let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
+            return .failure(Problem(ReportRejection(.unsupportedMediaType,
+                "a report must be sent as application/json; Content-Type was \(got)")))
+        }
+        guard request.body.count <= maxReportBytes else {
+            return .failure(Problem(ReportRejection(.bodyTooLarge,
+                "the body has \(request.body.count) bytes; reports are at most \(maxReportBytes)")))
+        }
+        let report: PCMReport
+        switch validator.validate(body: request.body) {
+        case .success(let r): report = r
+        case .failure(let rejection): return .failure(Problem(rejection))
+        }
+        let resolution: RoleResolver.Resolution
+        switch roles.resolve(report, host: sentTo(request)) {
+        case .success(let r): resolution = r
+        case .failure(let rejection): return .failure(Problem(rejection))
+        }
+        var reasons = resolution.notes
+        if report.usedDashKeys { reasons.append("dash_keys_normalized") }
+        return .success(StoredReport.Draft(role: resolution.role, verdict: .accepted, reasons: reasons, body: request.body))
+    }
+
+    /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.
+    func sentTo(_ request: HTTPRequest) -> String? {
+        if let forwarded = request.headers["X-Forwarded-Host"],
+           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
+            // With several proxies, the last value was added by the one nearest to us.
+            return forwarded.split(separator: ",").last.map { String($0.trimmingSpaces) }
+        }
+        return request.headers["Host"]
+    }
+
+    static func isJSON(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() }
+        return mediaType == "application/json"
+    }
+
+    static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {
+        var json = "{\"id\":\(stored.id),\"received_at\":\"\(stored.receivedAt.rfc3339)\",\"role\":\"\(stored.role.rawValue)\",\"verdict\":\"\(stored.verdict.name)\",\"reasons\":["
+        for (i, reason) in stored.reasons.enumerated() {
+            if i > 0 { json += "," }
+            JSONValue.writeString(reason, to: &json)
+        }
+        json += "]}\n"
+        return HTTPResponse(status: 201, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
+                            body: Array(json.utf8))
+    }
+}

@@ -1,0 +1,160 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+public struct StoreError: Error, Sendable, CustomStringConvertible {
+    public var operation: String
+    public var errno: Int32
+
+    public var description: String { "\(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
+    /// Out of space (or quota): the condition an operator can fix by freeing disk.
+    public var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }
+}
+
+/// The log file's system calls: positioned reads and writes and a real flush to the medium.
+struct LogFile: @unchecked Sendable {
+    let fd: Int32
+    let path: String
+
+    static func open(path: String) throws(StoreError) -> LogFile {
+        let fd = Glibc_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(operation: "open \(path)", errno: errno) }
+        return LogFile(fd: fd, path: path)
+    }
+
+    func size() throws(StoreError) -> Int {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw StoreError(operation: "fstat", errno: errno) }
+        return Int(st.st_size)
+    }
+
+    /// Reads up to `count` bytes at `offset` into `buffer`, returning how many were read.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(StoreError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(operation: "pread", errno: errno)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    func write(_ bytes: [UInt8], at offset: Int) throws(StoreError) {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(operation: "pwrite", errno: errno)
+            }
+            done += n
+        }
+    }
+
+    /// Waits until written bytes are on the medium: fdatasync on Linux, F_FULLFSYNC on macOS
+    /// (whose fsync only reaches the drive's cache).
+    func sync() throws(StoreError) {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return }
+        guard fsync(fd) == 0 else { throw StoreError(operation: "fsync", errno: errno) }
+        #else
+        guard fdatasync(fd) == 0 else { throw StoreError(operation: "fdatasync", errno: errno) }
+        #endif
+    }
+
+    func truncate(to length: Int) throws(StoreError) {
+        guard ftruncate(fd, off_t(length)) == 0 else { throw StoreError(operation: "ftruncate", errno: errno) }
+    }
+
+    func close() { _ = Glibc_close(fd) }
+
+    /// Makes a newly created file's directory entry durable too.
+    static func syncDirectory(_ path: String) {
+        let fd = Glibc_open(path, O_RDONLY | O_CLOEXEC, 0)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        _ = Glibc_close(fd)
+    }
+}
+
+private func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+    #if canImport(Glibc)
+    return Glibc.open(path, flags, mode)
+    #else
+    return Darwin.open(path, flags, mode)
+    #endif
+}
+
+private func Glibc_close(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+    return Glibc.close(fd)
+    #else
+    return Darwin.close(fd)
+    #endif
+}
+
+/// Walks the records of a byte range of the log, resynchronising past damage.
+///
+/// Damage followed by a valid record is a corrupt record in the middle: it is skipped and
+/// reported. Damage with no valid record after it is a torn tail: the walk ends there.
+struct LogScanner {
+    let file: LogFile
+    let end: Int
+    private var buffer: UnsafeMutableRawBufferPointer
+    private var bufferStart = 0
+    private var bufferEnd = 0
+
+    static let window = 1 << 20
+
+    init(file: LogFile, end: Int) {
+        self.file = file
+        self.end = end
+        buffer = .allocate(byteCount: Self.window + LogRecord.headerSize + LogRecord.maxPayload, alignment: 8)
+    }
+
+    func deallocate() { buffer.deallocate() }
+
+    enum Step {
+        case record(offset: Int, kind: UInt8, payload: UnsafeRawBufferPointer, size: Int)
+        case corrupt(offset: Int, length: Int)
+        case tornTail(offset: Int)
+        case end
+    }
+
+    /// The next step from `offset`. The payload is valid until the next call.
+    mutating func step(at offset: Int) throws(StoreError) -> Step {
+        guard offset < end else { return .end }
+        switch try decode(at: offset) {
+        case .record(let kind, let payload, let size):
+            return .record(offset: offset, kind: kind, payload: payload, size: size)
+        case .incomplete, .corrupt:
+            var candidate = offset + 1
+            while candidate + LogRecord.headerSize <= end {
+                if case .record = try decode(at: candidate) {
+                    return .corrupt(offset: offset, length: candidate - offset)
+                }
+                candidate += 1
+            }
+            return .tornTail(offset: offset)
+        }
+    }
+
+    private mutating func decode(at offset: Int) throws(StoreError) -> LogRecord.Decoded {
+        // Keep a whole maximum-size record available from `offset`, unless the range ends first.
+        let wanted = min(end, offset + LogRecord.headerSize + LogRecord.maxPayload)
+        if offset < bufferStart || wanted > bufferEnd {
+            let count = min(buffer.count, end - offset)
+            let got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
+            bufferStart = offset
+            bufferEnd = offset + got
+        }
+        let available = UnsafeRawBufferPointer(rebasing: buffer[(offset - bufferStart)..<(bufferEnd - bufferStart)])
+        return LogRecord.decode(available)
+    }
+}

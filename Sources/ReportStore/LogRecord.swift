@@ -1,0 +1,74 @@
+/// The on-disk framing of one log record.
+///
+/// ```
+/// 0  u16  magic 0xA77E
+/// 2  u8   kind (1 = stored report)
+/// 3  u8   reserved, 0
+/// 4  u32  payload length
+/// 8  u32  CRC-32C of bytes 0..<8 and of the payload
+/// 12 ...  payload
+/// ```
+/// All integers little-endian. The checksum covers the length, so a torn length field cannot
+/// send replay off reading garbage as a record.
+public enum LogRecord {
+    public static let magic: UInt16 = 0xA77E
+    public static let headerSize = 12
+    /// Bodies are capped far below this; a larger length is corruption.
+    public static let maxPayload = 128 << 10
+
+    public enum Kind: UInt8, Sendable {
+        case report = 1
+    }
+
+    /// Appends one framed record to `out`.
+    public static func append(kind: Kind, payload: [UInt8], to out: inout [UInt8]) {
+        let start = out.count
+        out.appendLE(magic)
+        out.append(kind.rawValue)
+        out.append(0)
+        out.appendLE(UInt32(payload.count))
+        out.appendLE(UInt32(0))
+        out.append(contentsOf: payload)
+        let crc = out.withUnsafeBytes { buffer -> UInt32 in
+            let head = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[start..<start + 8]))
+            return CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[(start + headerSize)...]), seed: head)
+        }
+        out.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: start + 8, as: UInt32.self) }
+    }
+
+    public enum Decoded {
+        case record(kind: UInt8, payload: UnsafeRawBufferPointer, size: Int)
+        /// The bytes so far are a valid beginning but the record does not fit in what was given.
+        case incomplete
+        case corrupt
+    }
+
+    /// Decodes the record at the start of `bytes`.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) -> Decoded {
+        guard bytes.count >= headerSize else {
+            // A short tail is only a torn header if what there is looks like one.
+            if bytes.count >= 2 && bytes.loadLE(UInt16.self, at: 0) != magic { return .corrupt }
+            return .incomplete
+        }
+        guard bytes.loadLE(UInt16.self, at: 0) == magic, bytes[3] == 0 else { return .corrupt }
+        let length = Int(bytes.loadLE(UInt32.self, at: 4))
+        guard length <= maxPayload else { return .corrupt }
+        guard bytes.count >= headerSize + length else { return .incomplete }
+        let head = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize..<headerSize + length])
+        guard CRC32C.checksum(payload, seed: head) == bytes.loadLE(UInt32.self, at: 8) else { return .corrupt }
+        return .record(kind: bytes[2], payload: payload, size: headerSize + length)
+    }
+}
+
+extension Array where Element == UInt8 {
+    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}

@@ -1,0 +1,271 @@
+import AttributionCore
+import Foundation
+import Synchronization
+
+/// The durable home of every report: one append-only, checksummed log file, one writer thread.
+///
+/// `append` queues a report and returns at once; the writer thread takes everything queued,
+/// writes it with one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls
+/// each report's completion. Concurrent requests so share one flush (group commit), and nothing
+/// is acknowledged before it is on disk.
+public final class ReportStore: Sendable {
+    public let directory: String
+    public let logPath: String
+    /// What replay found when the store opened.
+    public let replay: ReplaySummary
+
+    private let file: LogFile
+    private let clock: @Sendable () -> Timestamp
+    private let queue = NSCondition()
+    private nonisolated(unsafe) var pending = PendingBatch()
+    private nonisolated(unsafe) var stopping = false
+    private let stopped = DispatchGroup()
+    private let state: Mutex<DurableState>
+
+    /// One index entry every this many records: enough to start an export near `since` without
+    /// keeping every record's position in memory.
+    static let indexStride = 1024
+
+    public typealias Completion = @Sendable (Result<StoredReport, StoreError>) -> Void
+
+    private struct PendingBatch {
+        var bytes: [UInt8] = []
+        var reports: [(report: StoredReport, completion: Completion)] = []
+        var nextID: UInt64 = 1
+        var lastTime: Int64 = 0
+    }
+
+    /// What is on disk, as of the last successful flush.
+    private struct DurableState {
+        var end: Int
+        var count: Int
+        var index: [(time: Int64, offset: Int)]
+        var lastError: StoreError?
+        var failedBatches: Int
+    }
+
+    public struct ReplaySummary: Sendable {
+        public var records: Int
+        /// Offsets and lengths of damaged records that were skipped.
+        public var corruptRecords: [(offset: Int, length: Int)]
+        /// Bytes of an incomplete last record that were cut off.
+        public var tornTailBytes: Int
+        public var seconds: Double
+    }
+
+    /// Opens (or creates) `directory/reports.log` and replays it.
+    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+        self.directory = directory
+        self.logPath = directory + "/reports.log"
+        self.clock = clock
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let existed = FileManager.default.fileExists(atPath: logPath)
+        file = try LogFile.open(path: logPath)
+        if !existed { LogFile.syncDirectory(directory) }
+
+        let started = Date()
+        var index: [(Int64, Int)] = []
+        var corrupt: [(Int, Int)] = []
+        var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0
+        let size = try file.size()
+        var scanner = LogScanner(file: file, end: size)
+        defer { scanner.deallocate() }
+        var offset = 0
+        var tornTail = 0
+        scan: while true {
+            switch try scanner.step(at: offset) {
+            case .record(let at, _, let payload, let recordSize):
+                if let (id, time) = StoredReport.peekIDAndTime(payload) {
+                    if count % Self.indexStride == 0 { index.append((time, at)) }
+                    count += 1
+                    lastID = max(lastID, id)
+                    lastTime = max(lastTime, time)
+                }
+                offset = at + recordSize
+            case .corrupt(let at, let length):
+                corrupt.append((at, length))
+                offset = at + length
+            case .tornTail(let at):
+                tornTail = size - at
+                try file.truncate(to: at)
+                try file.sync()
+                offset = at
+                break scan
+            case .end:
+                break scan
+            }
+        }
+        pending.nextID = lastID + 1
+        pending.lastTime = lastTime
+        state = Mutex(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0))
+        replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
+                               seconds: Date().timeIntervalSince(started))
+
+        stopped.enter()
+        let thread = Thread { [self] in
+            writerLoop()
+            stopped.leave()
+        }
+        thread.name = "report-store-writer"
+        thread.start()
+    }
+
+    // MARK: - Writing
+
+    /// Queues a report. `completion` runs on the writer thread once the report is on disk (with
+    /// its id and receive time) or could not be written.
+    public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
+        queue.lock()
+        if stopping {
+            queue.unlock()
+            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
+            return
+        }
+        let id = pending.nextID
+        pending.nextID += 1
+        // Receive times never go backwards in the log, so `since` can binary-search the index.
+        let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
+        pending.lastTime = time
+        let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
+                                  verdict: draft.verdict, reasons: draft.reasons, body: draft.body)
+        LogRecord.append(kind: .report, payload: StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt),
+                         to: &pending.bytes)
+        pending.reports.append((report, completion))
+        if pending.reports.count == 1 { queue.signal() }
+        queue.unlock()
+    }
+
+    private func writerLoop() {
+        while true {
+            queue.lock()
+            while pending.reports.isEmpty && !stopping { queue.wait() }
+            if pending.reports.isEmpty && stopping {
+                queue.unlock()
+                return
+            }
+            let bytes = pending.bytes
+            let reports = pending.reports
+            pending.bytes.removeAll(keepingCapacity: true)
+            pending.reports.removeAll(keepingCapacity: true)
+            queue.unlock()
+            commit(bytes: bytes, reports: reports)
+        }
+    }
+
+    private func commit(bytes: [UInt8], reports: [(report: StoredReport, completion: Completion)]) {
+        let start = state.withLock { $0.end }
+        do {
+            try file.write(bytes, at: start)
+            try file.sync()
+        } catch {
+            // Cut back whatever part of the batch reached the file, so a half-written record can
+            // never be replayed as a report that was refused. The next batch writes here again.
+            try? file.truncate(to: start)
+            state.withLock {
+                $0.lastError = error
+                $0.failedBatches += 1
+            }
+            for (_, completion) in reports { completion(.failure(error)) }
+            return
+        }
+        state.withLock { s in
+            var offset = start
+            for (report, _) in reports {
+                if s.count % Self.indexStride == 0 { s.index.append((report.receivedAt.millisecondsSinceEpoch, offset)) }
+                s.count += 1
+                offset += LogRecord.headerSize + StoredReport.payloadSize(report)
+            }
+            s.end = start + bytes.count
+            s.lastError = nil
+        }
+        for (report, completion) in reports { completion(.success(report)) }
+    }
+
+    /// Finishes every queued write and stops the writer. Appends after this fail.
+    public func close() {
+        queue.lock()
+        stopping = true
+        queue.signal()
+        queue.unlock()
+        stopped.wait()
+        file.close()
+    }
+
+    // MARK: - Reading
+
+    /// Number of reports on disk.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// The last write error, until a later write succeeds: the store is refusing reports.
+    public var writeError: StoreError? { state.withLock { $0.lastError } }
+
+    public var failedBatches: Int { state.withLock { $0.failedBatches } }
+
+    public var bytesOnDisk: Int { state.withLock { $0.end } }
+
+    /// Reports received in `[since, until)`, oldest first, read lazily from disk.
+    public func reports(since: Timestamp? = nil, until: Timestamp? = nil) -> ReportCursor {
+        let (end, startOffset) = state.withLock { s -> (Int, Int) in
+            guard let since else { return (s.end, 0) }
+            // The last index entry strictly before `since`: every record from `since` on is after it.
+            var low = 0, high = s.index.count
+            while low < high {
+                let mid = (low + high) / 2
+                if s.index[mid].time < since.millisecondsSinceEpoch { low = mid + 1 } else { high = mid }
+            }
+            return (s.end, low == 0 ? 0 : s.index[low - 1].offset)
+        }
+        return ReportCursor(file: file, start: startOffset, end: end, since: since, until: until)
+    }
+}
+
+extension StoredReport {
+    static func payloadSize(_ report: StoredReport) -> Int {
+        let reasons = report.reasons.prefix(255).reduce(0) { $0 + 1 + min($1.utf8.count, 255) }
+        return 8 + 8 + 1 + 1 + 1 + reasons + 4 + report.body.count
+    }
+}
+
+extension Timestamp {
+    public static func now() -> Timestamp {
+        Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+    }
+}
+
+/// Reads stored reports one at a time. Not shared between threads.
+public final class ReportCursor: @unchecked Sendable {
+    private var scanner: LogScanner
+    private var offset: Int
+    private let since: Timestamp?
+    private let until: Timestamp?
+    private var finished = false
+
+    init(file: LogFile, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
+        scanner = LogScanner(file: file, end: end)
+        offset = start
+        self.since = since
+        self.until = until
+    }
+
+    deinit { scanner.deallocate() }
+
+    /// The next report in range, or nil at the end.
+    public func next() -> StoredReport? {
+        while !finished {
+            guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
+            switch step {
+            case .record(let at, let kind, let payload, let size):
+                offset = at + size
+                guard kind == LogRecord.Kind.report.rawValue, let report = StoredReport.decodePayload(payload) else { continue }
+                if let since, report.receivedAt < since { continue }
+                if let until, report.receivedAt >= until { finished = true; return nil }
+                return report
+            case .corrupt(let at, let length):
+                offset = at + length
+            case .tornTail, .end:
+                finished = true
+            }
+        }
+        return nil
+    }
+}
