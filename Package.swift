@@ -22,11 +22,13 @@ let package = Package(
         // Wires configuration, storage and the server together.
         .executableTarget(name: "attribution-endpoint", dependencies: ["Endpoint"]),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        // A raw-socket HTTP client for live-server tests: it sends exactly the bytes it is given.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
                     resources: [.copy("Resources/test_psl.txt")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore"]),
-        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "attribution-endpoint"]),
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "TestSupport", "attribution-endpoint"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -168,8 +168,11 @@ public struct HTTPRequestParser {
         let available = buffer.count - start
         var i = start + max(0, scanned - 3)
         var headEnd: Int?
-        while i + 3 < buffer.count {
-            if buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {
+        while i < buffer.count {
+            if buffer[i] == 0x0A && (i == start || buffer[i - 1] != 0x0D) {
+                throw HTTPParseError(400, "a line of the request head ends with a bare LF")
+            }
+            if i + 3 < buffer.count, buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {
                 headEnd = i
                 break
             }
@@ -177,10 +180,11 @@ public struct HTTPRequestParser {
         }
         guard let headEnd else {
             scanned = available
+            let requestLineLength = buffer[start...].firstIndex(of: 0x0A).map { $0 - start } ?? available
+            if requestLineLength > limits.maxRequestLineBytes + 1 {
+                throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
+            }
             if available > limits.maxHeadBytes {
-                if !buffer[start...].contains(0x0A) && available > limits.maxRequestLineBytes {
-                    throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
-                }
                 throw HTTPParseError(431, "the request head is larger than \(limits.maxHeadBytes) bytes")
             }
             if available > 0 && buffer[start] != UInt8(ascii: "\r") && !Self.isTokenByte(buffer[start]) {

@@ -1,0 +1,271 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import HTTPServer
+
+/// Starts a real server on port 0 with `handler`, runs `body`, then shuts it down.
+private func withServer(
+    _ configure: (inout HTTPServerConfiguration) -> Void = { _ in },
+    handler: any HTTPHandler = EchoHandler(),
+    _ body: (UInt16, HTTPServer) throws -> Void
+) throws {
+    var configuration = HTTPServerConfiguration()
+    configuration.port = 0
+    configuration.accessLogFD = nil
+    configure(&configuration)
+    let server = HTTPServer(configuration: configuration, handler: handler)
+    let port = try server.start()
+    defer {
+        server.shutdown()
+        server.waitUntilStopped()
+    }
+    try body(port, server)
+}
+
+/// Answers with the method, path and body it received.
+struct EchoHandler: HTTPHandler {
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        let text = "\(request.method) \(request.path) \(String(decoding: request.body, as: UTF8.self))"
+        responder.respond(HTTPResponse.text(200, text))
+    }
+}
+
+/// Holds each request until the test releases it, to control completion order.
+final class HeldHandler: HTTPHandler, @unchecked Sendable {
+    let held = Mutex<[(String, HTTPResponder)]>([])
+    let arrived = DispatchSemaphore(value: 0)
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        held.withLock { $0.append((String(request.path), responder)) }
+        arrived.signal()
+    }
+
+    func release(_ path: String) {
+        let responder = held.withLock { list -> HTTPResponder? in
+            guard let i = list.firstIndex(where: { $0.0 == path }) else { return nil }
+            return list.remove(at: i).1
+        }
+        responder?.respond(HTTPResponse.text(200, "done \(path)"))
+    }
+}
+
+@Suite struct LiveServerTests {
+    @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            for i in 0..<5 {
+                try client.send("GET /n\(i) HTTP/1.1\r\nHost: h\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.status == 200)
+                #expect(response.bodyText == "GET /n\(i) ")
+                #expect(response.header("Connection") == nil)
+            }
+        }
+    }
+
+    @Test func pipelinedResponsesLeaveInRequestOrderWhateverOrderTheyFinish() throws {
+        let handler = HeldHandler()
+        try withServer(handler: handler) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+            for _ in 0..<3 { handler.arrived.wait() }  // all three are worked on at once
+            handler.release("/c")
+            handler.release("/b")
+            handler.release("/a")
+            #expect(try client.readResponse().bodyText == "done /a")
+            #expect(try client.readResponse().bodyText == "done /b")
+            #expect(try client.readResponse().bodyText == "done /c")
+        }
+    }
+
+    @Test func slowClientIsTimedOutAndOthersAreServedMeanwhile() throws {
+        try withServer({ $0.requestTimeout = 0.5 }) { port, _ in
+            let slow = try RawHTTPClient(port: port)
+            try slow.send("GET /slow HTTP/1.1\r\nHo")
+            // Another client is served while the slow one dribbles.
+            #expect(try httpRequest(port: port, method: "GET", path: "/fast").status == 200)
+            try slow.send("s")
+            let response = try slow.readResponse()
+            #expect(response.status == 408)
+            #expect(try slow.waitForClose())
+        }
+    }
+
+    @Test func dribblingBytesDoesNotExtendTheRequestDeadline() throws {
+        try withServer({ $0.requestTimeout = 1 }) { port, _ in
+            let slow = try RawHTTPClient(port: port)
+            let started = Date()
+            // One byte every 100 ms would take 3 s for this head; the deadline is 1 s from the first.
+            let head = Array("GET /slow HTTP/1.1\r\nHost: h\r\nX-Padding: aaaaaaa\r\n\r\n".utf8)
+            var closed = false
+            for byte in head {
+                do { try slow.send([byte]) } catch { closed = true; break }
+                Thread.sleep(forTimeInterval: 0.1)  // the client's pace, not synchronisation
+                if Date().timeIntervalSince(started) > 2 { break }
+            }
+            let response = try? slow.readResponse()
+            #expect(closed || response?.status == 408)
+            #expect(Date().timeIntervalSince(started) < 2.5)
+        }
+    }
+
+    @Test func idleKeepAliveConnectionIsClosed() throws {
+        try withServer({ $0.idleTimeout = 0.3 }) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            #expect(try client.waitForClose())
+        }
+    }
+
+    @Test func oversizedBodyGets413AndTheConnectionCloses() throws {
+        try withServer({ $0.limits.maxBodyBytes = 4096 }) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /r HTTP/1.1\r\nHost: h\r\nContent-Length: 5000\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 413)
+            #expect(response.header("Connection") == "close")
+            #expect(try client.waitForClose())
+        }
+    }
+
+    @Test func malformedRequestLineGets400AndClose() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("THIS IS NOT HTTP\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 400)
+            #expect(try client.waitForClose())
+            // The server is still fine.
+            #expect(try httpRequest(port: port, method: "GET", path: "/").status == 200)
+        }
+    }
+
+    @Test func errorAfterGoodPipelinedRequestComesAfterItsAnswer() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /ok HTTP/1.1\r\nHost: h\r\n\r\nBROKEN\r\n\r\n")
+            #expect(try client.readResponse().status == 200)
+            #expect(try client.readResponse().status == 400)
+            #expect(try client.waitForClose())
+        }
+    }
+
+    @Test func chunkedBodyIsDecoded() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "POST /c abcde")
+        }
+    }
+
+    @Test func headAnswersHeadersWithoutBody() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("HEAD /h HTTP/1.1\r\nHost: h\r\n\r\nGET /g HTTP/1.1\r\nHost: h\r\n\r\n")
+            let head = try client.readResponse(bodyExpected: false)
+            #expect(head.status == 200)
+            #expect(head.header("Content-Length") == "8")  // what GET would have sent: "HEAD /h "
+            // The next response starts right after the head: no stray body bytes in between.
+            #expect(try client.readResponse().bodyText == "GET /g ")
+        }
+    }
+
+    @Test func expectContinueGetsAnInterimResponse() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
+            #expect(try client.readResponse().status == 100)
+            try client.send("body")
+            #expect(try client.readResponse().bodyText == "POST /e body")
+        }
+    }
+
+    @Test func expectContinueWithOversizedBodyGetsFinal413() throws {
+        try withServer({ $0.limits.maxBodyBytes = 100 }) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+            #expect(try client.readResponse().status == 413)
+        }
+    }
+
+    @Test func http10ClosesUnlessKeepAlive() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /x HTTP/1.0\r\n\r\n")
+            #expect(try client.readResponse().header("Connection") == "close")
+            #expect(try client.waitForClose())
+        }
+    }
+
+    @Test func connectionsPastTheCapGet503() throws {
+        try withServer({ $0.maxConnections = 2 }) { port, _ in
+            let a = try RawHTTPClient(port: port)
+            let b = try RawHTTPClient(port: port)
+            try a.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+            try b.send("GET /b HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try a.readResponse().status == 200)
+            #expect(try b.readResponse().status == 200)
+            let c = try RawHTTPClient(port: port)
+            #expect(try c.readResponse().status == 503)
+        }
+    }
+
+    @Test func shutdownFinishesRequestsInFlightThenStops() throws {
+        let handler = HeldHandler()
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.accessLogFD = nil
+        let server = HTTPServer(configuration: configuration, handler: handler)
+        let port = try server.start()
+        let client = try RawHTTPClient(port: port)
+        let idle = try RawHTTPClient(port: port)
+        try client.send("POST /inflight HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx")
+        handler.arrived.wait()
+        server.shutdown()
+        // Idle connections are closed at once; new ones are refused.
+        #expect(try idle.waitForClose())
+        #expect(throws: (any Error).self) { _ = try httpRequest(port: port, method: "GET", path: "/late") }
+        // The request already being worked on still gets its answer, with Connection: close.
+        handler.release("/inflight")
+        let response = try client.readResponse()
+        #expect(response.status == 200)
+        #expect(response.bodyText == "done /inflight")
+        #expect(response.header("Connection") == "close")
+        server.waitUntilStopped()
+    }
+
+    @Test func streamedBodyIsChunkedToHTTP11() throws {
+        final class Counter: HTTPBodyStream, @unchecked Sendable {
+            var n = 0
+            func next(maxBytes: Int) -> [UInt8]? {
+                n += 1
+                return n <= 3 ? Array("part\(n)\n".utf8) : nil
+            }
+        }
+        let handler = ClosureHandler { _, responder in
+            responder.respond(HTTPResponse(status: 200, stream: Counter()))
+        }
+        try withServer(handler: handler) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /s HTTP/1.1\r\nHost: h\r\n\r\nGET /s HTTP/1.1\r\nHost: h\r\n\r\n")
+            for _ in 0..<2 {
+                let response = try client.readResponse()
+                #expect(response.header("Transfer-Encoding") == "chunked")
+                #expect(response.bodyText == "part1\npart2\npart3\n")
+            }
+        }
+    }
+
+    @Test func peerHalfCloseStillGetsItsAnswer() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /half HTTP/1.1\r\nHost: h\r\n\r\n")
+            client.shutdownWrite()
+            #expect(try client.readResponse().bodyText == "GET /half ")
+            #expect(try client.waitForClose())
+        }
+    }
+}
