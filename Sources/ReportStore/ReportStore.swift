@@ -42,6 +42,7 @@ public final class ReportStore: Sendable {
         var index: [(time: Int64, offset: Int)]
         var lastError: StoreError?
         var failedBatches: Int
+        var flushes: Int
     }
 
     public struct ReplaySummary: Sendable {
@@ -97,7 +98,7 @@ public final class ReportStore: Sendable {
         }
         pending.nextID = lastID + 1
         pending.lastTime = lastTime
-        state = Mutex(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0))
+        state = Mutex(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
                                seconds: Date().timeIntervalSince(started))
 
@@ -177,6 +178,7 @@ public final class ReportStore: Sendable {
             }
             s.end = start + bytes.count
             s.lastError = nil
+            s.flushes += 1
         }
         for (report, completion) in reports { completion(.success(report)) }
     }
@@ -200,6 +202,9 @@ public final class ReportStore: Sendable {
     public var writeError: StoreError? { state.withLock { $0.lastError } }
 
     public var failedBatches: Int { state.withLock { $0.failedBatches } }
+
+    /// Successful write-and-flush rounds; with group commit, fewer than reports stored.
+    public var flushes: Int { state.withLock { $0.flushes } }
 
     public var bytesOnDisk: Int { state.withLock { $0.end } }
 

@@ -1,0 +1,245 @@
+import AttributionCore
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+@testable import ReportStore
+
+/// A clock the test moves by hand.
+final class TestClock: Sendable {
+    let now = Mutex<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
+    func advance(milliseconds: Int64) { now.withLock { $0 += milliseconds } }
+    var read: @Sendable () -> Timestamp { { Timestamp(millisecondsSinceEpoch: self.now.withLock { $0 }) } }
+}
+
+func temporaryDirectory() -> String {
+    let path = NSTemporaryDirectory() + "report-store-tests-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func draft(_ n: Int, role: ReportRole = .source) -> StoredReport.Draft {
+    let body = #"{"source_engagement_type":"click","source_site":"news.example","source_id":\#(n % 256),"attributed_on_site":"shop.example","trigger_data":\#(n % 16),"version":3,"n":\#(n)}"#
+    return StoredReport.Draft(role: role, verdict: .accepted, reasons: n % 3 == 0 ? ["role_from_body"] : [], body: Array(body.utf8))
+}
+
+/// Appends and waits for the acknowledgement.
+@discardableResult
+func appendAndWait(_ store: ReportStore, _ d: StoredReport.Draft) throws -> StoredReport {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<StoredReport, StoreError>?>(nil)
+    store.append(d) { r in
+        result.withLock { $0 = r }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}
+
+func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil) -> [StoredReport] {
+    let cursor = store.reports(since: since, until: until)
+    var out: [StoredReport] = []
+    while let r = cursor.next() { out.append(r) }
+    return out
+}
+
+@Suite struct ReportStoreTests {
+    @Test func storesAndReplaysEveryReportWithIdsAndTimes() throws {
+        let dir = temporaryDirectory()
+        let clock = TestClock()
+        var store = try ReportStore(directory: dir, clock: clock.read)
+        for n in 0..<10 {
+            let stored = try appendAndWait(store, draft(n, role: n.isMultiple(of: 2) ? .source : .destination))
+            #expect(stored.id == UInt64(n + 1))
+            clock.advance(milliseconds: 1000)
+        }
+        store.close()
+        store = try ReportStore(directory: dir, clock: clock.read)
+        defer { store.close() }
+        #expect(store.replay.records == 10)
+        #expect(store.replay.corruptRecords.isEmpty && store.replay.tornTailBytes == 0)
+        let reports = all(store)
+        #expect(reports.map(\.id) == Array(1...10))
+        #expect(reports[1].role == .destination)
+        #expect(reports[3].reasons == ["role_from_body"])
+        #expect(reports[4].body == draft(4).body)
+        #expect(reports[9].receivedAt.millisecondsSinceEpoch - reports[0].receivedAt.millisecondsSinceEpoch == 9000)
+        // Ids continue after a restart.
+        #expect(try appendAndWait(store, draft(10)).id == 11)
+    }
+
+    @Test func identicalBodiesAreDistinctReports() throws {
+        let store = try ReportStore(directory: temporaryDirectory())
+        defer { store.close() }
+        let a = try appendAndWait(store, draft(1))
+        let b = try appendAndWait(store, draft(1))
+        #expect(a.id != b.id)
+        #expect(all(store).count == 2)
+    }
+
+    @Test func concurrentAppendsShareFlushes() throws {
+        let store = try ReportStore(directory: temporaryDirectory())
+        defer { store.close() }
+        let ids = Mutex<[UInt64]>([])
+        let done = DispatchGroup()
+        // Four senders that do not wait for one report before sending the next, as 64 browsers' connections would not.
+        DispatchQueue.concurrentPerform(iterations: 4) { sender in
+            for n in 0..<100 {
+                done.enter()
+                store.append(draft(sender * 100 + n)) { result in
+                    if case .success(let r) = result { ids.withLock { $0.append(r.id) } }
+                    done.leave()
+                }
+            }
+        }
+        done.wait()
+        #expect(Set(ids.withLock { $0 }).count == 400)
+        #expect(store.count == 400)
+        #expect(store.flushes < 400, "group commit: \(store.flushes) flushes for 400 reports")
+        // The log's order is the id order, and times never go backwards.
+        let reports = all(store)
+        #expect(reports.map(\.id) == reports.map(\.id).sorted())
+        #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.receivedAt <= $1.receivedAt })
+    }
+
+    @Test func sinceAndUntilSelectByReceiveTimeAcrossIndexEntries() throws {
+        let clock = TestClock()
+        let store = try ReportStore(directory: temporaryDirectory(), clock: clock.read)
+        defer { store.close() }
+        // 3000 reports one second apart: several index entries (one per 1024).
+        let batch = 3000
+        let done = DispatchGroup()
+        for n in 0..<batch {
+            done.enter()
+            store.append(draft(n)) { _ in done.leave() }
+            clock.advance(milliseconds: 1000)
+        }
+        done.wait()
+        let start = Timestamp(millisecondsSinceEpoch: 1_795_168_800_000)
+        func at(_ seconds: Int64) -> Timestamp { Timestamp(millisecondsSinceEpoch: start.millisecondsSinceEpoch + seconds * 1000) }
+        #expect(all(store, since: at(1500), until: at(1600)).map(\.id) == Array(1501...1600))
+        #expect(all(store, since: at(2990)).count == 10)
+        #expect(all(store, until: at(5)).count == 5)
+        #expect(all(store, since: at(1024), until: at(1025)).map(\.id) == [1025])
+        #expect(all(store, since: at(4000)).isEmpty)
+    }
+
+    @Test func aTornTailIsCutAtEveryByteOfTheLastRecord() throws {
+        let dir = temporaryDirectory()
+        let store = try ReportStore(directory: dir)
+        for n in 0..<3 { try appendAndWait(store, draft(n)) }
+        store.close()
+        let path = dir + "/reports.log"
+        let full = try Data(contentsOf: URL(fileURLWithPath: path))
+        let lastStart = full.count - (LogRecord.headerSize + StoredReport.payloadSize(StoredReport(
+            id: 3, receivedAt: Timestamp(millisecondsSinceEpoch: 0), role: .source, verdict: .accepted,
+            reasons: draft(2).reasons, body: draft(2).body)))
+        for cut in lastStart..<full.count {
+            try full.prefix(cut).write(to: URL(fileURLWithPath: path))
+            let reopened = try ReportStore(directory: dir)
+            #expect(reopened.replay.records == 2, "cut at \(cut)")
+            #expect(reopened.replay.tornTailBytes == cut - lastStart)
+            #expect(reopened.replay.corruptRecords.isEmpty)
+            #expect(all(reopened).map(\.id) == [1, 2])
+            // The log is usable again right away, and the new report survives a reopen.
+            #expect(try appendAndWait(reopened, draft(9)).id == 3)
+            reopened.close()
+            let again = try ReportStore(directory: dir)
+            #expect(all(again).map(\.id) == [1, 2, 3])
+            again.close()
+        }
+    }
+
+    @Test func aCorruptRecordInTheMiddleIsSkippedAndReported() throws {
+        let dir = temporaryDirectory()
+        let store = try ReportStore(directory: dir)
+        for n in 0..<5 { try appendAndWait(store, draft(n)) }
+        store.close()
+        let path = dir + "/reports.log"
+        let original = try Data(contentsOf: URL(fileURLWithPath: path))
+        let recordSize = original.count / 5  // all five drafts here encode to the same size? not quite; find offsets
+        _ = recordSize
+        let offsets = recordOffsets(Array(original))
+        #expect(offsets.count == 5)
+        // Flip each byte of the third record in turn (header and payload alike).
+        for position in offsets[2]..<offsets[3] {
+            var damaged = original
+            damaged[position] ^= 0x5A
+            try damaged.write(to: URL(fileURLWithPath: path))
+            let reopened = try ReportStore(directory: dir)
+            #expect(reopened.replay.corruptRecords.count == 1, "byte \(position)")
+            #expect(reopened.replay.corruptRecords.first?.offset == offsets[2])
+            #expect(reopened.replay.tornTailBytes == 0)
+            #expect(all(reopened).map(\.id) == [1, 2, 4, 5])
+            reopened.close()
+        }
+    }
+
+    @Test func aDamagedLengthFieldDoesNotSwallowTheRecordsAfterIt() throws {
+        let dir = temporaryDirectory()
+        let store = try ReportStore(directory: dir)
+        for n in 0..<4 { try appendAndWait(store, draft(n)) }
+        store.close()
+        let path = dir + "/reports.log"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let offsets = recordOffsets(Array(bytes))
+        // Claim the second record runs to the end of the file and beyond.
+        bytes[offsets[1] + 5] = 0x7F
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let reopened = try ReportStore(directory: dir)
+        defer { reopened.close() }
+        #expect(all(reopened).map(\.id) == [1, 3, 4])
+        #expect(reopened.replay.corruptRecords.count == 1)
+    }
+
+    @Test func garbageAfterTheLastRecordIsATornTail() throws {
+        let dir = temporaryDirectory()
+        let store = try ReportStore(directory: dir)
+        try appendAndWait(store, draft(1))
+        store.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data(repeating: 0, count: 100))
+        try handle.close()
+        let reopened = try ReportStore(directory: dir)
+        defer { reopened.close() }
+        #expect(reopened.replay.tornTailBytes == 100)
+        #expect(all(reopened).count == 1)
+    }
+}
+
+/// Offsets of the records in a clean log.
+func recordOffsets(_ bytes: [UInt8]) -> [Int] {
+    var offsets: [Int] = []
+    var offset = 0
+    while offset + LogRecord.headerSize <= bytes.count {
+        offsets.append(offset)
+        let length = Int(bytes[offset + 4]) | Int(bytes[offset + 5]) << 8 | Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 24
+        offset += LogRecord.headerSize + length
+    }
+    return offsets
+}
+
+@Suite struct RejectionLogTests {
+    @Test func countsEveryRejectionAndKeepsTheLastFewBodies() {
+        let log = RejectionLog(capacity: 3, maxBodyBytes: 10)
+        for n in 0..<5 {
+            log.record(time: Timestamp(millisecondsSinceEpoch: Int64(n)), status: 422, rule: n < 4 ? "out_of_range" : "same_site",
+                       field: "source_id", detail: "d\(n)", body: Array("body number \(n)".utf8))
+        }
+        #expect(log.counts == ["out_of_range": 4, "same_site": 1])
+        #expect(log.recent.map(\.detail) == ["d2", "d3", "d4"])
+        #expect(log.recent[0].body == Array("body numbe".utf8))
+        #expect(log.recent[0].bodyTruncated)
+    }
+}
+
+@Suite struct CRC32CTests {
+    @Test func knownAnswers() {
+        // RFC 3720 appendix B.4 test vectors.
+        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        #expect(CRC32C.checksum(Array(0..<32)) == 0x46DD_794E)
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+    }
+}
