@@ -186,11 +186,12 @@ public final class ReportStore: Sendable {
     /// Finishes every queued write and stops the writer. Appends after this fail.
     public func close() {
         queue.lock()
+        let alreadyClosing = stopping
         stopping = true
         queue.signal()
         queue.unlock()
         stopped.wait()
-        file.close()
+        if !alreadyClosing { file.close() }
     }
 
     // MARK: - Reading

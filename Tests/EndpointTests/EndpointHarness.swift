@@ -1,0 +1,145 @@
+import AttributionCore
+import Foundation
+import Synchronization
+import TestSupport
+@testable import Endpoint
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    let now = Mutex<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
+    func set(_ text: String) { now.withLock { $0 = Timestamp(rfc3339: text)!.millisecondsSinceEpoch } }
+    var read: @Sendable () -> Timestamp { { Timestamp(millisecondsSinceEpoch: self.now.withLock { $0 }) } }
+}
+
+func temporaryDirectory() -> String {
+    let path = NSTemporaryDirectory() + "endpoint-tests-" + UUID().uuidString
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// The real endpoint, in process, on port 0.
+final class LiveEndpoint {
+    let server: EndpointServer
+    let port: UInt16
+    let directory: String
+    let clock = ManualClock()
+
+    init(sites: [String] = ["news.example", "shop.example"], dev: Bool = false, trustedProxies: [String] = [],
+         token: String? = "test-token", directory: String = temporaryDirectory(), configure: (inout EndpointConfiguration) -> Void = { _ in }) throws {
+        var configuration = EndpointConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = directory
+        configuration.sites = sites
+        configuration.developmentMode = dev
+        configuration.trustedProxies = trustedProxies
+        configuration.adminToken = token
+        configuration.accessLog = false
+        configure(&configuration)
+        self.directory = directory
+        server = try EndpointServer(configuration: configuration, clock: clock.read)
+        port = try server.start()
+    }
+
+    func stop() {
+        server.shutdown()
+        server.waitUntilStopped()
+    }
+
+    func post(_ body: String, host: String = "news.example", contentType: String? = "application/json",
+              path: String = "/.well-known/private-click-measurement/report-attribution/",
+              headers: [(String, String)] = []) throws -> RawResponse {
+        var all = headers
+        if let contentType { all.append(("Content-Type", contentType)) }
+        return try httpRequest(port: port, method: "POST", path: path, host: host, headers: all, body: Array(body.utf8))
+    }
+
+    func get(_ path: String, token: String? = "test-token", method: String = "GET") throws -> RawResponse {
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        return try httpRequest(port: port, method: method, path: path, headers: headers)
+    }
+
+    /// The export as JSON objects.
+    func export(_ query: String = "") throws -> [[String: Any]] {
+        let response = try get("/api/reports" + query)
+        guard response.status == 200 else { throw RawHTTPError("export answered \(response.status): \(response.bodyText)") }
+        return try response.bodyText.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+    }
+}
+
+func json(_ response: RawResponse) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+}
+
+func reportBody(sourceSite: String = "news.example", sourceID: Int = 42, destination: String = "shop.example",
+                triggerData: Int = 5, extra: String = "") -> String {
+    #"{"source_engagement_type":"click","source_site":"\#(sourceSite)","source_id":\#(sourceID),"attributed_on_site":"\#(destination)","trigger_data":\#(triggerData),"version":3\#(extra)}"#
+}
+
+/// The built `attribution-endpoint` executable, next to the test bundle.
+func endpointExecutable() throws -> URL {
+    var candidates: [URL] = []
+    let selfExe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    candidates.append(selfExe.deletingLastPathComponent())
+    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+    candidates.append(Bundle.main.bundleURL)
+    for directory in candidates {
+        let url = directory.appendingPathComponent("attribution-endpoint")
+        if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+    }
+    throw RawHTTPError("attribution-endpoint executable not found near \(candidates)")
+}
+
+/// The endpoint as a separate process, for signals.
+final class EndpointProcess {
+    let process = Process()
+    let port: UInt16
+    private let stderr = Pipe()
+    private var captured = Data()
+
+    init(arguments: [String]) throws {
+        process.executableURL = try endpointExecutable()
+        process.arguments = ["--port", "0", "--no-access-log"] + arguments
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        // The "listening" event line names the port.
+        var port: UInt16?
+        while port == nil {
+            let chunk = stderr.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw RawHTTPError("endpoint exited before listening: \(String(decoding: captured, as: UTF8.self))") }
+            captured.append(chunk)
+            for line in String(decoding: captured, as: UTF8.self).split(separator: "\n") where line.contains("\"event\":\"listening\"") {
+                if let range = line.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
+                    port = UInt16(line[range].split(separator: ":")[1])
+                }
+            }
+        }
+        self.port = port!
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for exit; returns the status and everything written to stderr.
+    func wait() -> (status: Int32, stderr: String) {
+        let rest = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        captured.append(rest)
+        return (process.terminationStatus, String(decoding: captured, as: UTF8.self))
+    }
+}
+
+func runEndpoint(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = try endpointExecutable()
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}

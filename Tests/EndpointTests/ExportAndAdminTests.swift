@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Endpoint
+
+@Suite struct ExportAndAdminTests {
+    @Test func exportNeedsTheBearerToken() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        for path in ["/api/reports", "/api/rejections", "/metrics"] {
+            let missing = try endpoint.get(path, token: nil)
+            #expect(missing.status == 401, "\(path)")
+            #expect(missing.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+            #expect(try endpoint.get(path, token: "wrong-token").status == 401)
+            #expect(try endpoint.get(path, token: "test-token").status == 200)
+        }
+    }
+
+    @Test func tokenIsGeneratedOnFirstStartAndKeptPrivate() throws {
+        let directory = temporaryDirectory()
+        let first = try LiveEndpoint(token: nil, directory: directory)
+        let path = directory + "/admin-token"
+        let token = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(token.count == 64)
+        let permissions = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        #expect(try first.get("/api/reports", token: token).status == 200)
+        first.stop()
+        // The same token on the next start.
+        let second = try LiveEndpoint(token: nil, directory: directory)
+        defer { second.stop() }
+        #expect(try second.get("/api/reports", token: token).status == 200)
+    }
+
+    @Test func sinceAndUntilFilterByReceiveTime() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        for (i, time) in ["2026-11-20T09:00:00Z", "2026-11-20T10:00:00Z", "2026-11-20T11:00:00Z"].enumerated() {
+            endpoint.clock.set(time)
+            #expect(try endpoint.post(reportBody(sourceID: i)).status == 201)
+        }
+        #expect(try endpoint.export("?since=2026-11-20T10:00:00Z").map { $0["source_id"] as? Int } == [1, 2])
+        #expect(try endpoint.export("?until=2026-11-20T10:00:00Z").map { $0["source_id"] as? Int } == [0])
+        #expect(try endpoint.export("?since=2026-11-20T09:30:00Z&until=2026-11-20T10:30:00%2B00:00").map { $0["source_id"] as? Int } == [1])
+        let bad = try endpoint.get("/api/reports?since=yesterday")
+        #expect(bad.status == 400)
+        #expect(json(bad)["field"] as? String == "since")
+        #expect(try endpoint.get("/api/reports?sinse=2026-11-20T10:00:00Z").status == 400)
+    }
+
+    @Test func exportStreamsLargeResults() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        let client = try RawHTTPClient(port: endpoint.port)
+        // 500 reports over one keep-alive connection, pipelined in batches of 50.
+        for batch in 0..<10 {
+            var text = ""
+            for i in 0..<50 {
+                let body = reportBody(sourceID: (batch * 50 + i) % 256, extra: ",\"n\":\(batch * 50 + i)")
+                text += "POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: news.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            try client.send(text)
+            for _ in 0..<50 { #expect(try client.readResponse().status == 201) }
+        }
+        let response = try endpoint.get("/api/reports")
+        #expect(response.header("Content-Type") == "application/x-ndjson")
+        let numbers = response.bodyText.split(separator: "\n").compactMap {
+            ((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])?["extra"] as? [String: Any]
+        }.compactMap { $0["n"] as? Int }
+        #expect(numbers == Array(0..<500), "every report once, in the order received")
+    }
+
+    @Test func healthAndMetrics() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        let health = try httpRequest(port: endpoint.port, method: "GET", path: "/healthz")
+        #expect(health.status == 200)
+        #expect(json(health)["status"] as? String == "ok")
+        let head = try httpRequest(port: endpoint.port, method: "HEAD", path: "/healthz")
+        #expect(head.status == 200 && head.body.isEmpty)
+        _ = try endpoint.post(reportBody())
+        _ = try endpoint.post(reportBody(sourceID: 300))
+        let metrics = try endpoint.get("/metrics").bodyText
+        #expect(metrics.contains(#"attribution_reports_stored_total{protocol="pcm",role="source",verdict="accepted"} 1"#))
+        #expect(metrics.contains(#"attribution_requests_rejected_total{rule="out_of_range"} 1"#))
+        #expect(metrics.contains("attribution_store_reports 1"))
+    }
+
+    @Test func reportsSurviveARestart() throws {
+        let directory = temporaryDirectory()
+        let first = try LiveEndpoint(directory: directory)
+        for i in 0..<3 { #expect(try first.post(reportBody(sourceID: i)).status == 201) }
+        first.stop()
+        let second = try LiveEndpoint(directory: directory)
+        defer { second.stop() }
+        #expect(try second.post(reportBody(sourceID: 3)).status == 201)
+        let lines = try second.export()
+        #expect(lines.map { $0["id"] as? Int } == [1, 2, 3, 4])
+        #expect(lines.map { $0["source_id"] as? Int } == [0, 1, 2, 3])
+    }
+}

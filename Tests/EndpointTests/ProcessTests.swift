@@ -1,0 +1,132 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import Endpoint
+
+/// The real executable, driven with signals.
+@Suite(.serialized) struct ProcessTests {
+    /// Clients send reports as fast as they can; the server is SIGKILLed mid-stream, three times.
+    /// After each restart every report that got a 201 is in the export exactly once.
+    @Test func everyAcknowledgedReportSurvivesSIGKILL() throws {
+        let directory = temporaryDirectory()
+        let arguments = ["--data", directory, "--site", "news.example", "--site", "shop.example", "--token", "t"]
+        let acknowledged = Mutex<Set<Int>>([])
+        var nextNumber = 0
+        for round in 0..<3 {
+            let server = try EndpointProcess(arguments: arguments)
+            let stop = Mutex(false)
+            let group = DispatchGroup()
+            let senders = 8
+            let base = nextNumber
+            let port = server.port
+            for sender in 0..<senders {
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    guard let client = try? RawHTTPClient(port: port, timeout: 5) else { return }
+                    var i = 0
+                    while !stop.withLock({ $0 }) {
+                        let n = base + i * senders + sender
+                        i += 1
+                        let body = reportBody(sourceID: n % 256, extra: ",\"n\":\(n)")
+                        let request = "POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        guard (try? client.send(request)) != nil, let response = try? client.readResponse() else { return }
+                        if response.status == 201 { acknowledged.withLock { _ = $0.insert(n) } }
+                    }
+                }
+            }
+            // Kill once this round has had a few hundred acknowledgements.
+            let target = acknowledged.withLock { $0.count } + 200 + round * 100
+            while acknowledged.withLock({ $0.count }) < target {
+                Thread.sleep(forTimeInterval: 0.005)  // polling a counter, not waiting for an effect
+            }
+            server.signal(SIGKILL)
+            _ = server.wait()
+            stop.withLock { $0 = true }
+            group.wait()
+            nextNumber = base + 1_000_000
+        }
+
+        let server = try EndpointProcess(arguments: arguments)
+        let response = try httpRequest(port: server.port, method: "GET", path: "/api/reports", headers: [("Authorization", "Bearer t")])
+        server.signal(SIGTERM)
+        #expect(server.wait().status == 0)
+        var seen: [Int: Int] = [:]
+        for line in response.bodyText.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let n = try #require((object["extra"] as? [String: Any])?["n"] as? Int)
+            seen[n, default: 0] += 1
+        }
+        let acked = acknowledged.withLock { $0 }
+        #expect(acked.count >= 900)
+        #expect(acked.subtracting(seen.keys).isEmpty, "acknowledged but lost: \(acked.subtracting(seen.keys).sorted().prefix(10))")
+        #expect(seen.values.allSatisfy { $0 == 1 }, "no report appears twice")
+    }
+
+    @Test func sigtermStopsCleanlyWithExitZero() throws {
+        let directory = temporaryDirectory()
+        let server = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--token", "t"])
+        let response = try httpRequest(port: server.port, method: "POST",
+                                       path: "/.well-known/private-click-measurement/report-attribution/",
+                                       host: "news.example", headers: [("Content-Type", "application/json")],
+                                       body: Array(reportBody().utf8))
+        #expect(response.status == 201)
+        server.signal(SIGTERM)
+        let (status, stderr) = server.wait()
+        #expect(status == 0)
+        #expect(stderr.contains("\"event\":\"stopped\",\"reports\":1"))
+    }
+
+    @Test func helpDocumentsEveryOption() throws {
+        let (status, output) = try runEndpoint(["--help"])
+        #expect(status == 0)
+        for option in ["--host", "--port", "--data", "--site", "--config", "--trusted-proxy", "--token", "--dev",
+                       "--max-connections", "--request-timeout", "--idle-timeout", "--max-report-bytes",
+                       "--no-access-log", "--help", EndpointConfiguration.environmentTokenName] {
+            #expect(output.contains(option), "\(option)")
+        }
+    }
+
+    @Test func badConfigurationIsRefusedWithAReason() throws {
+        let noSite = try runEndpoint(["--port", "0", "--data", temporaryDirectory()])
+        #expect(noSite.status == 64)
+        #expect(noSite.output.contains("--site"))
+        let subdomain = try runEndpoint(["--site", "www.news.example", "--data", temporaryDirectory()])
+        #expect(subdomain.status == 64)
+        #expect(subdomain.output.contains("news.example"))
+        let unknown = try runEndpoint(["--frobnicate"])
+        #expect(unknown.status == 64)
+    }
+}
+
+@Suite struct ConfigurationTests {
+    @Test func configFileIsReadAndFlagsOverrideIt() throws {
+        let directory = temporaryDirectory()
+        let path = directory + "/config.json"
+        try Data(#"{"sites":["news.example"],"port":9999,"trusted_proxies":["127.0.0.1"],"max_report_bytes":4096}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        guard case .run(let c) = try EndpointConfiguration.parse(arguments: ["--port", "8081", "--config", path],
+                                                                 environment: ["ATTRIBUTION_ENDPOINT_TOKEN": "from-env"]) else {
+            Issue.record("expected a configuration")
+            return
+        }
+        #expect(c.sites == ["news.example"])
+        #expect(c.port == 8081)
+        #expect(c.trustedProxies == ["127.0.0.1"])
+        #expect(c.maxReportBytes == 4096)
+        #expect(c.adminToken == "from-env")
+    }
+
+    @Test func addressRanges() throws {
+        let loopback = try #require(AddressRange("127.0.0.0/8"))
+        #expect(loopback.contains("127.1.2.3"))
+        #expect(!loopback.contains("128.0.0.1"))
+        #expect(try #require(AddressRange("::1")).contains("::1"))
+        #expect(try #require(AddressRange("10.0.0.0/8")).contains("10.200.0.1"))
+        #expect(!(try #require(AddressRange("10.0.0.0/8")).contains("::1")))
+        #expect(AddressRange("300.0.0.1") == nil)
+        #expect(AddressRange("10.0.0.0/33") == nil)
+    }
+}
