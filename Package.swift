@@ -14,7 +14,7 @@ let package = Package(
         // epoll's header, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Protocol rules as pure value types: JSON scanning, the Public Suffix List, PCM report validation.
-        .target(name: "AttributionCore", resources: [.copy("Resources/public_suffix_list.dat")]),
+        .target(name: "AttributionCore", resources: [.copy("Resources/public_suffix_list.dat"), .copy("Resources/public_suffix_list.NOTICE.txt")]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
         .target(name: "ReportStore", dependencies: ["AttributionCore"]),
         // The application: routes, configuration, authentication, export.
