@@ -72,6 +72,7 @@ final class Connection {
         // Hang-up or error: the peer can no longer read an answer. (A half-close arrives as
         // readable and end-of-file instead, and is still answered.)
         if event.failed {
+            readAvailable()  // a request that arrived before the hang-up is still handled
             close()
             return
         }
