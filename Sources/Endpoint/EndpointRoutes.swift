@@ -53,9 +53,8 @@ struct EndpointRoutes: HTTPHandler {
     }
 
     private func health() -> HTTPResponse {
-        if metrics.storeIsFailing(store) {
-            let error = store.writeError.map { "\($0)" } ?? "unknown"
-            return Problem(status: 503, rule: error.contains("No space") ? "disk_full" : "store_unavailable",
+        if metrics.storeIsFailing(store), let error = store.writeError {
+            return Problem(status: 503, rule: error.isDiskFull ? "disk_full" : "store_unavailable",
                            detail: "reports cannot be stored right now: \(error)").response
         }
         let body = "{\"status\":\"ok\",\"reports\":\(store.count)}\n"
