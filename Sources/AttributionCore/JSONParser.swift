@@ -33,8 +33,11 @@ public struct JSONParser {
     }
 
     public func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
-        let array = Array(bytes)
-        return try array.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
+        try parse(bytes as? [UInt8] ?? Array(bytes))
+    }
+
+    public func parse(_ array: [UInt8]) throws(Failure) -> JSONValue {
+        try array.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
             var scanner = Scanner(bytes: buffer, maxDepth: maxDepth)
             scanner.skipWhitespace()
             let value = try scanner.parseValue(depth: 0)

@@ -22,11 +22,28 @@ public struct PCMReportValidator: Sendable {
         "report-version": "version",
     ]
 
-    static let knownKeys: Set<String> = [
-        "source_engagement_type", "source_site", "source_id", "attributed_on_site", "trigger_data", "version",
-        "source_secret_token", "source_secret_token_signature",
-        "destination_secret_token", "destination_secret_token_signature",
-    ]
+    static let knownKeys: Set<String> = Set(Fields.names)
+
+    /// The known fields of one body. A handful of string compares beats hashing every key.
+    struct Fields {
+        static let names = [
+            "source_engagement_type", "source_site", "source_id", "attributed_on_site", "trigger_data", "version",
+            "source_secret_token", "source_secret_token_signature",
+            "destination_secret_token", "destination_secret_token_signature",
+        ]
+        private var values = [JSONValue?](repeating: nil, count: Fields.names.count)
+
+        /// Stores a known field; false for a key the endpoint does not know.
+        mutating func set(_ key: String, _ value: JSONValue) -> Bool {
+            guard let i = Fields.names.firstIndex(of: key) else { return false }
+            values[i] = value
+            return true
+        }
+
+        subscript(name: String) -> JSONValue? {
+            Fields.names.firstIndex(of: name).flatMap { values[$0] }
+        }
+    }
 
     public func validate(body: some Collection<UInt8>) -> Result<PCMReport, ReportRejection> {
         let value: JSONValue
@@ -53,10 +70,10 @@ public struct PCMReportValidator: Sendable {
         case .success(let normalized): (members, usedDashKeys) = normalized
         case .failure(let rejection): return .failure(rejection)
         }
-        var fields: [String: JSONValue] = [:]
+        var fields = Fields()
         var extra: [JSONMember] = []
-        for member in members {
-            if Self.knownKeys.contains(member.key) { fields[member.key] = member.value } else { extra.append(member) }
+        for member in members where !fields.set(member.key, member.value) {
+            extra.append(member)
         }
 
         do throws(ReportRejection) {
@@ -101,14 +118,14 @@ public struct PCMReportValidator: Sendable {
         return .success((normalized, true))
     }
 
-    private func require(_ fields: [String: JSONValue], _ name: String) throws(ReportRejection) -> JSONValue {
+    private func require(_ fields: Fields, _ name: String) throws(ReportRejection) -> JSONValue {
         guard let value = fields[name] else {
             throw ReportRejection(.missingField, field: name, "\(name) is required")
         }
         return value
     }
 
-    private func integer(_ fields: [String: JSONValue], _ name: String, in range: ClosedRange<Int>) throws(ReportRejection) -> Int {
+    private func integer(_ fields: Fields, _ name: String, in range: ClosedRange<Int>) throws(ReportRejection) -> Int {
         let value = try require(fields, name)
         let rangeText = range.upperBound == Int.max ? "a JSON integer" : "a JSON integer from \(range.lowerBound) to \(range.upperBound)"
         guard case .number(let literal) = value, JSONValue.isIntegerLiteral(literal) else {
@@ -128,7 +145,7 @@ public struct PCMReportValidator: Sendable {
         return number
     }
 
-    private func string(_ fields: [String: JSONValue], _ name: String) throws(ReportRejection) -> String {
+    private func string(_ fields: Fields, _ name: String) throws(ReportRejection) -> String {
         let value = try require(fields, name)
         guard case .string(let s) = value else {
             throw ReportRejection(.wrongType, field: name, "\(name) must be a string; got \(value.typeName)")
@@ -136,16 +153,16 @@ public struct PCMReportValidator: Sendable {
         return s
     }
 
-    private func site(_ fields: [String: JSONValue], _ name: String) throws(ReportRejection) -> String {
+    private func site(_ fields: Fields, _ name: String) throws(ReportRejection) -> String {
         let value = try string(fields, name)
-        if let violation = siteRules.check(value) {
+        if let violation = siteRules.checkRemembered(value) {
             throw ReportRejection(.notRegistrableDomain, field: name, "\(name) \(quoted(value)) \(violation.detail)")
         }
         return value
     }
 
     /// `x_secret_token` and `x_secret_token_signature` come together or not at all.
-    private func tokenPair(_ fields: [String: JSONValue], _ tokenName: String) throws(ReportRejection) -> (String?, String?) {
+    private func tokenPair(_ fields: Fields, _ tokenName: String) throws(ReportRejection) -> (String?, String?) {
         let signatureName = tokenName + "_signature"
         switch (fields[tokenName], fields[signatureName]) {
         case (nil, nil): return (nil, nil)

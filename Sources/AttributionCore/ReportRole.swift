@@ -50,6 +50,11 @@ public struct RoleResolver: Sendable {
 
     /// Lowercases and drops the port and any trailing dot: `Shop.Example.:443` → `shop.example`.
     public static func normalizeHost(_ host: String) -> String {
+        // Nearly every Host header is already a bare lowercase name.
+        if host.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 }),
+           host.utf8.last != UInt8(ascii: ".") {
+            return host
+        }
         var h = Substring(host.lowercased())
         if h.hasPrefix("[") {
             if let close = h.firstIndex(of: "]") { h = h[h.index(after: h.startIndex)..<close] }

@@ -18,12 +18,24 @@ public struct Timestamp: Sendable, Hashable, Comparable {
         let msOfDay = ms - days * 86_400_000
         let (y, m, d) = Self.civil(fromDays: days)
         let secondOfDay = msOfDay / 1000
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
-    }
-
-    private func pad(_ value: Int64, _ width: Int) -> String {
-        let s = String(value)
-        return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        // Written digit by digit: this runs for every acknowledgement and every exported line.
+        return String(unsafeUninitializedCapacity: 24) { out in
+            func put(_ value: Int64, _ width: Int, at offset: Int) {
+                var v = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    out[i] = UInt8(ascii: "0") + UInt8(v % 10)
+                    v /= 10
+                }
+            }
+            put(y, 4, at: 0); out[4] = UInt8(ascii: "-")
+            put(m, 2, at: 5); out[7] = UInt8(ascii: "-")
+            put(d, 2, at: 8); out[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11); out[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14); out[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17); out[19] = UInt8(ascii: ".")
+            put(msOfDay % 1000, 3, at: 20); out[23] = UInt8(ascii: "Z")
+            return 24
+        }
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `t`, `z` and a space separator are

@@ -74,10 +74,16 @@ struct ReportIngest: Sendable {
         return request.headers["Host"]
     }
 
+    /// `application/json`, any case, optionally followed by parameters.
     static func isJSON(_ contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingSpaces.lowercased() }
-        return mediaType == "application/json"
+        let expected = "application/json".utf8
+        var bytes = contentType.utf8[...]
+        while bytes.first == UInt8(ascii: " ") { bytes = bytes.dropFirst() }
+        guard bytes.count >= expected.count,
+              zip(bytes, expected).allSatisfy({ ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }) else { return false }
+        let rest = bytes.dropFirst(expected.count).drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        return rest.isEmpty || rest.first == UInt8(ascii: ";")
     }
 
     static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {

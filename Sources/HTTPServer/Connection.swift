@@ -219,31 +219,41 @@ final class Connection {
     private func serialize(_ response: HTTPResponse, for slot: Slot) {
         let closing = !slot.keepAlive || loop.isDraining || response.headers.listContains("Connection", token: "close")
             || (slot.version == .http1_0 && { if case .stream = response.body { return true }; return false }())
-        var head = "HTTP/1.1 \(response.status) \(HTTPStatusPhrase.phrase(response.status))\r\nDate: \(loop.date.imfFixdate)\r\n"
-        for (name, value) in response.headers
-        where !HTTPHeaders.equalNames(name, "Content-Length") && !HTTPHeaders.equalNames(name, "Connection")
-            && !HTTPHeaders.equalNames(name, "Transfer-Encoding") {
-            head += "\(name): \(value)\r\n"
+        // Bytes are appended straight to the outbound buffer: this runs for every response.
+        outbound.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(response.status, to: &outbound)
+        outbound.append(UInt8(ascii: " "))
+        outbound.append(contentsOf: HTTPStatusPhrase.phrase(response.status).utf8)
+        outbound.append(contentsOf: "\r\nDate: ".utf8)
+        outbound.append(contentsOf: loop.date.imfFixdate.utf8)
+        outbound.append(contentsOf: "\r\n".utf8)
+        for (name, value) in response.headers.fields where !Self.isFramingHeader(name) {
+            outbound.append(contentsOf: name.utf8)
+            outbound.append(contentsOf: ": ".utf8)
+            outbound.append(contentsOf: value.utf8)
+            outbound.append(contentsOf: "\r\n".utf8)
         }
-        let isHEAD = slot.method == "HEAD"
         var bodyBytes = 0
         switch response.body {
         case .bytes(let bytes):
             bodyBytes = bytes.count
-            if response.status != 204 && response.status != 304 { head += "Content-Length: \(bytes.count)\r\n" }
+            if response.status != 204 && response.status != 304 {
+                outbound.append(contentsOf: "Content-Length: ".utf8)
+                appendDecimal(bytes.count, to: &outbound)
+                outbound.append(contentsOf: "\r\n".utf8)
+            }
         case .stream:
-            if slot.version == .http1_1 { head += "Transfer-Encoding: chunked\r\n" }
+            if slot.version == .http1_1 { outbound.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
         }
         if closing {
-            head += "Connection: close\r\n"
+            outbound.append(contentsOf: "Connection: close\r\n".utf8)
             closeAfterFlush = true
             stopReading = true
         } else if slot.version == .http1_0 {
-            head += "Connection: keep-alive\r\n"
+            outbound.append(contentsOf: "Connection: keep-alive\r\n".utf8)
         }
-        head += "\r\n"
-        outbound.append(contentsOf: head.utf8)
-        if !isHEAD {
+        outbound.append(contentsOf: "\r\n".utf8)
+        if slot.method != "HEAD" {
             switch response.body {
             case .bytes(let bytes): outbound.append(contentsOf: bytes)
             case .stream(let body): stream = (body, slot.version == .http1_1)
@@ -252,19 +262,39 @@ final class Connection {
         accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote)
     }
 
+    /// Content-Length, Transfer-Encoding and Connection are the server's to write.
+    private static func isFramingHeader(_ name: String) -> Bool {
+        guard let first = name.utf8.first.map(HTTPHeaders.asciiLower), first == UInt8(ascii: "c") || first == UInt8(ascii: "t") else {
+            return false
+        }
+        return HTTPHeaders.equalNames(name, "Content-Length") || HTTPHeaders.equalNames(name, "Connection")
+            || HTTPHeaders.equalNames(name, "Transfer-Encoding")
+    }
+
     private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {
         guard loop.configuration.accessLogFD != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
-        var line = "{\"time\":\"\(HTTPDate.rfc3339Now())\",\"method\":"
+        var line: [UInt8] = []
+        line.reserveCapacity(160 + slot.path.utf8.count)
+        line.append(contentsOf: "{\"time\":\"".utf8)
+        loop.date.appendRFC3339Now(to: &line)
+        line.append(contentsOf: "\",\"method\":".utf8)
         appendJSONString(slot.method, to: &line)
-        line += ",\"path\":"
+        line.append(contentsOf: ",\"path\":".utf8)
         appendJSONString(slot.path, to: &line)
-        line += ",\"status\":\(status),\"bytes_in\":\(slot.bytesIn),\"bytes_out\":\(bytesOut),\"duration_us\":\(micros)"
+        line.append(contentsOf: ",\"status\":".utf8)
+        appendDecimal(status, to: &line)
+        line.append(contentsOf: ",\"bytes_in\":".utf8)
+        appendDecimal(slot.bytesIn, to: &line)
+        line.append(contentsOf: ",\"bytes_out\":".utf8)
+        appendDecimal(bytesOut, to: &line)
+        line.append(contentsOf: ",\"duration_us\":".utf8)
+        appendDecimal(micros, to: &line)
         if let note {
-            line += ",\"note\":"
+            line.append(contentsOf: ",\"note\":".utf8)
             appendJSONString(note, to: &line)
         }
-        line += "}"
+        line.append(UInt8(ascii: "}"))
         loop.log(line)
     }
 
@@ -352,17 +382,31 @@ private func Glibc_close(_ fd: Int32) {
     #endif
 }
 
-func appendJSONString(_ s: String, to out: inout String) {
-    out += "\""
-    for scalar in s.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case _ where scalar.value < 0x20:
-            let hex = String(scalar.value, radix: 16)
-            out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        default: out.unicodeScalars.append(scalar)
+/// Appends `s` as a JSON string literal; the log's only escaping need.
+func appendJSONString(_ s: String, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "\""))
+    for byte in s.utf8 {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+        case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
+        case 0..<0x20:
+            out.append(contentsOf: "\\u00".utf8)
+            out.append(hexDigit(byte >> 4))
+            out.append(hexDigit(byte & 0xF))
+        default: out.append(byte)
         }
     }
-    out += "\""
+    out.append(UInt8(ascii: "\""))
+}
+
+private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10 }
+
+func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    if value < 0 {
+        out.append(UInt8(ascii: "-"))
+        appendDecimal(-value, to: &out)
+        return
+    }
+    if value >= 10 { appendDecimal(value / 10, to: &out) }
+    out.append(UInt8(ascii: "0") + UInt8(value % 10))
 }

@@ -175,9 +175,9 @@ final class EventLoop: @unchecked Sendable {
         poller.modify(fd, readable: readable, writable: writable)
     }
 
-    func log(_ line: String) {
+    func log(_ line: [UInt8]) {
         guard configuration.accessLogFD != nil else { return }
-        logBuffer.append(contentsOf: line.utf8)
+        logBuffer.append(contentsOf: line)
         logBuffer.append(0x0A)
     }
 

@@ -36,9 +36,15 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// Whether a comma-separated field such as `Connection` lists `token`, case-insensitively.
     public func listContains(_ name: String, token: String) -> Bool {
-        values(name).contains { value in
-            value.split(separator: ",").contains { Self.equalNames($0.trimmingSpaces, token) }
+        for field in fields where Self.equalNames(field.name, name) {
+            // Most such fields hold one token; split only when there is a list.
+            if Self.equalNames(field.value.trimmingSpaces, token) { return true }
+            if field.value.utf8.contains(UInt8(ascii: ",")),
+               field.value.split(separator: ",").contains(where: { Self.equalNames($0.trimmingSpaces, token) }) {
+                return true
+            }
         }
+        return false
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {

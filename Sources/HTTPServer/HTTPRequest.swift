@@ -29,14 +29,14 @@ public struct HTTPRequest: Sendable {
 
     /// The target's path, without the query.
     public var path: Substring {
-        if let q = target.firstIndex(of: "?") { return target[..<q] }
+        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
         return target[...]
     }
 
     /// The target's query string, without the `?`.
     public var query: Substring? {
-        guard let q = target.firstIndex(of: "?") else { return nil }
-        return target[target.index(after: q)...]
+        guard let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
+        return target[target.utf8.index(after: q)...]
     }
 
     /// Percent-decoded query parameters, in order; `+` stands for a space.
