@@ -7,6 +7,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
+        // For the benchmark tools in benchmarks/, which write logs through the real store.
+        .library(name: "ReportStore", targets: ["ReportStore"]),
     ],
     targets: [
         // A generic HTTP/1.1 server on non-blocking POSIX sockets. Knows nothing about attribution.

@@ -1,0 +1,22 @@
+// swift-tools-version:6.0
+// Benchmark tools, kept apart so that the product's Package.swift stays free of dependencies.
+import PackageDescription
+
+let package = Package(
+    name: "benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "attribution-endpoint", path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    ],
+    targets: [
+        // What a Swift developer would otherwise write: Hummingbird 2, JSONDecoder, field checks,
+        // and (in durable mode) an append with fsync before answering.
+        .executableTarget(name: "hummingbird-reference",
+                          dependencies: [.product(name: "Hummingbird", package: "hummingbird")]),
+        // Fills a data directory with N reports through the real ReportStore, for scale tests.
+        .executableTarget(name: "log-generator",
+                          dependencies: [.product(name: "ReportStore", package: "attribution-endpoint")]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Runs every contender one after another in one run and writes docs/PERFORMANCE.md.
+
+Server processes are pinned to core 0 and wrk to core 1 with taskset; on a shared 2-core machine
+only the ratios between rows of one run are meaningful. Called by benchmarks/run.sh, which
+installs wrk and nginx and builds the binaries first.
+"""
+import datetime
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENDPOINT = os.path.join(ROOT, ".build/release/attribution-endpoint")
+HUMMINGBIRD = os.path.join(ROOT, "benchmarks/.build/release/hummingbird-reference")
+GENERATOR = os.path.join(ROOT, "benchmarks/.build/release/log-generator")
+DURATION = int(os.environ.get("DURATION", "10"))
+SCALE = [int(n) for n in os.environ.get("SCALE", "1000000 10000000").split()]
+REPORT_PATH = "/.well-known/private-click-measurement/report-attribution/"
+BODY = ('{"source_engagement_type":"click","source_site":"news.example","source_id":42,'
+        '"attributed_on_site":"shop.example","trigger_data":5,"version":3}')
+WORK = tempfile.mkdtemp(prefix="bench-")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wrk_script(close):
+    path = os.path.join(WORK, "close.lua" if close else "keepalive.lua")
+    with open(path, "w") as f:
+        f.write('wrk.method = "POST"\n')
+        f.write("wrk.body = '%s'\n" % BODY)
+        f.write('wrk.headers["Content-Type"] = "application/json"\n')
+        f.write('wrk.headers["Host"] = "shop.example"\n')
+        if close:
+            f.write('wrk.headers["Connection"] = "close"\n')
+    return path
+
+
+def to_ms(value, unit):
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def run_wrk(port, close):
+    out = subprocess.run(
+        ["taskset", "-c", "1", "wrk", "-t2", "-c64", "-d%ds" % DURATION, "--latency", "-s", wrk_script(close),
+         "http://127.0.0.1:%d%s" % (port, REPORT_PATH)],
+        capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50 = re.search(r"\s50%\s+([\d.]+)(us|ms|s)", out)
+    p99 = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", out)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50": to_ms(*p50.groups()), "p99": to_ms(*p99.groups()),
+            "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def wait_port(port, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError("nothing listening on %d" % port)
+
+
+def start(command, port, log_name):
+    log = open(os.path.join(WORK, log_name), "w")
+    process = subprocess.Popen(["taskset", "-c", "0"] + command, stdout=log, stderr=log)
+    wait_port(port)
+    return process
+
+
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def endpoint_command(port, data, access_log=False):
+    command = [ENDPOINT, "--port", str(port), "--site", "news.example", "--site", "shop.example",
+               "--data", data, "--token", "bench"]
+    return command if access_log else command + ["--no-access-log"]
+
+
+def measure(name, command, port, log_name="server.log"):
+    results = {}
+    for close in (False, True):
+        process = start(command, port, log_name)
+        time.sleep(0.2)  # let it settle before loading it
+        results["close" if close else "keepalive"] = run_wrk(port, close)
+        stop(process)
+    print("%-40s keep-alive %9.0f req/s  close %9.0f req/s  p99 %.2f ms" % (
+        name, results["keepalive"]["rps"], results["close"]["rps"], results["keepalive"]["p99"]), flush=True)
+    return results
+
+
+def nginx_command(port):
+    directory = os.path.join(WORK, "nginx")
+    os.makedirs(directory, exist_ok=True)
+    config = os.path.join(directory, "nginx.conf")
+    with open(config, "w") as f:
+        f.write("""worker_processes 1;
+daemon off;
+pid %(d)s/nginx.pid;
+error_log %(d)s/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %(d)s;
+  server {
+    listen 127.0.0.1:%(port)d;
+    location / { return 204; }
+  }
+}
+""" % {"d": directory, "port": port})
+    return ["nginx", "-c", config]
+
+
+def post_report(port):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, REPORT_PATH), data=BODY.encode(),
+                                     headers={"Content-Type": "application/json", "Host": "shop.example"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+    except Exception:
+        return None
+
+
+def memory_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        fields = dict(line.split(":", 1) for line in f)
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+def scale(count):
+    data = os.path.join(WORK, "scale-%d" % count)
+    # Spread over 30 days, a realistic retention window, so one hour holds count/720 reports.
+    subprocess.run([GENERATOR, data, str(count), "720"], check=True, capture_output=True)
+    log_bytes = os.path.getsize(os.path.join(data, "reports.log"))
+    subprocess.run(["sync"])
+    port = free_port()
+    started = time.time()
+    log = open(os.path.join(WORK, "scale.log"), "w")
+    process = subprocess.Popen(["taskset", "-c", "0"] + endpoint_command(port, data), stdout=log, stderr=log)
+    while post_report(port) != 201:
+        if process.poll() is not None:
+            raise RuntimeError("endpoint exited during start")
+        time.sleep(0.005)
+    start_seconds = time.time() - started
+    since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    times, lines = [], 0
+    for _ in range(20):
+        request = urllib.request.Request("http://127.0.0.1:%d/api/reports?since=%s" % (port, since),
+                                         headers={"Authorization": "Bearer bench"})
+        t0 = time.time()
+        with urllib.request.urlopen(request, timeout=60) as response:
+            lines = response.read().count(b"\n")
+        times.append(time.time() - t0)
+    times.sort()
+    rss, hwm = memory_kb(process.pid)
+    stop(process)
+    shutil.rmtree(data, ignore_errors=True)
+    result = {"count": count, "start": start_seconds, "rss_mb": rss / 1024, "hwm_mb": hwm / 1024,
+              "bytes_per_report": log_bytes / count, "since_p95_ms": times[int(0.95 * (len(times) - 1))] * 1000,
+              "since_lines": lines}
+    print("scale %-10d start %.2f s  RSS %.1f MB  %.0f B/report  since p95 %.0f ms (%d lines)" % (
+        count, start_seconds, rss / 1024, log_bytes / count, result["since_p95_ms"], lines), flush=True)
+    return result
+
+
+def machine():
+    model = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "swift": swift[0] if swift else "unknown"}
+
+
+def check(ok):
+    return "met" if ok else "**not met**"
+
+
+def write_report(results, scales, info):
+    endpoint = results["endpoint"]
+    nginx = results["nginx"]
+    hb_validate = results["hummingbird-validate"]
+    ratio_nginx = endpoint["keepalive"]["rps"] / nginx["keepalive"]["rps"]
+    ratio_hb = endpoint["keepalive"]["rps"] / hb_validate["keepalive"]["rps"]
+    ratio_close = endpoint["close"]["rps"] / nginx["close"]["rps"]
+    lines = [
+        "# Performance",
+        "",
+        "Written by `benchmarks/run.sh` (which calls `benchmarks/bench.py`); do not edit by hand.",
+        "",
+        "- Date: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "- Machine: %s × %s, Linux %s, %s" % (info["nproc"], info["cpu"], info["kernel"], info["swift"]),
+        "- Method: each server pinned to core 0 and wrk (`-t2 -c64 -d%ds --latency`) to core 1 with `taskset`; "
+        "every contender in the same run, one after another; the body is the 140-byte v3 report "
+        "`%s`." % (DURATION, BODY),
+        "- The endpoint runs with `--no-access-log`; its row \"access log on\" shows the cost of the log.",
+        "- Only ratios within this one run mean much on a shared 2-core machine.",
+        "",
+        "## Throughput and latency, 64 connections",
+        "",
+        "| contender | keep-alive req/s | p50 ms | p99 ms | `Connection: close` req/s | close p99 ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    names = {
+        "endpoint": "attribution-endpoint, durable (fdatasync before 201)",
+        "endpoint-log": "attribution-endpoint, durable, access log on (to a file)",
+        "nginx": "nginx 1 worker, `return 204` (ceiling for HTTP on this machine)",
+        "hummingbird-durable": "Hummingbird 2 reference, JSONDecoder + checks + fsync per report",
+        "hummingbird-validate": "Hummingbird 2 reference, validation only (no storage)",
+    }
+    for key, label in names.items():
+        r = results[key]
+        lines.append("| %s | %.0f | %.2f | %.2f | %.0f | %.2f |" % (
+            label, r["keepalive"]["rps"], r["keepalive"]["p50"], r["keepalive"]["p99"], r["close"]["rps"],
+            r["close"]["p99"]))
+    lines += [
+        "",
+        "## Ratios and targets",
+        "",
+        "| target | measured | |",
+        "|---|---:|---|",
+        "| durable ingest ≥ 0.5 × nginx `return 204` | %.2f × | %s |" % (ratio_nginx, check(ratio_nginx >= 0.5)),
+        "| durable ingest ≥ 2 × Hummingbird validation-only | %.2f × | %s |" % (ratio_hb, check(ratio_hb >= 2)),
+        "| `Connection: close` ingest ≥ 0.8 × nginx `Connection: close` | %.2f × | %s |" % (ratio_close, check(ratio_close >= 0.8)),
+        "| p99 ≤ 5 ms at 64 connections | %.2f ms | %s |" % (endpoint["keepalive"]["p99"], check(endpoint["keepalive"]["p99"] <= 5)),
+    ]
+    for s in scales:
+        if s["count"] >= 10_000_000:
+            lines.append("| start to first accepted report ≤ 3 s with %d stored | %.2f s | %s |" % (
+                s["count"], s["start"], check(s["start"] <= 3)))
+            lines.append("| RSS ≤ 100 MB with %d stored | %.1f MB | %s |" % (s["count"], s["hwm_mb"], check(s["hwm_mb"] <= 100)))
+        lines.append("| ≤ 200 bytes on disk per report (%d stored) | %.0f B | %s |" % (
+            s["count"], s["bytes_per_report"], check(s["bytes_per_report"] <= 200)))
+    lines += [
+        "",
+        "## At scale",
+        "",
+        "Logs filled by `benchmarks/.build/release/log-generator DIR N 720`, which appends through the real "
+        "`ReportStore` (same records, checksums, group commit), receive times spread over 30 days. "
+        "\"start\" is from process start to the first 201 for a new report, replay included. "
+        "RSS is the peak (VmHWM) after start and 20 exports. The export is `GET /api/reports?since=<one hour ago>`.",
+        "",
+        "| reports stored | start to first 201 | peak RSS | bytes on disk per report | export of last hour, p95 | lines in that hour |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in scales:
+        lines.append("| %d | %.2f s | %.1f MB | %.0f | %.0f ms | %d |" % (
+            s["count"], s["start"], s["hwm_mb"], s["bytes_per_report"], s["since_p95_ms"], s["since_lines"]))
+    notes_path = os.path.join(ROOT, "benchmarks/NOTES.md")
+    if os.path.exists(notes_path):
+        lines += ["", open(notes_path).read().strip()]
+    with open(os.path.join(ROOT, "docs/PERFORMANCE.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main():
+    info = machine()
+    results = {}
+    port = free_port()
+    results["endpoint"] = measure("endpoint", endpoint_command(port, os.path.join(WORK, "e1")), port)
+    port = free_port()
+    results["endpoint-log"] = measure("endpoint, access log on", endpoint_command(port, os.path.join(WORK, "e2"), True),
+                                      port, "endpoint-access.log")
+    port = free_port()
+    results["nginx"] = measure("nginx return 204", nginx_command(port), port)
+    port = free_port()
+    results["hummingbird-durable"] = measure("hummingbird durable", [HUMMINGBIRD, str(port), "durable",
+                                                                     os.path.join(WORK, "hb.log")], port)
+    port = free_port()
+    results["hummingbird-validate"] = measure("hummingbird validate-only", [HUMMINGBIRD, str(port), "validate"], port)
+    scales = [scale(n) for n in SCALE]
+    write_report(results, scales, info)
+    shutil.rmtree(WORK, ignore_errors=True)
+    print("wrote docs/PERFORMANCE.md")
+
+
+if __name__ == "__main__":
+    main()

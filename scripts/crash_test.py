@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Crash test: SIGKILL the endpoint at random moments while 64 clients send reports.
+
+After every restart the log must open, every report that got a 201 must be in the export
+exactly once, and nothing may appear that no client sent. Usage:
+
+    scripts/crash_test.py [--kills 20] [--clients 64] [--binary .build/release/attribution-endpoint]
+
+Exits non-zero on any violation. Prints one line per kill and a summary.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPORT_PATH = "/.well-known/private-click-measurement/report-attribution/"
+
+
+def start_endpoint(binary, data):
+    process = subprocess.Popen(
+        [binary, "--port", "0", "--site", "news.example", "--site", "shop.example", "--data", data,
+         "--token", "crash", "--no-access-log"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    events = []
+    while True:
+        line = process.stderr.readline()
+        if not line:
+            raise RuntimeError("endpoint exited before listening: %s" % "".join(events))
+        events.append(line)
+        match = re.search(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"', line)
+        if match:
+            # Keep draining stderr so the server never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
+            return process, int(match.group(1)), events
+
+
+def read_response(sock, buffer):
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        buffer += chunk
+    head, _, rest = buffer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = int(re.search(rb"(?i)content-length: (\d+)", head).group(1))
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed")
+        rest += chunk
+    return status, rest[:length], rest[length:]
+
+
+def client(port, numbers, acknowledged, sent, lock, stop):
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except OSError:
+        return
+    buffer = b""
+    for n in numbers:
+        if stop.is_set():
+            break
+        body = ('{"source_engagement_type":"click","source_site":"news.example","source_id":%d,'
+                '"attributed_on_site":"shop.example","trigger_data":%d,"version":3,"n":%d}') % (n % 256, n % 16, n)
+        request = ("POST %s HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\n"
+                   "Content-Length: %d\r\n\r\n%s") % (REPORT_PATH, len(body), body)
+        with lock:
+            sent.add(n)
+        try:
+            sock.sendall(request.encode())
+            status, _, buffer = read_response(sock, buffer)
+        except (OSError, ConnectionError, ValueError, AttributeError):
+            break
+        if status == 201:
+            with lock:
+                acknowledged.add(n)
+    sock.close()
+
+
+def export(port):
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(b"GET /api/reports HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer crash\r\nConnection: close\r\n\r\n")
+    data = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0], head
+    # Undo chunked framing.
+    out, rest = b"", body
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2:]
+    return [json.loads(line) for line in out.decode().splitlines() if line]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--binary", default=".build/release/attribution-endpoint")
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    args = parser.parse_args()
+    random.seed(args.seed)
+    data = tempfile.mkdtemp(prefix="crash-test-")
+    acknowledged, sent, lock = set(), set(), threading.Lock()
+    failures = []
+    next_number = 0
+    for kill in range(args.kills):
+        process, port, events = start_endpoint(args.binary, data)
+        replay = next((e for e in events if '"event":"replay"' in e), "")
+        stop = threading.Event()
+        threads = []
+        for c in range(args.clients):
+            numbers = range(next_number + c, next_number + 10_000_000, args.clients)
+            t = threading.Thread(target=client, args=(port, numbers, acknowledged, sent, lock, stop), daemon=True)
+            t.start()
+            threads.append(t)
+        time.sleep(random.uniform(0.05, 0.6))  # the random moment of the kill
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
+        next_number += 10_000_000
+        print("kill %2d: %6d acknowledged so far; replay %s" % (kill + 1, len(acknowledged), replay.strip()), flush=True)
+
+    process, port, events = start_endpoint(args.binary, data)
+    reports = export(port)
+    process.send_signal(signal.SIGTERM)
+    if process.wait(timeout=30) != 0:
+        failures.append("SIGTERM exit status was not 0")
+    counts = {}
+    for r in reports:
+        n = r.get("extra", {}).get("n")
+        if n is None or n not in sent:
+            failures.append("a report nobody sent appeared: %r" % r)
+            continue
+        counts[n] = counts.get(n, 0) + 1
+    lost = acknowledged - set(counts)
+    twice = [n for n, c in counts.items() if c > 1]
+    if lost:
+        failures.append("%d acknowledged reports lost, e.g. %s" % (len(lost), sorted(lost)[:5]))
+    if twice:
+        failures.append("%d reports appear more than once, e.g. %s" % (len(twice), twice[:5]))
+    print("crash test: %d kills, %d clients, seed %d: %d acknowledged, %d exported, %d lost, %d duplicated" % (
+        args.kills, args.clients, args.seed, len(acknowledged), len(reports), len(lost), len(twice)))
+    for f in failures:
+        print("FAIL:", f)
+    print("%d passed, %d failed" % (1 if not failures else 0, 1 if failures else 0))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
