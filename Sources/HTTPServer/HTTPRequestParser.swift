@@ -161,9 +161,10 @@ public struct HTTPRequestParser {
     private enum HeadResult { case incomplete, readBody, event(Event) }
 
     private mutating func parseHead(_ buffer: [UInt8], start: inout Int) throws(HTTPParseError) -> HeadResult {
-        // RFC 9112 §2.2: ignore empty lines before a request line.
-        if scanned == 0 {
-            while buffer.count - start >= 2, buffer[start] == 0x0D, buffer[start + 1] == 0x0A { start += 2 }
+        // RFC 9112 §2.2: ignore empty lines before a request line, however they are split up.
+        while buffer.count - start >= 2, buffer[start] == 0x0D, buffer[start + 1] == 0x0A {
+            start += 2
+            scanned = max(0, scanned - 2)
         }
         let available = buffer.count - start
         var i = start + max(0, scanned - 3)

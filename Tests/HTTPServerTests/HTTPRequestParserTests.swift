@@ -124,6 +124,9 @@ private func parseError(_ text: String, limits: HTTPLimits = HTTPLimits()) -> HT
 
     @Test func leadingEmptyLinesAreIgnored() throws {
         #expect(try parseAll("\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n").requests.count == 1)
+        // Found by the fuzzer: empty lines arriving a byte at a time were taken for an empty head.
+        #expect(try parseAll("\r\n\r\n", byteByByte: true).requests.isEmpty)
+        #expect(try parseAll("\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n", byteByByte: true).requests.count == 1)
     }
 
     @Test func queryItemsArePercentDecoded() throws {

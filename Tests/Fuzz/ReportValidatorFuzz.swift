@@ -1,0 +1,29 @@
+// libFuzzer target over the JSON parser and PCMReportValidator. Built by scripts/fuzz.sh.
+// Properties: no crash; an accepted report's fields are in range; any parsed JSON value
+// survives serialize → parse unchanged.
+import Foundation
+
+extension Bundle {
+    // SwiftPM generates Bundle.module; a plain swiftc build has none. The list is loaded by hand below.
+    static var module: Bundle { Bundle.main }
+}
+
+private let validator: PCMReportValidator = {
+    let path = ProcessInfo.processInfo.environment["PSL"] ?? "Sources/AttributionCore/Resources/public_suffix_list.dat"
+    let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "com\nexample\nco.uk\n"
+    return PCMReportValidator(siteRules: SiteRules(publicSuffixList: PublicSuffixList(text: text), developmentMode: false))
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzReportValidator(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: count))
+    if case .success(let report) = validator.validate(body: bytes) {
+        precondition(report.triggerData <= 15 && (1...3).contains(report.version), "out-of-range report accepted")
+        precondition(report.sourceSite != report.attributedOnSite, "same-site report accepted")
+    }
+    if let value = try? JSONParser(maxDepth: 16).parse(bytes) {
+        let again = try? JSONParser(maxDepth: 16).parse(Array(value.serialized().utf8))
+        precondition(again == value, "serialize/parse round trip changed the value")
+    }
+    return 0
+}

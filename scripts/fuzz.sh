@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# libFuzzer over the HTTP request parser and the report validator, with AddressSanitizer.
+# Usage: scripts/fuzz.sh [runs per target, default 1000000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-1000000}
+out=.build/fuzz
+mkdir -p "$out/corpus-http" "$out/corpus-report"
+
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
+  Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
+  Sources/HTTPServer/HTTPHeaders.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" \
+  Sources/AttributionCore/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+
+# Seeds: real requests and real reports, so mutation starts from the interesting shapes.
+printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
+printf '\x07POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n5;x=1\r\nhello\r\n0\r\nT: 1\r\n\r\n' > "$out/corpus-http/seed2"
+python3 -c "
+import json
+v = json.load(open('../shared/spec/vectors/pcm_reports.json'))
+for i, (k, x) in enumerate(v.items()):
+    open('$out/corpus-report/seed%d' % i, 'w').write(x['raw'])
+" 2>/dev/null || printf '{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}' > "$out/corpus-report/seed0"
+
+# Swift's own backtracer would take the crash signal before libFuzzer could save the input.
+export SWIFT_BACKTRACE=enable=no
+"$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
+PSL=Sources/AttributionCore/Resources/public_suffix_list.dat \
+  "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12
