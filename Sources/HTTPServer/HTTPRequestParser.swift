@@ -231,8 +231,10 @@ public struct HTTPRequestParser {
                 throw HTTPParseError(400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
             }
             let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
+            // RFC 9112 suggests 501 here and 505 for an unknown version below; this server answers
+            // every problem caused by the client with a 4xx, so that 5xx always means "ours".
             guard codings == ["chunked"] else {
-                throw HTTPParseError(501, "only the chunked transfer coding is supported; got \(codings.joined(separator: ", "))")
+                throw HTTPParseError(400, "only the chunked transfer coding is supported; got \(codings.joined(separator: ", "))")
             }
             return .chunked
         }
@@ -306,7 +308,7 @@ public struct HTTPRequestParser {
         case "HTTP/1.1": parsedVersion = .http1_1
         case "HTTP/1.0": parsedVersion = .http1_0
         case let v where v.utf8.count == 8 && v.hasPrefix("HTTP/") && v.utf8.dropFirst(5).allSatisfy({ $0 == 46 || ($0 >= 48 && $0 <= 57) }):
-            throw HTTPParseError(505, "\(v) is not supported")
+            throw HTTPParseError(400, "\(v) is not supported; use HTTP/1.1")
         default:
             throw HTTPParseError(400, "invalid HTTP version")
         }
