@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// What may stand in a report's `source_site` or `attributed_on_site`: a lowercase registrable
 /// domain (eTLD+1) in ASCII, as WebKit writes it. `localhost` and IP literals are what WebKit's
@@ -120,7 +120,7 @@ public struct SiteRules: Sendable {
 /// A bounded memo of site checks. It forgets everything when full rather than tracking use:
 /// real traffic names few sites, and a flood of random names must not grow memory.
 final class SiteMemory: Sendable {
-    private let answers = Mutex<[String: SiteRules.Violation?]>([:])
+    private let answers = Locked<[String: SiteRules.Violation?]>([:])
     static let capacity = 4096
 
     func answer(for site: String) -> SiteRules.Violation?? {

@@ -1,7 +1,7 @@
 import AttributionCore
 import Foundation
 import ReportStore
-import Synchronization
+import Locking
 
 /// Counters for `/metrics` and `/healthz`. Aggregates only.
 final class EndpointMetrics: Sendable {
@@ -11,7 +11,7 @@ final class EndpointMetrics: Sendable {
         var diskFullFailures = 0
         var lastStoreFailure: Date?
     }
-    private let counts = Mutex(Counts())
+    private let counts = Locked(Counts())
 
     func stored(_ report: StoredReport) {
         counts.withLock { $0.stored["\(report.role.rawValue)/\(report.verdict.name)", default: 0] += 1 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,7 +27,7 @@ final class EventLoop: @unchecked Sendable {
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 1
 
-    private let inbox = Mutex<(completions: [Completion], shutdownRequested: Bool)>(([], false))
+    private let inbox = Locked<(completions: [Completion], shutdownRequested: Bool)>(([], false))
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var loopThread: pthread_t?

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,7 +18,7 @@ import Darwin
 public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     private let handler: any HTTPHandler
-    private let state = Mutex<(loop: EventLoop?, port: UInt16?)>((nil, nil))
+    private let state = Locked<(loop: EventLoop?, port: UInt16?)>((nil, nil))
     private let stopped = DispatchGroup()
 
     public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {

@@ -1,5 +1,5 @@
 import AttributionCore
-import Synchronization
+import Locking
 
 /// What was refused and why: a counter per rule, and the last few hundred refused bodies, so a
 /// site owner can see what a misconfigured pixel or proxy is sending. Memory only, bounded, and
@@ -18,12 +18,12 @@ public final class RejectionLog: Sendable {
 
     public let capacity: Int
     public let maxBodyBytes: Int
-    private let state: Mutex<(counts: [String: Int], ring: [Entry], next: Int)>
+    private let state: Locked<(counts: [String: Int], ring: [Entry], next: Int)>
 
     public init(capacity: Int = 256, maxBodyBytes: Int = 4096) {
         self.capacity = capacity
         self.maxBodyBytes = maxBodyBytes
-        state = Mutex(([:], [], 0))
+        state = Locked(([:], [], 0))
     }
 
     public func record(time: Timestamp, status: Int, rule: String, field: String?, detail: String, body: [UInt8]) {

@@ -1,6 +1,6 @@
 import AttributionCore
 import Foundation
-import Synchronization
+import Locking
 
 /// The durable home of every report: one append-only, checksummed log file, one writer thread.
 ///
@@ -20,7 +20,7 @@ public final class ReportStore: Sendable {
     private nonisolated(unsafe) var pending = PendingBatch()
     private nonisolated(unsafe) var stopping = false
     private let stopped = DispatchGroup()
-    private let state: Mutex<DurableState>
+    private let state: Locked<DurableState>
 
     /// One index entry every this many records: enough to start an export near `since` without
     /// keeping every record's position in memory.
@@ -98,7 +98,7 @@ public final class ReportStore: Sendable {
         }
         pending.nextID = lastID + 1
         pending.lastTime = lastTime
-        state = Mutex(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
+        state = Locked(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
                                seconds: Date().timeIntervalSince(started))
 

@@ -1,12 +1,12 @@
 import AttributionCore
 import Foundation
-import Synchronization
+import Locking
 import TestSupport
 @testable import Endpoint
 
 /// A clock the test moves by hand.
 final class ManualClock: Sendable {
-    let now = Mutex<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
+    let now = Locked<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
     func set(_ text: String) { now.withLock { $0 = Timestamp(rfc3339: text)!.millisecondsSinceEpoch } }
     var read: @Sendable () -> Timestamp { { Timestamp(millisecondsSinceEpoch: self.now.withLock { $0 }) } }
 }

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import Endpoint
@@ -12,11 +12,11 @@ import TestSupport
     @Test func everyAcknowledgedReportSurvivesSIGKILL() throws {
         let directory = temporaryDirectory()
         let arguments = ["--data", directory, "--site", "news.example", "--site", "shop.example", "--token", "t"]
-        let acknowledged = Mutex<Set<Int>>([])
+        let acknowledged = Locked<Set<Int>>([])
         var nextNumber = 0
         for round in 0..<3 {
             let server = try EndpointProcess(arguments: arguments)
-            let stop = Mutex(false)
+            let stop = Locked(false)
             let group = DispatchGroup()
             let senders = 8
             let base = nextNumber

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import Testing
 import TestSupport
 @testable import HTTPServer
@@ -34,7 +34,7 @@ struct EchoHandler: HTTPHandler {
 
 /// Holds each request until the test releases it, to control completion order.
 final class HeldHandler: HTTPHandler, @unchecked Sendable {
-    let held = Mutex<[(String, HTTPResponder)]>([])
+    let held = Locked<[(String, HTTPResponder)]>([])
     let arrived = DispatchSemaphore(value: 0)
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {

@@ -1,13 +1,13 @@
 import AttributionCore
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import Testing
 @testable import ReportStore
 
 /// A clock the test moves by hand.
 final class TestClock: Sendable {
-    let now = Mutex<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
+    let now = Locked<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
     func advance(milliseconds: Int64) { now.withLock { $0 += milliseconds } }
     var read: @Sendable () -> Timestamp { { Timestamp(millisecondsSinceEpoch: self.now.withLock { $0 }) } }
 }
@@ -27,7 +27,7 @@ func draft(_ n: Int, role: ReportRole = .source) -> StoredReport.Draft {
 @discardableResult
 func appendAndWait(_ store: ReportStore, _ d: StoredReport.Draft) throws -> StoredReport {
     let done = DispatchSemaphore(value: 0)
-    let result = Mutex<Result<StoredReport, StoreError>?>(nil)
+    let result = Locked<Result<StoredReport, StoreError>?>(nil)
     store.append(d) { r in
         result.withLock { $0 = r }
         done.signal()
@@ -80,7 +80,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
     @Test func concurrentAppendsShareFlushes() throws {
         let store = try ReportStore(directory: temporaryDirectory())
         defer { store.close() }
-        let ids = Mutex<[UInt64]>([])
+        let ids = Locked<[UInt64]>([])
         let done = DispatchGroup()
         // Four senders that do not wait for one report before sending the next, as 64 browsers' connections would not.
         DispatchQueue.concurrentPerform(iterations: 4) { sender in
