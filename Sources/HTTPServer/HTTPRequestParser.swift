@@ -220,8 +220,15 @@ public struct HTTPRequestParser {
     private enum Framing { case none, length(Int), chunked }
 
     private func bodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
-        let transferEncodings = request.headers.values("Transfer-Encoding")
-        let contentLengths = request.headers.values("Content-Length")
+        var transferEncodings: [String] = []
+        var contentLengths: [String] = []
+        for field in request.headers.fields {
+            if HTTPHeaders.equalNames(field.name, "Content-Length") {
+                contentLengths.append(field.value)
+            } else if HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
+                transferEncodings.append(field.value)
+            }
+        }
         if !transferEncodings.isEmpty {
             // RFC 9112 §6.1: both at once is how requests are smuggled.
             guard contentLengths.isEmpty else {
@@ -231,7 +238,7 @@ public struct HTTPRequestParser {
                 throw HTTPParseError(400, "Transfer-Encoding is not allowed in an HTTP/1.0 request")
             }
             let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() }
-            // RFC 9112 suggests 501 here and 505 for an unknown version below; this server answers
+            // RFC 9112 suggests 501 here and 505 for an unknown version; this server answers
             // every problem caused by the client with a 4xx, so that 5xx always means "ours".
             guard codings == ["chunked"] else {
                 throw HTTPParseError(400, "only the chunked transfer coding is supported; got \(codings.joined(separator: ", "))")
@@ -239,7 +246,10 @@ public struct HTTPRequestParser {
             return .chunked
         }
         guard !contentLengths.isEmpty else { return .none }
-        let values = contentLengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingSpaces }
+        // Repeated or listed lengths are accepted only when they all agree (RFC 9112 §6.3).
+        let values = contentLengths.count == 1 && !contentLengths[0].utf8.contains(UInt8(ascii: ","))
+            ? [Substring(contentLengths[0])]
+            : contentLengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { $0.trimmingSpaces }
         guard let first = values.first, values.allSatisfy({ $0 == first }) else {
             throw HTTPParseError(400, "conflicting Content-Length values")
         }
@@ -261,42 +271,48 @@ public struct HTTPRequestParser {
     }
 
     private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
-        var lines: [ArraySlice<UInt8>] = []
+        // parseHead has already refused bare LFs, so every line ends with CRLF.
+        var request: HTTPRequest?
+        var fieldCount = 0
         var lineStart = head.startIndex
-        var i = head.startIndex
-        while i < head.endIndex {
-            if head[i] == 0x0A {
-                guard i > lineStart, head[i - 1] == 0x0D else { throw HTTPParseError(400, "a line ends with a bare LF") }
-                lines.append(head[lineStart..<(i - 1)])
-                lineStart = i + 1
+        while true {
+            var lineEnd = lineStart
+            while lineEnd < head.endIndex && head[lineEnd] != 0x0D { lineEnd += 1 }
+            let line = head[lineStart..<lineEnd]
+            if request == nil {
+                request = try parseRequestLine(line)
+            } else {
+                fieldCount += 1
+                guard fieldCount <= limits.maxHeaderCount else {
+                    throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
+                }
+                try parseField(line, into: &request!.headers)
             }
-            i += 1
+            guard lineEnd < head.endIndex else { break }
+            lineStart = lineEnd + 2
         }
-        lines.append(head[lineStart..<head.endIndex])
-
-        var request = try parseRequestLine(lines[0])
-        guard lines.count - 1 <= limits.maxHeaderCount else {
-            throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
-        }
-        for line in lines.dropFirst() {
-            try parseField(line, into: &request.headers)
-        }
-        if request.version == .http1_1 {
-            let hosts = request.headers.values("Host")
-            guard hosts.count == 1 else {
-                throw HTTPParseError(400, hosts.isEmpty ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
+        if request!.version == .http1_1 {
+            var hosts = 0
+            for field in request!.headers.fields where HTTPHeaders.equalNames(field.name, "Host") { hosts += 1 }
+            guard hosts == 1 else {
+                throw HTTPParseError(400, hosts == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
             }
         }
-        return request
+        return request!
     }
 
     private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
         guard line.count <= limits.maxRequestLineBytes else {
             throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
         }
-        let parts = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw HTTPParseError(400, "the request line is not 'METHOD target HTTP/1.1'") }
-        let (method, target, version) = (parts[0], parts[1], parts[2])
+        guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
+              let secondSpace = line[(firstSpace + 1)...].firstIndex(of: UInt8(ascii: " ")),
+              !line[(secondSpace + 1)...].contains(UInt8(ascii: " ")) else {
+            throw HTTPParseError(400, "the request line is not 'METHOD target HTTP/1.1'")
+        }
+        let method = line[line.startIndex..<firstSpace]
+        let target = line[(firstSpace + 1)..<secondSpace]
+        let version = line[(secondSpace + 1)...]
         guard !method.isEmpty, method.allSatisfy(Self.isTokenByte) else {
             throw HTTPParseError(400, "invalid method")
         }
@@ -304,13 +320,12 @@ public struct HTTPRequestParser {
             throw HTTPParseError(400, "invalid request target")
         }
         let parsedVersion: HTTPVersion
-        switch String(decoding: version, as: UTF8.self) {
-        case "HTTP/1.1": parsedVersion = .http1_1
-        case "HTTP/1.0": parsedVersion = .http1_0
-        case let v where v.utf8.count == 8 && v.hasPrefix("HTTP/") && v.utf8.dropFirst(5).allSatisfy({ $0 == 46 || ($0 >= 48 && $0 <= 57) }):
-            throw HTTPParseError(400, "\(v) is not supported; use HTTP/1.1")
-        default:
-            throw HTTPParseError(400, "invalid HTTP version")
+        if version.elementsEqual("HTTP/1.1".utf8) {
+            parsedVersion = .http1_1
+        } else if version.elementsEqual("HTTP/1.0".utf8) {
+            parsedVersion = .http1_0
+        } else {
+            parsedVersion = try unsupportedVersion(version)
         }
         var targetText = String(decoding: target, as: UTF8.self)
         if targetText.first != "/" {
@@ -324,6 +339,14 @@ public struct HTTPRequestParser {
         }
         return HTTPRequest(method: String(decoding: method, as: UTF8.self), target: targetText, version: parsedVersion,
                            remoteAddress: remoteAddress)
+    }
+
+    private func unsupportedVersion(_ version: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+        let v = String(decoding: version, as: UTF8.self)
+        if v.utf8.count == 8 && v.hasPrefix("HTTP/") && v.utf8.dropFirst(5).allSatisfy({ $0 == 46 || ($0 >= 48 && $0 <= 57) }) {
+            throw HTTPParseError(400, "\(v) is not supported; use HTTP/1.1")
+        }
+        throw HTTPParseError(400, "invalid HTTP version")
     }
 
     private func parseField(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
