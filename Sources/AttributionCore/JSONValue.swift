@@ -2,13 +2,15 @@
 ///
 /// Numbers keep their literal text: a report's `source_id` must be an *integer literal*, and a
 /// 10,000-digit number has to be rejected by its shape, never by overflowing a machine integer.
-public indirect enum JSONValue: Sendable, Equatable {
+public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(String)
     case string(String)
-    case array([JSONValue])
-    case object([JSONMember])
+    // Only the containers are indirect: a whole enum marked `indirect` boxes every string and
+    // number on the heap, which is most of a report's values.
+    indirect case array([JSONValue])
+    indirect case object([JSONMember])
 
     /// The JSON type name used in error messages ("got a string").
     public var typeName: String {

@@ -33,21 +33,24 @@ public struct PCMReportValidator: Sendable {
         ]
         private var values = [JSONValue?](repeating: nil, count: Fields.names.count)
 
-        /// The slot of a known key. A switch of string compares: cheaper than hashing each key.
+        /// The slot of a known key. The known keys all differ in length, so the length picks
+        /// the one candidate and a single compare confirms it: cheaper than hashing every key.
         static func slot(_ key: String) -> Int? {
-            switch key {
-            case "source_engagement_type": 0
-            case "source_site": 1
-            case "source_id": 2
-            case "attributed_on_site": 3
-            case "trigger_data": 4
-            case "version": 5
-            case "source_secret_token": 6
-            case "source_secret_token_signature": 7
-            case "destination_secret_token": 8
-            case "destination_secret_token_signature": 9
-            default: nil
+            let i: Int
+            switch key.utf8.count {
+            case 22: i = 0
+            case 11: i = 1
+            case 9: i = 2
+            case 18: i = 3
+            case 12: i = 4
+            case 7: i = 5
+            case 19: i = 6
+            case 29: i = 7
+            case 24: i = 8
+            case 34: i = 9
+            default: return nil
             }
+            return key == names[i] ? i : nil
         }
 
         /// Stores a known field; false for a key the endpoint does not know.
@@ -111,8 +114,9 @@ public struct PCMReportValidator: Sendable {
                 throw ReportRejection(.sameSite, field: "attributed_on_site",
                                       "attributed_on_site must differ from source_site; both are \(quoted(sourceSite))")
             }
-            let (sourceToken, sourceSignature) = try tokenPair(fields, "source_secret_token")
-            let (destinationToken, destinationSignature) = try tokenPair(fields, "destination_secret_token")
+            let (sourceToken, sourceSignature) = try tokenPair(fields, "source_secret_token", "source_secret_token_signature")
+            let (destinationToken, destinationSignature) = try tokenPair(
+                fields, "destination_secret_token", "destination_secret_token_signature")
             return .success(PCMReport(
                 sourceEngagementType: engagement, sourceSite: sourceSite, sourceID: UInt8(sourceID),
                 attributedOnSite: attributedOnSite, triggerData: UInt8(triggerData), version: version,
@@ -146,6 +150,11 @@ public struct PCMReportValidator: Sendable {
 
     private func integer(_ fields: Fields, _ name: String, in range: ClosedRange<Int>) throws(ReportRejection) -> Int {
         let value = try require(fields, name)
+        // Length first: a 10,000-digit literal is out of range without converting it.
+        if case .number(let literal) = value, JSONValue.isIntegerLiteral(literal), literal.utf8.count <= 19,
+           let number = Int(literal), range.contains(number) {
+            return number
+        }
         let rangeText = range.upperBound == Int.max ? "a JSON integer" : "a JSON integer from \(range.lowerBound) to \(range.upperBound)"
         guard case .number(let literal) = value, JSONValue.isIntegerLiteral(literal) else {
             let got: String
@@ -156,12 +165,8 @@ public struct PCMReportValidator: Sendable {
             }
             throw ReportRejection(.wrongType, field: name, "\(name) must be \(rangeText); got \(got)")
         }
-        // Length first: a 10,000-digit literal is out of range without converting it.
-        guard literal.utf8.count <= 19, let number = Int(literal), range.contains(number) else {
-            let shown = literal.utf8.count > 24 ? String(literal.prefix(20)) + "… (\(literal.utf8.count) digits)" : literal
-            throw ReportRejection(.outOfRange, field: name, "\(name) must be \(rangeText); got \(shown)")
-        }
-        return number
+        let shown = literal.utf8.count > 24 ? String(literal.prefix(20)) + "… (\(literal.utf8.count) digits)" : literal
+        throw ReportRejection(.outOfRange, field: name, "\(name) must be \(rangeText); got \(shown)")
     }
 
     private func string(_ fields: Fields, _ name: String) throws(ReportRejection) -> String {
@@ -181,8 +186,7 @@ public struct PCMReportValidator: Sendable {
     }
 
     /// `x_secret_token` and `x_secret_token_signature` come together or not at all.
-    private func tokenPair(_ fields: Fields, _ tokenName: String) throws(ReportRejection) -> (String?, String?) {
-        let signatureName = tokenName + "_signature"
+    private func tokenPair(_ fields: Fields, _ tokenName: String, _ signatureName: String) throws(ReportRejection) -> (String?, String?) {
         switch (fields[tokenName], fields[signatureName]) {
         case (nil, nil): return (nil, nil)
         case (nil, .some): throw ReportRejection(.unpairedToken, field: tokenName, "\(signatureName) is present but \(tokenName) is not")

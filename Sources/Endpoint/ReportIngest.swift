@@ -76,24 +76,45 @@ struct ReportIngest: Sendable {
 
     /// `application/json`, any case, optionally followed by parameters.
     static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let expected = "application/json".utf8
-        var bytes = contentType.utf8[...]
-        while bytes.first == UInt8(ascii: " ") { bytes = bytes.dropFirst() }
-        guard bytes.count >= expected.count,
-              zip(bytes, expected).allSatisfy({ ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }) else { return false }
-        let rest = bytes.dropFirst(expected.count).drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        return rest.isEmpty || rest.first == UInt8(ascii: ";")
+        guard var contentType else { return false }
+        return contentType.withUTF8 { bytes in
+            let expected: StaticString = "application/json"
+            var i = 0
+            while i < bytes.count && bytes[i] == UInt8(ascii: " ") { i += 1 }
+            guard bytes.count - i >= expected.utf8CodeUnitCount else { return false }
+            for k in 0..<expected.utf8CodeUnitCount {
+                let c = bytes[i + k]
+                if (c >= 65 && c <= 90 ? c | 0x20 : c) != expected.utf8Start[k] { return false }
+            }
+            i += expected.utf8CodeUnitCount
+            while i < bytes.count && (bytes[i] == UInt8(ascii: " ") || bytes[i] == UInt8(ascii: "\t")) { i += 1 }
+            return i == bytes.count || bytes[i] == UInt8(ascii: ";")
+        }
     }
 
+    static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
+
+    /// `{"id":7,"received_at":"…","role":"source","verdict":"accepted","reasons":[]}`, written as bytes:
+    /// every stored report is answered with one.
     static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {
-        var json = "{\"id\":\(stored.id),\"received_at\":\"\(stored.receivedAt.rfc3339)\",\"role\":\"\(stored.role.rawValue)\",\"verdict\":\"\(stored.verdict.name)\",\"reasons\":["
+        var json: [UInt8] = []
+        json.reserveCapacity(128)
+        json.append(contentsOf: #"{"id":"#.utf8)
+        json.append(contentsOf: String(stored.id).utf8)
+        json.append(contentsOf: #","received_at":""#.utf8)
+        json.append(contentsOf: stored.receivedAt.rfc3339.utf8)
+        json.append(contentsOf: #"","role":""#.utf8)
+        json.append(contentsOf: stored.role.rawValue.utf8)
+        json.append(contentsOf: #"","verdict":""#.utf8)
+        json.append(contentsOf: stored.verdict.name.utf8)
+        json.append(contentsOf: #"","reasons":["#.utf8)
         for (i, reason) in stored.reasons.enumerated() {
-            if i > 0 { json += "," }
-            JSONValue.writeString(reason, to: &json)
+            if i > 0 { json.append(UInt8(ascii: ",")) }
+            var quoted = ""
+            JSONValue.writeString(reason, to: &quoted)
+            json.append(contentsOf: quoted.utf8)
         }
-        json += "]}\n"
-        return HTTPResponse(status: 201, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-                            body: Array(json.utf8))
+        json.append(contentsOf: "]}\n".utf8)
+        return HTTPResponse(status: 201, headers: acknowledgementHeaders, body: json)
     }
 }

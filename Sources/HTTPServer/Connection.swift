@@ -24,7 +24,8 @@ final class Connection {
     private struct Slot {
         var sequence: UInt64
         var method: String
-        var path: String
+        /// The request-target as received (the access log shows its path).
+        var target: String
         var keepAlive: Bool
         var version: HTTPVersion
         var startedAt: Double
@@ -129,7 +130,7 @@ final class Connection {
         let sequence = nextSequence
         nextSequence += 1
         let keepAlive = request.keepAlive
-        slots.append(Slot(sequence: sequence, method: request.method, path: String(request.path), keepAlive: keepAlive,
+        slots.append(Slot(sequence: sequence, method: request.method, target: request.target, keepAlive: keepAlive,
                           version: request.version, startedAt: monotonicSeconds(), bytesIn: request.body.count))
         continueOwed = false
         if !keepAlive { stopReading = true }
@@ -142,7 +143,7 @@ final class Connection {
         continueOwed = false
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-        let slot = Slot(sequence: nextSequence, method: "-", path: "-", keepAlive: false, version: .http1_1,
+        let slot = Slot(sequence: nextSequence, method: "-", target: "-", keepAlive: false, version: .http1_1,
                         startedAt: monotonicSeconds(), bytesIn: 0,
                         response: HTTPResponse(status: error.status, headers: headers, body: Array((error.message + "\n").utf8)))
         nextSequence += 1
@@ -275,13 +276,14 @@ final class Connection {
         guard loop.configuration.accessLogFD != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         var line: [UInt8] = []
-        line.reserveCapacity(160 + slot.path.utf8.count)
+        let path = slot.target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(slot.target[..<$0]) } ?? slot.target
+        line.reserveCapacity(160 + path.utf8.count)
         line.append(contentsOf: "{\"time\":\"".utf8)
         loop.date.appendRFC3339Now(to: &line)
         line.append(contentsOf: "\",\"method\":".utf8)
         appendJSONString(slot.method, to: &line)
         line.append(contentsOf: ",\"path\":".utf8)
-        appendJSONString(slot.path, to: &line)
+        appendJSONString(path, to: &line)
         line.append(contentsOf: ",\"status\":".utf8)
         appendDecimal(status, to: &line)
         line.append(contentsOf: ",\"bytes_in\":".utf8)

@@ -22,13 +22,21 @@ public enum LogRecord {
 
     /// Appends one framed record to `out`.
     public static func append(kind: Kind, payload: [UInt8], to out: inout [UInt8]) {
+        append(kind: kind, to: &out) { $0.append(contentsOf: payload) }
+    }
+
+    /// Appends one framed record whose payload `writePayload` appends in place, so the payload
+    /// is never built in a buffer of its own.
+    public static func append(kind: Kind, to out: inout [UInt8], writePayload: (inout [UInt8]) -> Void) {
         let start = out.count
         out.appendLE(magic)
         out.append(kind.rawValue)
         out.append(0)
-        out.appendLE(UInt32(payload.count))
-        out.appendLE(UInt32(0))
-        out.append(contentsOf: payload)
+        out.appendLE(UInt32(0))  // length, filled in below
+        out.appendLE(UInt32(0))  // checksum, filled in below
+        writePayload(&out)
+        let length = UInt32(out.count - start - headerSize)
+        out.withUnsafeMutableBytes { $0.storeBytes(of: length.littleEndian, toByteOffset: start + 4, as: UInt32.self) }
         let crc = out.withUnsafeBytes { buffer -> UInt32 in
             let head = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[start..<start + 8]))
             return CRC32C.checksum(UnsafeRawBufferPointer(rebasing: buffer[(start + headerSize)...]), seed: head)

@@ -129,8 +129,9 @@ public final class ReportStore: Sendable {
         pending.lastTime = time
         let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
                                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body)
-        LogRecord.append(kind: .report, payload: StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt),
-                         to: &pending.bytes)
+        LogRecord.append(kind: .report, to: &pending.bytes) {
+            StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
+        }
         pending.reports.append((report, completion))
         if pending.reports.count == 1 { queue.signal() }
         queue.unlock()

@@ -50,9 +50,7 @@ public struct StoredReport: Sendable, Equatable {
     // u64 id, i64 received-at milliseconds, u8 role (1 source, 2 destination), u8 verdict,
     // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body.
 
-    static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(24 + draft.body.count + draft.reasons.reduce(0) { $0 + $1.utf8.count + 1 })
+    static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp, into out: inout [UInt8]) {
         out.appendLE(id)
         out.appendLE(receivedAt.millisecondsSinceEpoch)
         out.append(draft.role == .source ? 1 : 2)
@@ -60,13 +58,12 @@ public struct StoredReport: Sendable, Equatable {
         let reasons = draft.reasons.prefix(255)
         out.append(UInt8(reasons.count))
         for reason in reasons {
-            let bytes = Array(reason.utf8.prefix(255))
+            let bytes = reason.utf8.prefix(255)
             out.append(UInt8(bytes.count))
             out.append(contentsOf: bytes)
         }
         out.appendLE(UInt32(draft.body.count))
         out.append(contentsOf: draft.body)
-        return out
     }
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.

@@ -200,3 +200,15 @@ private func report(_ text: String, _ validator: PCMReportValidator = production
         #expect(ReportRejection.Rule.allCases.allSatisfy { (400..<500).contains($0.httpStatus) })
     }
 }
+
+@Suite struct FieldSlotTests {
+    /// The slot lookup relies on every known key having a distinct length; a new key that
+    /// breaks that must fail here rather than be silently ignored.
+    @Test func everyKnownKeyFindsItsOwnSlot() {
+        for (i, name) in PCMReportValidator.Fields.names.enumerated() {
+            #expect(PCMReportValidator.Fields.slot(name) == i, "\(name)")
+        }
+        #expect(Set(PCMReportValidator.Fields.names.map(\.utf8.count)).count == PCMReportValidator.Fields.names.count)
+        #expect(PCMReportValidator.Fields.slot("source_xx") == nil, "same length as source_id, different key")
+    }
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Instructions per report, counted by callgrind: repeatable on a noisy machine, unlike req/s.
+# Sends N reports (default 20000) over 16 keep-alive connections to the release build running
+# under valgrind, stops it, and divides the program's instruction count (user space only) by N,
+# after subtracting an idle run (start, replay, stop) with the same setup.
+# Usage: benchmarks/instructions.sh [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-20000}
+command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+swift build -c release --product attribution-endpoint >/dev/null
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
+
+run() {  # $1 = number of reports; prints total instructions
+  local count=$1 dir="$work/run-$1"
+  mkdir -p "$dir"
+  valgrind --tool=callgrind --callgrind-out-file="$dir/out" \
+    .build/release/attribution-endpoint --port 0 --site news.example --site shop.example \
+    --data "$dir/data" --token t --no-access-log 2>"$dir/err" &
+  local pid=$!
+  local port=""
+  for _ in $(seq 300); do
+    port=$(grep -o '"address":"127.0.0.1:[0-9]*"' "$dir/err" 2>/dev/null | grep -o '[0-9]*"$' | tr -d '"') || true
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  python3 - "$port" "$count" <<'PY'
+import socket, sys, threading
+port, count = int(sys.argv[1]), int(sys.argv[2])
+body = b'{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}'
+req = (b"POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\n"
+       b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+def client(k):
+    s = socket.create_connection(("127.0.0.1", port))
+    buf = b""
+    for _ in range(k):
+        s.sendall(req)
+        while b"\r\n\r\n" not in buf or len(buf.split(b"\r\n\r\n", 1)[1]) < int(buf.split(b"Content-Length: ")[1].split(b"\r\n")[0]):
+            buf += s.recv(65536)
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        assert b" 201 " in head.split(b"\r\n")[0], head
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        buf = rest[length:]
+threads = [threading.Thread(target=client, args=(count // 16,)) for _ in range(16)]
+[t.start() for t in threads]; [t.join() for t in threads]
+PY
+  kill -TERM $pid
+  wait $pid || true
+  callgrind_annotate "$dir/out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
+}
+
+base=$(run 0)
+loaded=$(run "$n")
+python3 -c "print('instructions per report: %.0f  (%d reports, %s total, %s idle)' % (($loaded - $base) / $n, $n, '$loaded', '$base'))"
