@@ -85,15 +85,25 @@ public struct PCMReportValidator: Sendable {
     }
 
     public func validate(members rawMembers: [JSONMember]) -> Result<PCMReport, ReportRejection> {
-        let (members, usedDashKeys) : ([JSONMember], Bool)
-        switch normalizeDashKeys(rawMembers) {
-        case .success(let normalized): (members, usedDashKeys) = normalized
-        case .failure(let rejection): return .failure(rejection)
-        }
         var fields = Fields()
         var extra: [JSONMember] = []
-        for member in members where !fields.set(member.key, member.value) {
+        for member in rawMembers where !fields.set(member.key, member.value) {
             extra.append(member)
+        }
+        // Dash-named keys are unknown keys, so only a body with unknown keys can be in that form.
+        var usedDashKeys = false
+        if extra.contains(where: { Self.dashKeys[$0.key] != nil }) {
+            switch normalizeDashKeys(rawMembers) {
+            case .success(let (members, _)):
+                usedDashKeys = true
+                fields = Fields()
+                extra = []
+                for member in members where !fields.set(member.key, member.value) {
+                    extra.append(member)
+                }
+            case .failure(let rejection):
+                return .failure(rejection)
+            }
         }
 
         do throws(ReportRejection) {
@@ -129,8 +139,6 @@ public struct PCMReportValidator: Sendable {
     }
 
     private func normalizeDashKeys(_ members: [JSONMember]) -> Result<([JSONMember], Bool), ReportRejection> {
-        // Current bodies have no '-' in any key: skip the lookups.
-        guard members.contains(where: { $0.key.utf8.contains(UInt8(ascii: "-")) }) else { return .success((members, false)) }
         let dashKeys = members.filter { Self.dashKeys[$0.key] != nil }
         guard !dashKeys.isEmpty else { return .success((members, false)) }
         if let clash = members.first(where: { Self.knownKeys.contains($0.key) }) {
