@@ -96,12 +96,26 @@ def endpoint_command(port, data, access_log=False):
     return command if access_log else command + ["--no-access-log"]
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds of a process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
 def measure(name, command, port, log_name="server.log"):
     results = {}
     for close in (False, True):
         process = start(command, port, log_name)
         time.sleep(0.2)  # let it settle before loading it
-        results["close" if close else "keepalive"] = run_wrk(port, close)
+        user0, sys0 = cpu_seconds(process.pid)
+        result = run_wrk(port, close)
+        user1, sys1 = cpu_seconds(process.pid)
+        requests = result["rps"] * DURATION
+        result["user_us"] = (user1 - user0) / requests * 1e6
+        result["sys_us"] = (sys1 - sys0) / requests * 1e6
+        results["close" if close else "keepalive"] = result
         stop(process)
     print("%-40s keep-alive %9.0f req/s  close %9.0f req/s  p99 %.2f ms" % (
         name, results["keepalive"]["rps"], results["close"]["rps"], results["keepalive"]["p99"]), flush=True)
@@ -114,6 +128,7 @@ def nginx_command(port):
     config = os.path.join(directory, "nginx.conf")
     with open(config, "w") as f:
         f.write("""worker_processes 1;
+master_process off;
 daemon off;
 pid %(d)s/nginx.pid;
 error_log %(d)s/error.log;
@@ -220,8 +235,8 @@ def write_report(results, scales, info):
         "",
         "## Throughput and latency, 64 connections",
         "",
-        "| contender | keep-alive req/s | p50 ms | p99 ms | `Connection: close` req/s | close p99 ms |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| contender | keep-alive req/s | p50 ms | p99 ms | server CPU per request (user + sys µs) | `Connection: close` req/s | close p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     names = {
         "endpoint": "attribution-endpoint, durable (fdatasync before 201)",
@@ -232,10 +247,13 @@ def write_report(results, scales, info):
     }
     for key, label in names.items():
         r = results[key]
-        lines.append("| %s | %.0f | %.2f | %.2f | %.0f | %.2f |" % (
-            label, r["keepalive"]["rps"], r["keepalive"]["p50"], r["keepalive"]["p99"], r["close"]["rps"],
-            r["close"]["p99"]))
+        lines.append("| %s | %.0f | %.2f | %.2f | %.1f + %.1f | %.0f | %.2f |" % (
+            label, r["keepalive"]["rps"], r["keepalive"]["p50"], r["keepalive"]["p99"], r["keepalive"]["user_us"],
+            r["keepalive"]["sys_us"], r["close"]["rps"], r["close"]["p99"]))
     lines += [
+        "",
+        "Instructions per stored report in the endpoint's own process, counted by callgrind "
+        "(`benchmarks/instructions.sh 20000`; repeatable, unlike req/s): %s." % info["instructions"],
         "",
         "## Ratios and targets",
         "",
@@ -291,6 +309,10 @@ def main():
     port = free_port()
     results["hummingbird-validate"] = measure("hummingbird validate-only", [HUMMINGBIRD, str(port), "validate"], port)
     scales = [scale(n) for n in SCALE]
+    instructions = subprocess.run([os.path.join(ROOT, "benchmarks/instructions.sh"), "20000"], capture_output=True,
+                                  text=True).stdout.strip().splitlines()
+    info["instructions"] = instructions[-1] if instructions else "not measured"
+    print(info["instructions"], flush=True)
     write_report(results, scales, info)
     shutil.rmtree(WORK, ignore_errors=True)
     print("wrote docs/PERFORMANCE.md")

@@ -10,6 +10,7 @@ command -v wrk >/dev/null || need+=(wrk)
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v taskset >/dev/null || need+=(util-linux)
 command -v curl >/dev/null || need+=(curl)
+command -v valgrind >/dev/null || need+=(valgrind)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
