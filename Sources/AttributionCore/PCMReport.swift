@@ -41,30 +41,4 @@ public struct PCMReport: Sendable, Equatable {
         self.extraFields = extraFields
         self.usedDashKeys = usedDashKeys
     }
-
-    /// The report's fields under their wire names, in WebKit's order, then the token fields
-    /// present, as the members of a JSON object (without braces). Unknown fields are not included.
-    public func writeWireFields(to out: inout String) {
-        out += "\"source_engagement_type\":"
-        JSONValue.writeString(sourceEngagementType, to: &out)
-        out += ",\"source_site\":"
-        JSONValue.writeString(sourceSite, to: &out)
-        out += ",\"source_id\":\(sourceID),\"attributed_on_site\":"
-        JSONValue.writeString(attributedOnSite, to: &out)
-        out += ",\"trigger_data\":\(triggerData),\"version\":\(version)"
-        for (name, value) in tokenFields {
-            out += ",\"\(name)\":"
-            JSONValue.writeString(value, to: &out)
-        }
-    }
-
-    /// The token fields that are present, with their wire names.
-    public var tokenFields: [(String, String)] {
-        var fields: [(String, String)] = []
-        if let v = sourceSecretToken { fields.append(("source_secret_token", v)) }
-        if let v = sourceSecretTokenSignature { fields.append(("source_secret_token_signature", v)) }
-        if let v = destinationSecretToken { fields.append(("destination_secret_token", v)) }
-        if let v = destinationSecretTokenSignature { fields.append(("destination_secret_token_signature", v)) }
-        return fields
-    }
 }

@@ -67,13 +67,6 @@ public struct SiteRules: Sendable {
         return nil
     }
 
-    /// The registrable domain of a lowercase host name, or the name itself for localhost and IP literals.
-    public func site(ofHost host: String) -> String? {
-        if host == "localhost" || Self.isIPv4Literal(host) || Self.isIPv6Literal(host) { return host }
-        guard Self.hostnameViolation(host) == nil else { return nil }
-        return publicSuffixList.registrableDomain(of: host).map(String.init)
-    }
-
     /// LDH labels of 1–63 characters, no leading or trailing hyphen, at most 253 in all.
     static func hostnameViolation(_ name: String) -> String? {
         if name.utf8.count > 253 { return "longer than 253 characters" }
