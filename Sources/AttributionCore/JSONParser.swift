@@ -1,10 +1,16 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A strict RFC 8259 JSON parser over raw bytes.
 ///
 /// Written by hand rather than with JSONSerialization because the report path needs things the
 /// Foundation parser does not give: duplicate keys are an error (two parsers may otherwise read
 /// one body two ways), nesting depth is bounded (a 100,000-deep array must not overflow the
 /// stack), numbers keep their literal text, and invalid UTF-8 is refused.
-public struct JSONParser {
+public struct JSONParser: Sendable {
     public struct Failure: Error, Sendable, Equatable {
         public enum Kind: Sendable, Equatable {
             case syntax(String)
@@ -27,9 +33,12 @@ public struct JSONParser {
     }
 
     public var maxDepth: Int
+    /// Strings expected again and again (a report's keys): returned shared instead of allocated.
+    private var interned: [(bytes: [UInt8], string: String)]
 
-    public init(maxDepth: Int = 32) {
+    public init(maxDepth: Int = 32, interning strings: [String] = []) {
         self.maxDepth = maxDepth
+        self.interned = strings.map { (Array($0.utf8), $0) }
     }
 
     public func parse(_ bytes: some Collection<UInt8>) throws(Failure) -> JSONValue {
@@ -38,7 +47,7 @@ public struct JSONParser {
 
     public func parse(_ array: [UInt8]) throws(Failure) -> JSONValue {
         try array.withUnsafeBufferPointer { (buffer) throws(Failure) -> JSONValue in
-            var scanner = Scanner(bytes: buffer, maxDepth: maxDepth)
+            var scanner = Scanner(bytes: buffer, maxDepth: maxDepth, interned: interned)
             scanner.skipWhitespace()
             let value = try scanner.parseValue(depth: 0)
             scanner.skipWhitespace()
@@ -53,11 +62,23 @@ public struct JSONParser {
 private struct Scanner {
     let bytes: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
+    let interned: [(bytes: [UInt8], string: String)]
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, interned: [(bytes: [UInt8], string: String)]) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        self.interned = interned
+    }
+
+    /// The interned string equal to `bytes[range]`, if there is one.
+    func internedString(_ range: Range<Int>) -> String? {
+        for candidate in interned where candidate.bytes.count == range.count {
+            if candidate.bytes.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress! + range.lowerBound, range.count) == 0 }) {
+                return candidate.string
+            }
+        }
+        return nil
     }
 
     func failure(_ kind: JSONParser.Failure.Kind) -> JSONParser.Failure {
@@ -194,7 +215,8 @@ private struct Scanner {
         while index < bytes.count {
             let c = bytes[index]
             if c == UInt8(ascii: "\"") {
-                let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let s = internedString(start..<index)
+                    ?? String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
                 index += 1
                 return s
             }

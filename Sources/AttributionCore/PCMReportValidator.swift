@@ -3,12 +3,16 @@
 /// Pure: no I/O, no clock. Everything a body alone can prove wrong is checked here; what needs
 /// the endpoint's configuration (which sites it serves) is checked by `ReportRole`.
 public struct PCMReportValidator: Sendable {
-    public var siteRules: SiteRules
-    public var maxDepth: Int
+    public let siteRules: SiteRules
+    public let maxDepth: Int
+
+    private let parser: JSONParser
 
     public init(siteRules: SiteRules = SiteRules(), maxDepth: Int = 16) {
         self.siteRules = siteRules
         self.maxDepth = maxDepth
+        // Every report repeats these; sharing them saves allocations on the hot path.
+        parser = JSONParser(maxDepth: maxDepth, interning: Fields.names + ["click"])
     }
 
     /// The pre-release WebKit key names and the current names they stand for. Bodies in this form
@@ -68,7 +72,7 @@ public struct PCMReportValidator: Sendable {
     public func validate(body: some Collection<UInt8>) -> Result<PCMReport, ReportRejection> {
         let value: JSONValue
         do {
-            value = try JSONParser(maxDepth: maxDepth).parse(body)
+            value = try parser.parse(body)
         } catch {
             switch error.kind {
             case .syntax: return .failure(ReportRejection(.malformedJSON, error.description))

@@ -13,29 +13,37 @@ public struct Timestamp: Sendable, Hashable, Comparable {
 
     /// `2026-11-20T10:00:00.000Z`
     public var rfc3339: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        appendRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `2026-11-20T10:00:00.000Z`, digit by digit: this runs for every acknowledgement
+    /// and every exported line.
+    public func appendRFC3339(to out: inout [UInt8]) {
         let ms = millisecondsSinceEpoch
         let days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
         let msOfDay = ms - days * 86_400_000
         let (y, m, d) = Self.civil(fromDays: days)
         let secondOfDay = msOfDay / 1000
-        // Written digit by digit: this runs for every acknowledgement and every exported line.
-        return String(unsafeUninitializedCapacity: 24) { out in
-            func put(_ value: Int64, _ width: Int, at offset: Int) {
-                var v = value
-                for i in stride(from: offset + width - 1, through: offset, by: -1) {
-                    out[i] = UInt8(ascii: "0") + UInt8(v % 10)
-                    v /= 10
-                }
+        func put(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            var v = value
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(v / divisor % 10))
+                v %= divisor
+                divisor /= 10
             }
-            put(y, 4, at: 0); out[4] = UInt8(ascii: "-")
-            put(m, 2, at: 5); out[7] = UInt8(ascii: "-")
-            put(d, 2, at: 8); out[10] = UInt8(ascii: "T")
-            put(secondOfDay / 3600, 2, at: 11); out[13] = UInt8(ascii: ":")
-            put(secondOfDay / 60 % 60, 2, at: 14); out[16] = UInt8(ascii: ":")
-            put(secondOfDay % 60, 2, at: 17); out[19] = UInt8(ascii: ".")
-            put(msOfDay % 1000, 3, at: 20); out[23] = UInt8(ascii: "Z")
-            return 24
         }
+        put(y, 4); out.append(UInt8(ascii: "-"))
+        put(m, 2); out.append(UInt8(ascii: "-"))
+        put(d, 2); out.append(UInt8(ascii: "T"))
+        put(secondOfDay / 3600, 2); out.append(UInt8(ascii: ":"))
+        put(secondOfDay / 60 % 60, 2); out.append(UInt8(ascii: ":"))
+        put(secondOfDay % 60, 2); out.append(UInt8(ascii: "."))
+        put(msOfDay % 1000, 3); out.append(UInt8(ascii: "Z"))
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; `t`, `z` and a space separator are

@@ -102,7 +102,7 @@ struct ReportIngest: Sendable {
         json.append(contentsOf: #"{"id":"#.utf8)
         json.append(contentsOf: String(stored.id).utf8)
         json.append(contentsOf: #","received_at":""#.utf8)
-        json.append(contentsOf: stored.receivedAt.rfc3339.utf8)
+        stored.receivedAt.appendRFC3339(to: &json)
         json.append(contentsOf: #"","role":""#.utf8)
         json.append(contentsOf: stored.role.rawValue.utf8)
         json.append(contentsOf: #"","verdict":""#.utf8)
