@@ -10,36 +10,17 @@ Exits non-zero on any violation. Prints one line per kill and a summary.
 """
 import argparse
 import json
-import os
 import random
 import re
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 
+from endpoint_process import Endpoint, finish
+
 REPORT_PATH = "/.well-known/private-click-measurement/report-attribution/"
-
-
-def start_endpoint(binary, data):
-    process = subprocess.Popen(
-        [binary, "--port", "0", "--site", "news.example", "--site", "shop.example", "--data", data,
-         "--token", "crash", "--no-access-log"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    events = []
-    while True:
-        line = process.stderr.readline()
-        if not line:
-            raise RuntimeError("endpoint exited before listening: %s" % "".join(events))
-        events.append(line)
-        match = re.search(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"', line)
-        if match:
-            # Keep draining stderr so the server never blocks on a full pipe.
-            threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
-            return process, int(match.group(1)), events
 
 
 def read_response(sock, buffer):
@@ -121,8 +102,8 @@ def main():
     failures = []
     next_number = 0
     for kill in range(args.kills):
-        process, port, events = start_endpoint(args.binary, data)
-        replay = next((e for e in events if '"event":"replay"' in e), "")
+        server = Endpoint(args.binary, data, "crash")
+        port, replay = server.port, server.event("replay")
         stop = threading.Event()
         threads = []
         for c in range(args.clients):
@@ -131,18 +112,16 @@ def main():
             t.start()
             threads.append(t)
         time.sleep(random.uniform(0.05, 0.6))  # the random moment of the kill
-        process.send_signal(signal.SIGKILL)
-        process.wait()
+        server.stop(signal.SIGKILL)
         stop.set()
         for t in threads:
             t.join(timeout=10)
         next_number += 10_000_000
-        print("kill %2d: %6d acknowledged so far; replay %s" % (kill + 1, len(acknowledged), replay.strip()), flush=True)
+        print("kill %2d: %6d acknowledged so far; replay %s" % (kill + 1, len(acknowledged), replay), flush=True)
 
-    process, port, events = start_endpoint(args.binary, data)
-    reports = export(port)
-    process.send_signal(signal.SIGTERM)
-    if process.wait(timeout=30) != 0:
+    server = Endpoint(args.binary, data, "crash")
+    reports = export(server.port)
+    if server.stop() != 0:
         failures.append("SIGTERM exit status was not 0")
     counts = {}
     for r in reports:
@@ -159,10 +138,7 @@ def main():
         failures.append("%d reports appear more than once, e.g. %s" % (len(twice), twice[:5]))
     print("crash test: %d kills, %d clients, seed %d: %d acknowledged, %d exported, %d lost, %d duplicated" % (
         args.kills, args.clients, args.seed, len(acknowledged), len(reports), len(lost), len(twice)))
-    for f in failures:
-        print("FAIL:", f)
-    print("%d passed, %d failed" % (1 if not failures else 0, 1 if failures else 0))
-    sys.exit(1 if failures else 0)
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -15,27 +15,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
+from endpoint_process import Endpoint, finish
+
 REPORT_PATH = "/.well-known/private-click-measurement/report-attribution/"
-
-
-def start(binary, data):
-    log = open(os.path.join(tempfile.gettempdir(), "disk-full-endpoint.log"), "w+")
-    process = subprocess.Popen([binary, "--port", "0", "--site", "news.example", "--site", "shop.example",
-                                "--data", data, "--token", "full", "--no-access-log"],
-                               stdout=subprocess.DEVNULL, stderr=log)
-    for _ in range(500):
-        log.seek(0)
-        match = re.search(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"', log.read())
-        if match:
-            return process, int(match.group(1)), log
-        time.sleep(0.02)
-    raise RuntimeError("endpoint did not start")
 
 
 def request(port, path, body=None, token=False):
@@ -76,7 +62,8 @@ def main():
         filler = os.path.join(mount, "filler")
         with open(filler, "wb") as f:
             f.write(b"\0" * 128 * 1024)
-        process, port, log = start(args.binary, data)
+        server = Endpoint(args.binary, data, "full")
+        port = server.port
         acknowledged, n = [], 0
         # Fill the disk: stop at the first refusal.
         while True:
@@ -115,28 +102,21 @@ def main():
             failures.append("ingest did not resume after space was freed")
         if exported(port) != acknowledged:
             failures.append("export differs from the acknowledged reports before restart")
-        process.terminate()
-        process.wait(timeout=30)
-        log.seek(0)
-        log_text = log.read()
-        if log_text.count('"event":"store_write_failed"') < 1:
-            failures.append("no store_write_failed log line")
-        process, port, log = start(args.binary, data)
-        log.seek(0)
-        replay = re.search(r'"event":"replay".*', log.read()).group(0)
+        server.stop()
+        if server.log().count('"event":"store_write_failed"') != 1:
+            failures.append("not exactly one store_write_failed log line")
+        server = Endpoint(args.binary, data, "full")
+        port = server.port
+        replay = server.event("replay")
         print("after restart:", replay)
         if '"corrupt_records":0' not in replay or '"torn_tail_bytes":0' not in replay:
             failures.append("the log was damaged: %s" % replay)
         if exported(port) != acknowledged:
             failures.append("export differs from the acknowledged reports after restart")
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()
     finally:
         subprocess.run(["umount", mount])
-    for f in failures:
-        print("FAIL:", f)
-    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
-    sys.exit(1 if failures else 0)
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,11 @@ import argparse
 import random
 import re
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
+
+from endpoint_process import Endpoint, finish
 
 PATH = "/.well-known/private-click-measurement/report-attribution/"
 VALID = (b'{"source_engagement_type":"click","source_site":"news.example","source_id":42,'
@@ -122,16 +122,8 @@ def main():
     parser.add_argument("--seed", type=int, default=int(time.time()))
     args = parser.parse_args()
     data = tempfile.mkdtemp(prefix="net-fuzz-")
-    server = subprocess.Popen([args.binary, "--port", "0", "--site", "news.example", "--site", "shop.example",
-                               "--data", data, "--token", "fuzz", "--no-access-log", "--request-timeout", "2"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    port = None
-    for line in server.stderr:
-        match = re.search(r'"address":"127\.0\.0\.1:(\d+)"', line)
-        if match:
-            port = int(match.group(1))
-            break
-    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    server = Endpoint(args.binary, data, "fuzz", extra=["--request-timeout", "2"])
+    port = server.port
 
     outcomes, lock = {}, threading.Lock()
     per_thread = args.requests // args.threads
@@ -152,11 +144,11 @@ def main():
     for t in threads:
         t.join()
     seconds = time.time() - started
-    alive = server.poll() is None
+    alive = server.process.poll() is None
     healthy = send_one(port, b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n") == 200 if alive else False
     still_ingests = send_one(port, request()) == 201 if alive else False
-    server.terminate()
-    server.wait(timeout=30)
+    if alive:
+        server.stop()
     total = sum(outcomes.values())
     print("net fuzz: %d requests in %.0f s (seed %d): %s" % (total, seconds, args.seed,
           ", ".join("%s %d" % kv for kv in sorted(outcomes.items()))))
@@ -171,10 +163,7 @@ def main():
         failures.append("connections were refused")
     if not healthy or not still_ingests:
         failures.append("the server stopped answering after the run")
-    for f in failures:
-        print("FAIL:", f)
-    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
-    sys.exit(1 if failures else 0)
+    finish(failures)
 
 
 if __name__ == "__main__":

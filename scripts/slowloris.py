@@ -15,10 +15,11 @@ import re
 import selectors
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+
+from endpoint_process import Endpoint, finish
 
 HEAD = b"POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nX-Slow: "
 
@@ -89,16 +90,8 @@ def main():
     parser.add_argument("--binary", default=".build/release/attribution-endpoint")
     args = parser.parse_args()
     data = tempfile.mkdtemp(prefix="slowloris-")
-    server = subprocess.Popen(["taskset", "-c", "0", args.binary, "--port", "0", "--site", "news.example",
-                               "--site", "shop.example", "--data", data, "--token", "s", "--no-access-log"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    port = None
-    for line in server.stderr:
-        match = re.search(r'"address":"127\.0\.0\.1:(\d+)"', line)
-        if match:
-            port = int(match.group(1))
-            break
-    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    server = Endpoint(args.binary, data, "s", pin_to_core=0)
+    port = server.port
     os.sched_setaffinity(0, {1})
 
     stats = {"closed_by_server": 0, "max_fds": 0, "max_rss_mb": 0.0}
@@ -120,8 +113,7 @@ def main():
     stop.set()
     for t in threads:
         t.join()
-    server.terminate()
-    server.wait(timeout=30)
+    server.stop()
 
     p99 = re.search(r"\s99%\s+([\d.]+)(us|ms|s)", out)
     p99_ms = float(p99.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[p99.group(2)]
@@ -142,10 +134,7 @@ def main():
         failures.append("open descriptors reached %d" % stats["max_fds"])
     if stats["max_rss_mb"] > 100:
         failures.append("RSS reached %.1f MB" % stats["max_rss_mb"])
-    for f in failures:
-        print("FAIL:", f)
-    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
-    sys.exit(1 if failures else 0)
+    finish(failures)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,67 @@
+"""What the fault scripts share: the endpoint as a child process, and how a script reports.
+
+The scripts print a closing line `N passed, N failed` that CI reads, and exit non-zero on failure.
+"""
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+LISTENING = re.compile(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"')
+
+
+class Endpoint:
+    """The endpoint on a free port, serving news.example and shop.example.
+
+    Every line it writes on stderr is kept in `lines`; a thread keeps reading them so that the
+    server never blocks on a full pipe.
+    """
+
+    def __init__(self, binary, data, token, extra=(), pin_to_core=None):
+        command = [binary, "--port", "0", "--site", "news.example", "--site", "shop.example",
+                   "--data", data, "--token", token, "--no-access-log", *extra]
+        if pin_to_core is not None:
+            command = ["taskset", "-c", str(pin_to_core)] + command
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines = []
+        self.port = None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            match = LISTENING.search(line)
+            if match:
+                self.port = int(match.group(1))
+                break
+        if self.port is None:
+            raise RuntimeError("endpoint exited before listening: %s" % "".join(self.lines))
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    @property
+    def pid(self):
+        return self.process.pid
+
+    def event(self, name):
+        """The first logged line of that event, or ''."""
+        return next((line.strip() for line in self.lines if '"event":"%s"' % name in line), "")
+
+    def log(self):
+        return "".join(self.lines)
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Sends `sig`, waits for the exit and for the last log lines; returns the exit status."""
+        self.process.send_signal(sig)
+        status = self.process.wait(timeout=timeout)
+        self._reader.join(timeout=5)
+        return status
+
+
+def finish(failures):
+    for failure in failures:
+        print("FAIL:", failure)
+    print("%d passed, %d failed" % (0 if failures else 1, 1 if failures else 0))
+    sys.exit(1 if failures else 0)
