@@ -154,7 +154,8 @@ def main():
           ", ".join("%s %d" % kv for kv in sorted(outcomes.items()))))
     failures = []
     if not alive:
-        failures.append("the server died")
+        failures.append("the server died (exit status %s); its last words:\n%s" % (
+            server.process.returncode, "".join(server.lines[-200:])))
     if outcomes.get("5xx"):
         failures.append("%d answers were 5xx" % outcomes["5xx"])
     if outcomes.get("hang"):

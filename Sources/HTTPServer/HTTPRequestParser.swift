@@ -271,13 +271,16 @@ public struct HTTPRequestParser {
     }
 
     private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
-        // parseHead has already refused bare LFs, so every line ends with CRLF.
+        // parseHead has already refused bare LFs; a CR must begin a CRLF too (RFC 9112 §2.2).
         var request: HTTPRequest?
         var fieldCount = 0
         var lineStart = head.startIndex
         while true {
             var lineEnd = lineStart
             while lineEnd < head.endIndex && head[lineEnd] != 0x0D { lineEnd += 1 }
+            if lineEnd < head.endIndex && (lineEnd + 1 == head.endIndex || head[lineEnd + 1] != 0x0A) {
+                throw HTTPParseError(400, "the request head contains a bare CR")
+            }
             let line = head[lineStart..<lineEnd]
             if request == nil {
                 request = try parseRequestLine(line)

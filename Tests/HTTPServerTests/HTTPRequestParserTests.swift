@@ -89,6 +89,11 @@ private func parseError(_ text: String, limits: HTTPLimits = HTTPLimits()) -> HT
         #expect(parseError("GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n")?.status == 400)
         #expect(parseError("GET / HTTP/1.1\nHost: h\n\n")?.status == 400, "a bare LF is refused at once, not timed out")
         #expect(parseError("GET / HTTP/1.1\r\nHost: h\nX: y\r\n\r\n")?.status == 400)
+        // Found by the network fuzzer: a bare CR, above all one just before the blank line,
+        // once ran the line splitter past the end of the head.
+        #expect(parseError("GET / HTTP/1.1\r\nHost: h\r\r\n\r\n")?.status == 400)
+        #expect(parseError("GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n")?.status == 400)
+        #expect(parseError("GET / HTTP/1.1\rHost: h\r\n\r\n")?.status == 400)
         // Identical repeated lengths are one length (RFC 9112 §6.3 allows accepting them).
         #expect(parseError("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc") == nil)
     }
