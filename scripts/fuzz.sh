@@ -10,8 +10,11 @@ mkdir -p "$out/corpus-http" "$out/corpus-report"
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
   Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
   Sources/HTTPServer/HTTPHeaders.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
-swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" \
-  Sources/AttributionCore/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+# AttributionCore imports the Locking module: build it as a module of its own first.
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name Locking -emit-module \
+  -emit-module-path "$out/Locking.swiftmodule" -c Sources/Locking/Locked.swift -o "$out/Locking.o"
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" -I "$out" \
+  "$out/Locking.o" Sources/AttributionCore/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
