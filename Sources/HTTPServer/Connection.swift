@@ -64,7 +64,7 @@ final class Connection {
     static func refuse(_ fd: Int32) {
         let text = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
         _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
-        Glibc_close(fd)
+        systemClose(fd)
     }
 
     // MARK: - Events
@@ -372,11 +372,11 @@ final class Connection {
         guard !closed else { return }
         closed = true
         loop.forget(self)
-        Glibc_close(fd)
+        systemClose(fd)
     }
 }
 
-private func Glibc_close(_ fd: Int32) {
+private func systemClose(_ fd: Int32) {
     #if canImport(Glibc)
     _ = Glibc.close(fd)
     #else

@@ -19,7 +19,7 @@ struct LogFile: @unchecked Sendable {
     let path: String
 
     static func open(path: String) throws(StoreError) -> LogFile {
-        let fd = Glibc_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError(operation: "open \(path)", errno: errno) }
         return LogFile(fd: fd, path: path)
     }
@@ -72,18 +72,18 @@ struct LogFile: @unchecked Sendable {
         guard ftruncate(fd, off_t(length)) == 0 else { throw StoreError(operation: "ftruncate", errno: errno) }
     }
 
-    func close() { _ = Glibc_close(fd) }
+    func close() { _ = systemClose(fd) }
 
     /// Makes a newly created file's directory entry durable too.
     static func syncDirectory(_ path: String) {
-        let fd = Glibc_open(path, O_RDONLY | O_CLOEXEC, 0)
+        let fd = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
         guard fd >= 0 else { return }
         fsync(fd)
-        _ = Glibc_close(fd)
+        _ = systemClose(fd)
     }
 }
 
-private func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
     #if canImport(Glibc)
     return Glibc.open(path, flags, mode)
     #else
@@ -91,7 +91,7 @@ private func Glibc_open(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32
     #endif
 }
 
-private func Glibc_close(_ fd: Int32) -> Int32 {
+private func systemClose(_ fd: Int32) -> Int32 {
     #if canImport(Glibc)
     return Glibc.close(fd)
     #else
