@@ -35,6 +35,7 @@ public struct PCMReportValidator: Sendable {
             "source_secret_token", "source_secret_token_signature",
             "destination_secret_token", "destination_secret_token_signature",
         ]
+        static let nameBytes = names.map { Array($0.utf8) }
         private var values = [JSONValue?](repeating: nil, count: Fields.names.count)
 
         /// The slot of a known key. The known keys all differ in length, so the length picks
@@ -70,6 +71,14 @@ public struct PCMReportValidator: Sendable {
     }
 
     public func validate(body: some Collection<UInt8>) -> Result<PCMReport, ReportRejection> {
+        let bytes = body as? [UInt8] ?? Array(body)
+        if let report = PCMReportFastPath(siteRules: siteRules).read(bytes) { return .success(report) }
+        return validateGeneral(body: bytes)
+    }
+
+    /// The general path alone: any JSON, every rule, every rejection worded. `validate` tries the
+    /// fast path first and falls back to this; tests compare the two.
+    public func validateGeneral(body: [UInt8]) -> Result<PCMReport, ReportRejection> {
         let value: JSONValue
         do {
             value = try parser.parse(body)

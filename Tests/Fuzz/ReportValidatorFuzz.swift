@@ -1,6 +1,6 @@
 // libFuzzer target over the JSON parser and PCMReportValidator. Built by scripts/fuzz.sh.
-// Properties: no crash; an accepted report's fields are in range; any parsed JSON value
-// survives serialize → parse unchanged.
+// Properties: no crash; the fast path agrees with the general path; an accepted report's fields
+// are in range; any parsed JSON value survives serialize → parse unchanged.
 import Foundation
 
 extension Bundle {
@@ -17,6 +17,10 @@ private let validator: PCMReportValidator = {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzReportValidator(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: count))
+    // The fast path may accept only what the general path accepts, with the same result.
+    if let fast = PCMReportFastPath(siteRules: validator.siteRules).read(bytes) {
+        precondition(validator.validateGeneral(body: bytes) == .success(fast), "fast path disagrees")
+    }
     if case .success(let report) = validator.validate(body: bytes) {
         precondition(report.triggerData <= 15 && (1...3).contains(report.version), "out-of-range report accepted")
         precondition(report.sourceSite != report.attributedOnSite, "same-site report accepted")
