@@ -26,8 +26,6 @@ public struct PCMReportValidator: Sendable {
         "report-version": "version",
     ]
 
-    static let knownKeys: Set<String> = Set(Fields.names)
-
     /// The known fields of one body. A handful of string compares beats hashing every key.
     struct Fields {
         static let names = [
@@ -154,7 +152,7 @@ public struct PCMReportValidator: Sendable {
     private func normalizeDashKeys(_ members: [JSONMember]) -> Result<([JSONMember], Bool), ReportRejection> {
         let dashKeys = members.filter { Self.dashKeys[$0.key] != nil }
         guard !dashKeys.isEmpty else { return .success((members, false)) }
-        if let clash = members.first(where: { Self.knownKeys.contains($0.key) }) {
+        if let clash = members.first(where: { Fields.slot($0.key) != nil }) {
             return .failure(ReportRejection(.mixedKeyForms, field: clash.key,
                 "the body mixes the pre-release dash-named keys (\(dashKeys[0].key)) with underscore keys (\(clash.key))"))
         }
