@@ -12,7 +12,8 @@ let package = Package(
     ],
     targets: [
         // A generic HTTP/1.1 server on non-blocking POSIX sockets. Knows nothing about attribution.
-        .target(name: "HTTPServer", dependencies: ["CSystemShims", "Locking"]),
+        .target(name: "HTTPServer", dependencies: ["CSystemShims", "Locking"],
+                swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // A pthread-mutex-guarded value that ThreadSanitizer can see through.
         .target(name: "Locking"),
         // epoll's header, which the Glibc module does not export.

@@ -20,8 +20,18 @@ struct PCMReportFastPath {
 
     private func read(_ b: UnsafeBufferPointer<UInt8>) -> PCMReport? {
         guard b.count >= 2, b[0] == UInt8(ascii: "{"), b[b.count - 1] == UInt8(ascii: "}") else { return nil }
-        var strings = [String?](repeating: nil, count: PCMReportValidator.Fields.names.count)
-        var integers = [Int](repeating: -1, count: PCMReportValidator.Fields.names.count)
+        let slots = PCMReportValidator.Fields.names.count
+        // Per slot, on the stack: an integer value, or the byte range of a string value. Strings
+        // are made only for the fields a report keeps.
+        return withUnsafeTemporaryAllocation(of: Value.self, capacity: slots) { values in
+            values.initialize(repeating: .absent)
+            return read(b, into: values)
+        }
+    }
+
+    private enum Value { case absent, integer(Int), string(Range<Int>) }
+
+    private func read(_ b: UnsafeBufferPointer<UInt8>, into values: UnsafeMutableBufferPointer<Value>) -> PCMReport? {
         var seen = 0
         var i = 1
         let end = b.count - 1
@@ -49,7 +59,7 @@ struct PCMReportFastPath {
                     k += 1
                 }
                 guard k < end else { return nil }
-                strings[slot] = String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<k]), as: UTF8.self)
+                values[slot] = .string(valueStart..<k)
                 i = k + 1
             } else {
                 // An integer value: one to three digits, no leading zero.
@@ -62,32 +72,53 @@ struct PCMReportFastPath {
                 }
                 let digits = k - i
                 guard digits >= 1, digits <= 3, !(digits > 1 && b[i] == UInt8(ascii: "0")) else { return nil }
-                integers[slot] = value
+                values[slot] = .integer(value)
                 i = k
             }
             if i == end { break }
             guard b[i] == UInt8(ascii: ","), i + 1 < end else { return nil }
             i += 1
         }
+        func integer(_ slot: Int, in range: ClosedRange<Int>) -> Int? {
+            if case .integer(let v) = values[slot], range.contains(v) { return v }
+            return nil
+        }
+        func string(_ slot: Int) -> String? {
+            if case .string(let r) = values[slot] { return String(decoding: UnsafeBufferPointer(rebasing: b[r]), as: UTF8.self) }
+            return nil
+        }
+        /// Absent, or a string (for the optional token fields).
+        func optionalString(_ slot: Int) -> String?? {
+            switch values[slot] {
+            case .absent: return .some(nil)
+            case .string: return .some(string(slot))
+            case .integer: return nil
+            }
+        }
         // Slots: 0 engagement, 1 source_site, 2 source_id, 3 attributed_on_site, 4 trigger_data,
         // 5 version, 6–9 tokens. Each must have the type the rules want.
-        guard let engagement = strings[0], engagement == "click",
-              let sourceSite = strings[1], let attributedOnSite = strings[3],
-              integers[2] >= 0, integers[2] <= 255, integers[4] >= 0, integers[4] <= 15,
-              integers[5] >= 1, integers[5] <= 3,
-              (6...9).allSatisfy({ integers[$0] == -1 }),
-              strings[2] == nil, strings[4] == nil, strings[5] == nil,
-              integers[0] == -1, integers[1] == -1, integers[3] == -1,
+        guard case .string(let engagementRange) = values[0], engagementRange.count == 5,
+              memcmp(b.baseAddress! + engagementRange.lowerBound, "click", 5) == 0,
+              let sourceSite = string(1), let attributedOnSite = string(3),
+              let sourceID = integer(2, in: 0...255), let triggerData = integer(4, in: 0...15),
+              let version = integer(5, in: 1...3),
+              let sourceToken = optionalString(6), let sourceSignature = optionalString(7),
+              let destinationToken = optionalString(8), let destinationSignature = optionalString(9),
               sourceSite != attributedOnSite,
               siteRules.checkRemembered(sourceSite) == nil, siteRules.checkRemembered(attributedOnSite) == nil,
-              (strings[6] == nil) == (strings[7] == nil), (strings[8] == nil) == (strings[9] == nil),
-              (6...9).allSatisfy({ strings[$0].map(Base64URL.isValidUnpadded) ?? true })
+              (sourceToken == nil) == (sourceSignature == nil), (destinationToken == nil) == (destinationSignature == nil),
+              Self.isToken(sourceToken), Self.isToken(sourceSignature),
+              Self.isToken(destinationToken), Self.isToken(destinationSignature)
         else { return nil }
         return PCMReport(
-            sourceEngagementType: engagement, sourceSite: sourceSite, sourceID: UInt8(integers[2]),
-            attributedOnSite: attributedOnSite, triggerData: UInt8(integers[4]), version: integers[5],
-            sourceSecretToken: strings[6], sourceSecretTokenSignature: strings[7],
-            destinationSecretToken: strings[8], destinationSecretTokenSignature: strings[9])
+            sourceEngagementType: "click", sourceSite: sourceSite, sourceID: UInt8(sourceID),
+            attributedOnSite: attributedOnSite, triggerData: UInt8(triggerData), version: version,
+            sourceSecretToken: sourceToken, sourceSecretTokenSignature: sourceSignature,
+            destinationSecretToken: destinationToken, destinationSecretTokenSignature: destinationSignature)
+    }
+
+    private static func isToken(_ value: String?) -> Bool {
+        value.map(Base64URL.isValidUnpadded) ?? true
     }
 
     /// The slot of a known key given as bytes (the same lengths-are-distinct rule as `Fields.slot`).

@@ -99,22 +99,22 @@ struct ReportIngest: Sendable {
     static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {
         var json: [UInt8] = []
         json.reserveCapacity(128)
-        json.append(contentsOf: #"{"id":"#.utf8)
-        json.append(contentsOf: String(stored.id).utf8)
-        json.append(contentsOf: #","received_at":""#.utf8)
+        json.append(ascii: #"{"id":"#)
+        json.append(decimal: Int(stored.id))
+        json.append(ascii: #","received_at":""#)
         stored.receivedAt.appendRFC3339(to: &json)
-        json.append(contentsOf: #"","role":""#.utf8)
-        json.append(contentsOf: stored.role.rawValue.utf8)
-        json.append(contentsOf: #"","verdict":""#.utf8)
-        json.append(contentsOf: stored.verdict.name.utf8)
-        json.append(contentsOf: #"","reasons":["#.utf8)
+        json.append(ascii: #"","role":""#)
+        json.append(utf8: stored.role.rawValue)
+        json.append(ascii: #"","verdict":""#)
+        json.append(utf8: stored.verdict.name)
+        json.append(ascii: #"","reasons":["#)
         for (i, reason) in stored.reasons.enumerated() {
             if i > 0 { json.append(UInt8(ascii: ",")) }
             var quoted = ""
             JSONValue.writeString(reason, to: &quoted)
             json.append(contentsOf: quoted.utf8)
         }
-        json.append(contentsOf: "]}\n".utf8)
+        json.append(ascii: "]}\n")
         return HTTPResponse(status: 201, headers: acknowledgementHeaders, body: json)
     }
 }

@@ -221,39 +221,39 @@ final class Connection {
         let closing = !slot.keepAlive || loop.isDraining || response.headers.listContains("Connection", token: "close")
             || (slot.version == .http1_0 && { if case .stream = response.body { return true }; return false }())
         // Bytes are appended straight to the outbound buffer: this runs for every response.
-        outbound.append(contentsOf: "HTTP/1.1 ".utf8)
+        outbound.append(ascii: "HTTP/1.1 ")
         appendDecimal(response.status, to: &outbound)
         outbound.append(UInt8(ascii: " "))
-        outbound.append(contentsOf: HTTPStatusPhrase.phrase(response.status).utf8)
-        outbound.append(contentsOf: "\r\nDate: ".utf8)
-        outbound.append(contentsOf: loop.date.imfFixdate.utf8)
-        outbound.append(contentsOf: "\r\n".utf8)
+        outbound.append(utf8: HTTPStatusPhrase.phrase(response.status))
+        outbound.append(ascii: "\r\nDate: ")
+        outbound.append(utf8: loop.date.imfFixdate)
+        outbound.append(ascii: "\r\n")
         for (name, value) in response.headers.fields where !Self.isFramingHeader(name) {
-            outbound.append(contentsOf: name.utf8)
-            outbound.append(contentsOf: ": ".utf8)
-            outbound.append(contentsOf: value.utf8)
-            outbound.append(contentsOf: "\r\n".utf8)
+            outbound.append(utf8: name)
+            outbound.append(ascii: ": ")
+            outbound.append(utf8: value)
+            outbound.append(ascii: "\r\n")
         }
         var bodyBytes = 0
         switch response.body {
         case .bytes(let bytes):
             bodyBytes = bytes.count
             if response.status != 204 && response.status != 304 {
-                outbound.append(contentsOf: "Content-Length: ".utf8)
+                outbound.append(ascii: "Content-Length: ")
                 appendDecimal(bytes.count, to: &outbound)
-                outbound.append(contentsOf: "\r\n".utf8)
+                outbound.append(ascii: "\r\n")
             }
         case .stream:
-            if slot.version == .http1_1 { outbound.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
+            if slot.version == .http1_1 { outbound.append(ascii: "Transfer-Encoding: chunked\r\n") }
         }
         if closing {
-            outbound.append(contentsOf: "Connection: close\r\n".utf8)
+            outbound.append(ascii: "Connection: close\r\n")
             closeAfterFlush = true
             stopReading = true
         } else if slot.version == .http1_0 {
-            outbound.append(contentsOf: "Connection: keep-alive\r\n".utf8)
+            outbound.append(ascii: "Connection: keep-alive\r\n")
         }
-        outbound.append(contentsOf: "\r\n".utf8)
+        outbound.append(ascii: "\r\n")
         if slot.method != "HEAD" {
             switch response.body {
             case .bytes(let bytes): outbound.append(contentsOf: bytes)
@@ -389,7 +389,7 @@ func appendJSONString(_ s: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
     for byte in s.utf8 {
         switch byte {
-        case UInt8(ascii: "\""): out.append(contentsOf: "\\\"".utf8)
+        case UInt8(ascii: "\""): out.append(ascii: "\\\"")
         case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
         case 0..<0x20:
             out.append(contentsOf: "\\u00".utf8)
@@ -404,11 +404,5 @@ func appendJSONString(_ s: String, to out: inout [UInt8]) {
 private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10 }
 
 func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-    if value < 0 {
-        out.append(UInt8(ascii: "-"))
-        appendDecimal(-value, to: &out)
-        return
-    }
-    if value >= 10 { appendDecimal(value / 10, to: &out) }
-    out.append(UInt8(ascii: "0") + UInt8(value % 10))
+    out.append(decimal: value)
 }

@@ -51,6 +51,23 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.makeIterator()
     }
 
+    /// Compares the UTF-8 bytes in place when both are contiguous (native and small strings
+    /// are): this runs for every header of every request, and String indexing costs tens of
+    /// instructions per byte.
+    static func equalNames(_ a: String, _ b: String) -> Bool {
+        let fast = a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y in equalBytes(x, y) }
+        }
+        if let fast, let result = fast { return result }
+        return equalNames(a[...], b[...])
+    }
+
+    static func equalBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard x.count == y.count else { return false }
+        for i in 0..<x.count where asciiLower(x[i]) != asciiLower(y[i]) { return false }
+        return true
+    }
+
     static func equalNames(_ a: some StringProtocol, _ b: some StringProtocol) -> Bool {
         let x = a.utf8, y = b.utf8
         guard x.count == y.count else { return false }

@@ -167,18 +167,7 @@ public struct HTTPRequestParser {
             scanned = max(0, scanned - 2)
         }
         let available = buffer.count - start
-        var i = start + max(0, scanned - 3)
-        var headEnd: Int?
-        while i < buffer.count {
-            if buffer[i] == 0x0A && (i == start || buffer[i - 1] != 0x0D) {
-                throw HTTPParseError(400, "a line of the request head ends with a bare LF")
-            }
-            if i + 3 < buffer.count, buffer[i] == 0x0D, buffer[i + 1] == 0x0A, buffer[i + 2] == 0x0D, buffer[i + 3] == 0x0A {
-                headEnd = i
-                break
-            }
-            i += 1
-        }
+        let headEnd = try Self.findHeadEnd(buffer, start: start, from: start + max(0, scanned - 3))
         guard let headEnd else {
             scanned = available
             let requestLineLength = buffer[start...].firstIndex(of: 0x0A).map { $0 - start } ?? available
@@ -217,9 +206,66 @@ public struct HTTPRequestParser {
         return expectsContinue ? .event(.expectContinue) : .readBody
     }
 
+    /// The index of the CRLFCRLF that ends the head, or nil if it has not arrived. Every LF
+    /// must follow a CR. Scans the bytes directly: this loop touches every byte of every head.
+    private static func findHeadEnd(_ buffer: [UInt8], start: Int, from: Int) throws(HTTPParseError) -> Int? {
+        let found: Int? = buffer.withUnsafeBufferPointer { b in
+            var i = from
+            let count = b.count
+            while i < count {
+                let c = b[i]
+                if c == 0x0A {
+                    if i == start || b[i - 1] != 0x0D { return -1 }
+                } else if c == 0x0D, i + 3 < count, b[i + 1] == 0x0A, b[i + 2] == 0x0D, b[i + 3] == 0x0A {
+                    return i
+                }
+                i += 1
+            }
+            return nil
+        }
+        if found == -1 { throw HTTPParseError(400, "a line of the request head ends with a bare LF") }
+        return found
+    }
+
     private enum Framing { case none, length(Int), chunked }
 
     private func bodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
+        // The common request has one plain Content-Length and no Transfer-Encoding; find that
+        // without building lists. Anything else takes the general path below.
+        var single: String?
+        var lengthFields = 0
+        for field in request.headers.fields {
+            if HTTPHeaders.equalNames(field.name, "Content-Length") {
+                lengthFields += 1
+                single = field.value
+            } else if HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
+                lengthFields = -1
+                break
+            }
+        }
+        if lengthFields == 0 { return .none }
+        if lengthFields == 1, let single, let n = Self.plainDecimal(single) {
+            guard n <= limits.maxBodyBytes else {
+                throw HTTPParseError(413, "the body of \(n) bytes exceeds the limit of \(limits.maxBodyBytes) bytes")
+            }
+            return n == 0 ? .none : .length(n)
+        }
+        return try generalBodyFraming(request)
+    }
+
+    /// 1 to 18 ASCII digits and nothing else, or nil.
+    private static func plainDecimal(_ text: String) -> Int? {
+        let utf8 = text.utf8
+        guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
+        var n = 0
+        for c in utf8 {
+            guard c >= 48 && c <= 57 else { return nil }
+            n = n * 10 + Int(c - 48)
+        }
+        return n
+    }
+
+    private func generalBodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
         var transferEncodings: [String] = []
         var contentLengths: [String] = []
         for field in request.headers.fields {
@@ -272,37 +318,78 @@ public struct HTTPRequestParser {
 
     private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
         // parseHead has already refused bare LFs; a CR must begin a CRLF too (RFC 9112 §2.2).
-        var request: HTTPRequest?
-        var fieldCount = 0
-        var lineStart = head.startIndex
-        while true {
-            var lineEnd = lineStart
-            while lineEnd < head.endIndex && head[lineEnd] != 0x0D { lineEnd += 1 }
-            if lineEnd < head.endIndex && (lineEnd + 1 == head.endIndex || head[lineEnd + 1] != 0x0A) {
-                throw HTTPParseError(400, "the request head contains a bare CR")
-            }
-            let line = head[lineStart..<lineEnd]
-            if request == nil {
-                request = try parseRequestLine(line)
-            } else {
-                fieldCount += 1
-                guard fieldCount <= limits.maxHeaderCount else {
-                    throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
-                }
-                try parseField(line, into: &request!.headers)
-            }
-            guard lineEnd < head.endIndex else { break }
-            lineStart = lineEnd + 2
+        let lineEnd = head.firstIndex(of: 0x0D) ?? head.endIndex
+        if lineEnd < head.endIndex && (lineEnd + 1 == head.endIndex || head[lineEnd + 1] != 0x0A) {
+            throw HTTPParseError(400, "the request head contains a bare CR")
         }
-        if request!.version == .http1_1 {
-            var hosts = 0
-            for field in request!.headers.fields where HTTPHeaders.equalNames(field.name, "Host") { hosts += 1 }
-            guard hosts == 1 else {
+        var request = try parseRequestLine(head[head.startIndex..<lineEnd])
+        if lineEnd < head.endIndex {
+            let fields = head[(lineEnd + 2)...]
+            let hosts = try fields.withUnsafeBufferPointer { (b) throws(HTTPParseError) -> Int in
+                try parseFields(b, into: &request.headers)
+            }
+            if request.version == .http1_1 && hosts != 1 {
                 throw HTTPParseError(400, hosts == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
             }
+        } else if request.version == .http1_1 {
+            throw HTTPParseError(400, "an HTTP/1.1 request needs a Host header")
         }
-        return request!
+        return request
     }
+
+    /// Reads the header lines (CRLF-separated, no final CRLF) into `headers`; returns how many
+    /// were `Host`. Works on the bytes directly: this runs for every line of every request.
+    private func parseFields(_ b: UnsafeBufferPointer<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) -> Int {
+        var hosts = 0
+        var count = 0
+        var lineStart = 0
+        let end = b.count
+        while true {
+            var lineEnd = lineStart
+            while lineEnd < end && b[lineEnd] != 0x0D { lineEnd += 1 }
+            if lineEnd < end && (lineEnd + 1 == end || b[lineEnd + 1] != 0x0A) {
+                throw HTTPParseError(400, "the request head contains a bare CR")
+            }
+            count += 1
+            guard count <= limits.maxHeaderCount else {
+                throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
+            }
+            if try parseField(b, lineStart..<lineEnd, into: &headers) { hosts += 1 }
+            guard lineEnd < end else { break }
+            lineStart = lineEnd + 2
+        }
+        return hosts
+    }
+
+    /// Adds one `name: value` line; true when the field is `Host`.
+    private func parseField(_ b: UnsafeBufferPointer<UInt8>, _ line: Range<Int>, into headers: inout HTTPHeaders) throws(HTTPParseError) -> Bool {
+        guard !line.isEmpty else { throw HTTPParseError(400, "empty header line") }
+        let first = b[line.lowerBound]
+        if first == 0x20 || first == 0x09 {
+            throw HTTPParseError(400, "obsolete line folding is not accepted")
+        }
+        var colon = line.lowerBound
+        // RFC 9112 §5.1: the name is a token, with no whitespace before the colon.
+        while colon < line.upperBound && b[colon] != UInt8(ascii: ":") {
+            guard Self.isTokenByte(b[colon]) else { throw HTTPParseError(400, "invalid header field name") }
+            colon += 1
+        }
+        guard colon < line.upperBound else { throw HTTPParseError(400, "a header line has no ':'") }
+        guard colon > line.lowerBound else { throw HTTPParseError(400, "invalid header field name") }
+        var valueStart = colon + 1
+        var valueEnd = line.upperBound
+        while valueStart < valueEnd, b[valueStart] == 0x20 || b[valueStart] == 0x09 { valueStart += 1 }
+        while valueEnd > valueStart, b[valueEnd - 1] == 0x20 || b[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+        for i in valueStart..<valueEnd where (b[i] < 0x20 && b[i] != 0x09) || b[i] == 0x7F {
+            throw HTTPParseError(400, "a header value contains a control character")
+        }
+        let name = UnsafeBufferPointer(rebasing: b[line.lowerBound..<colon])
+        headers.add(name: String(decoding: name, as: UTF8.self),
+                    value: String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<valueEnd]), as: UTF8.self))
+        return name.count == 4 && name[0] | 0x20 == UInt8(ascii: "h") && name[1] | 0x20 == UInt8(ascii: "o")
+            && name[2] | 0x20 == UInt8(ascii: "s") && name[3] | 0x20 == UInt8(ascii: "t")
+    }
+
 
     private func parseRequestLine(_ line: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
         guard line.count <= limits.maxRequestLineBytes else {
@@ -350,28 +437,6 @@ public struct HTTPRequestParser {
             throw HTTPParseError(400, "\(v) is not supported; use HTTP/1.1")
         }
         throw HTTPParseError(400, "invalid HTTP version")
-    }
-
-    private func parseField(_ line: ArraySlice<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) {
-        guard let first = line.first else { throw HTTPParseError(400, "empty header line") }
-        if first == 0x20 || first == 0x09 {
-            throw HTTPParseError(400, "obsolete line folding is not accepted")
-        }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-            throw HTTPParseError(400, "a header line has no ':'")
-        }
-        let name = line[line.startIndex..<colon]
-        // RFC 9112 §5.1: no whitespace between the field name and the colon.
-        guard !name.isEmpty, name.allSatisfy(Self.isTokenByte) else {
-            throw HTTPParseError(400, "invalid header field name")
-        }
-        var value = line[(colon + 1)...]
-        while let f = value.first, f == 0x20 || f == 0x09 { value = value.dropFirst() }
-        while let l = value.last, l == 0x20 || l == 0x09 { value = value.dropLast() }
-        guard !value.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
-            throw HTTPParseError(400, "a header value contains a control character")
-        }
-        headers.add(name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
     }
 
     /// RFC 9110 `tchar`.
