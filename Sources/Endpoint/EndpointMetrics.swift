@@ -6,15 +6,23 @@ import Locking
 /// Counters for `/metrics` and `/healthz`. Aggregates only.
 final class EndpointMetrics: Sendable {
     private struct Counts {
-        var stored: [String: Int] = [:]  // by "role/verdict"
+        var stored: [Kind: Int] = [:]
         var storeFailures = 0
         var diskFullFailures = 0
         var lastStoreFailure: Date?
     }
     private let counts = Locked(Counts())
 
+    /// What stored reports are counted by. A struct key rather than a "role/verdict" string: this
+    /// runs for every report.
+    private struct Kind: Hashable {
+        var role: ReportRole
+        var verdict: StoredReport.Verdict
+    }
+
     func stored(_ report: StoredReport) {
-        counts.withLock { $0.stored["\(report.role.rawValue)/\(report.verdict.name)", default: 0] += 1 }
+        let kind = Kind(role: report.role, verdict: report.verdict)
+        counts.withLock { $0.stored[kind, default: 0] += 1 }
     }
 
     func storeFailed(_ error: StoreError) {
@@ -39,9 +47,9 @@ final class EndpointMetrics: Sendable {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"
-        for (key, value) in c.stored.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "/")
-            out += "attribution_reports_stored_total{protocol=\"pcm\",role=\"\(parts[0])\",verdict=\"\(parts[1])\"} \(value)\n"
+        let stored = c.stored.map { (role: $0.key.role.rawValue, verdict: $0.key.verdict.name, count: $0.value) }
+        for (role, verdict, value) in stored.sorted(by: { ($0.role, $0.verdict) < ($1.role, $1.verdict) }) {
+            out += "attribution_reports_stored_total{protocol=\"pcm\",role=\"\(role)\",verdict=\"\(verdict)\"} \(value)\n"
         }
         out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
         out += "# TYPE attribution_requests_rejected_total counter\n"

@@ -29,7 +29,14 @@ public struct HTTPRequest: Sendable {
 
     /// The target's path, without the query.
     public var path: Substring {
-        if let q = target.utf8.firstIndex(of: UInt8(ascii: "?")) { return target[..<q] }
+        // Scanning contiguous bytes first: String.UTF8View's generic search costs far more.
+        let offset = target.utf8.withContiguousStorageIfAvailable { $0.firstIndex(of: UInt8(ascii: "?")) }
+        let q: String.Index? = switch offset {
+        case .some(.some(let i)): target.utf8.index(target.utf8.startIndex, offsetBy: i)
+        case .some(.none): nil
+        case .none: target.utf8.firstIndex(of: UInt8(ascii: "?"))
+        }
+        if let q { return target[..<q] }
         return target[...]
     }
 
