@@ -20,8 +20,20 @@ public struct EndpointConfiguration: Sendable {
     /// Reports are well under 4 KB even with both tokens; anything past this is refused with 413.
     public var maxReportBytes = 8192
     public var accessLog = true
+    /// `POST /admin/clock` sets the time, which stands still until set again.
+    public var manualClock = false
+    /// Reports arriving more than this many days after their trigger are quarantined `too_late`.
+    public var lateCutoffDays = 30
+    /// Registrations from the config file, added at start unless already there.
+    public var conversions: [Conversion] = []
+    public var campaigns: [Campaign] = []
 
     public init() {}
+
+    /// The timing model this configuration asks for; development mode counts Debug Mode reports.
+    public var timingModel: TimingModel {
+        TimingModel(cutoff: Int64(lateCutoffDays) * TimingModel.day, acceptDebugReports: developmentMode)
+    }
 
     public static let environmentTokenName = "ATTRIBUTION_ENDPOINT_TOKEN"
 
@@ -40,7 +52,10 @@ public struct EndpointConfiguration: Sendable {
                                Repeat for each site. Required unless --dev.
       --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
-                               "request_timeout", "idle_timeout", "max_report_bytes".
+                               "request_timeout", "idle_timeout", "max_report_bytes",
+                               "late_cutoff_days", "manual_clock" (bool), and the
+                               registrations "conversions" and "campaigns" (arrays of the
+                               objects the admin API takes), added at start if missing.
                                Flags given on the command line override the file.
       --trusted-proxy ADDR     A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose
                                X-Forwarded-Host names the site a report was sent to.
@@ -49,8 +64,14 @@ public struct EndpointConfiguration: Sendable {
                                environment variable \(environmentTokenName). If neither is set,
                                one is generated on first start and kept in DATA/admin-token (0600).
       --dev                    Development mode: accept localhost and IP-literal sites (as
-                               WebKit's tests and Safari's Debug Mode use) and allow running
-                               without --site, taking the report's role from its body.
+                               WebKit's tests and Safari's Debug Mode use), allow running
+                               without --site (taking the report's role from its body), and
+                               count reports sent sooner than 24 h (Debug Mode) as accepted
+                               debug reports instead of quarantining them.
+      --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
+                               (token) sets it. For tests and demos that walk through days.
+      --late-cutoff-days N     Reports more than N days after their trigger are quarantined
+                               as too_late (default 30).
       --max-connections N      Concurrent connections before new ones get 503 (default 4096).
       --request-timeout SECS   Time to receive a whole request once it starts (default 10).
       --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
@@ -64,6 +85,13 @@ public struct EndpointConfiguration: Sendable {
       GET  /api/reports[?since=RFC3339][&until=RFC3339]                 NDJSON export (token)
       GET  /api/rejections                                              refused requests (token)
       GET  /metrics                                                     Prometheus text (token)
+      GET|POST /api/conversions, DELETE /api/conversions?site=&name=    conversions (token)
+      GET|POST /api/campaigns, DELETE /api/campaigns?source_site=&name= campaigns (token)
+      GET  /conversion-pixel?conversion=NAME[&source=https://SITE][&site=DOMAIN]
+                                                                        302 to the trigger URL
+      GET  /.well-known/private-click-measurement/trigger-attribution/DD[/PP]
+                                                                        records a trigger, 1x1 GIF
+      POST /admin/clock                                                 sets a --manual-clock (token)
     """
 
     public struct ParseError: Error, CustomStringConvertible {
@@ -113,6 +141,8 @@ public struct EndpointConfiguration: Sendable {
             case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
             case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
             case "--no-access-log": configuration.accessLog = false
+            case "--manual-clock": configuration.manualClock = true
+            case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
             default: throw ParseError(description: "unknown option '\(flag)' (see --help)")
             }
             i += 1
@@ -146,6 +176,24 @@ public struct EndpointConfiguration: Sendable {
             case "request_timeout": guard let v = value as? Double else { throw bad() }; requestTimeout = v
             case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
             case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
+            case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
+            case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
+            case "conversions", "campaigns":
+                guard let list = value as? [Any] else { throw bad() }
+                for (n, item) in list.enumerated() {
+                    do {
+                        let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
+                        if key == "conversions" {
+                            conversions.append(try RegistryInput.conversion(from: json))
+                        } else {
+                            campaigns.append(try RegistryInput.campaign(from: json))
+                        }
+                    } catch let problem as RequestProblem {
+                        throw ParseError(description: "config file \(path): \(key)[\(n)]: \(problem.detail)")
+                    } catch {
+                        throw ParseError(description: "config file \(path): \(key)[\(n)] is not a JSON object")
+                    }
+                }
             default: throw ParseError(description: "config file \(path): unknown key \"\(key)\"")
             }
         }
@@ -165,8 +213,8 @@ public struct EndpointConfiguration: Sendable {
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
         }
-        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 {
-            throw ParseError(description: "limits must be positive (and --max-report-bytes at least 256)")
+        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3 {
+            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3)")
         }
     }
 }

@@ -11,6 +11,7 @@ struct EndpointRoutes: HTTPHandler {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let adminToken: String
+    let siteOwners: SiteOwnerRoutes
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         let path = request.path
@@ -19,7 +20,20 @@ struct EndpointRoutes: HTTPHandler {
             guard request.method == "POST" else { return responder.respond(methodNotAllowed(request, allow: "POST")) }
             return ingest.handle(request, responder: responder)
         }
+        if path.hasPrefix(TriggerPath.prefix) {
+            return siteOwners.trigger(request, responder: responder)
+        }
         switch path {
+        case SiteOwnerRoutes.pixelPath:
+            responder.respond(siteOwners.pixel(request))
+        case "/api/conversions", "/api/campaigns", "/admin/clock":
+            guard path != "/admin/clock" || siteOwners.clock.isManual else { return responder.respond(notFound(path)) }
+            guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else { return responder.respond(unauthorized()) }
+            switch path {
+            case "/api/conversions": responder.respond(siteOwners.conversions(request))
+            case "/api/campaigns": responder.respond(siteOwners.campaigns(request))
+            default: responder.respond(siteOwners.setClock(request))
+            }
         case "/healthz":
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
@@ -29,10 +43,7 @@ struct EndpointRoutes: HTTPHandler {
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
             }
-            guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else {
-                return responder.respond(Problem(status: 401, rule: "unauthorized",
-                    detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured").response)
-            }
+            guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else { return responder.respond(unauthorized()) }
             switch path {
             case "/api/reports": responder.respond(export(request))
             case "/api/rejections": responder.respond(rejectionsResponse())
@@ -41,8 +52,17 @@ struct EndpointRoutes: HTTPHandler {
                                                body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8)))
             }
         default:
-            responder.respond(Problem(status: 404, rule: "not_found", detail: "no resource at \(path)").response)
+            responder.respond(notFound(path))
         }
+    }
+
+    private func notFound(_ path: Substring) -> HTTPResponse {
+        Problem(status: 404, rule: "not_found", detail: "no resource at \(path)").response
+    }
+
+    private func unauthorized() -> HTTPResponse {
+        Problem(status: 401, rule: "unauthorized",
+                detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured").response
     }
 
     private func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {

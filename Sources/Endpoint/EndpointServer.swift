@@ -11,27 +11,38 @@ public final class EndpointServer: Sendable {
     public let adminToken: String
     /// Where the generated token is kept, when it was not configured.
     public let adminTokenFile: String?
+    /// The one clock: manual with `--manual-clock`, else `systemClock`.
+    public let clock: EndpointClock
+    private let book: SiteOwnerBook
     private let http: HTTPServer
 
-    public init(configuration: EndpointConfiguration, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+    public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         try configuration.check()
         self.configuration = configuration
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
                                                               dataDirectory: configuration.dataDirectory)
-        store = try ReportStore(directory: configuration.dataDirectory, clock: clock)
+        let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
+        self.clock = clock
+        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() })
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
+        book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
+                                 siteRules: siteRules, replayed: store.takeReplayedTriggers(), now: clock.now())
+        try Self.ensureRegistered(configuration, in: book)
+        let trustedProxies = configuration.trustedProxies.compactMap(AddressRange.init)
         let metrics = EndpointMetrics()
         let rejections = RejectionLog()
         let ingest = ReportIngest(
             validator: PCMReportValidator(siteRules: siteRules),
             roles: RoleResolver(servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode),
-            trustedProxies: configuration.trustedProxies.compactMap(AddressRange.init),
+            trustedProxies: trustedProxies,
             maxReportBytes: configuration.maxReportBytes,
-            store: store, rejections: rejections, metrics: metrics, clock: clock)
+            store: store, rejections: rejections, metrics: metrics, book: book, clock: { clock.now() })
+        let siteOwners = SiteOwnerRoutes(book: book, store: store, clock: clock, trustedProxies: trustedProxies,
+                                         servedSites: Set(configuration.sites))
         let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
-                                    adminToken: adminToken)
+                                    adminToken: adminToken, siteOwners: siteOwners)
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
@@ -44,6 +55,23 @@ public final class EndpointServer: Sendable {
         // so that an oversized report is counted and explained like any other rejection.
         http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes)
         self.http = HTTPServer(configuration: http, handler: routes)
+    }
+
+    /// Adds the config file's registrations that are not in the registry yet. One that clashes
+    /// with what is there stops the start, with the reason.
+    private static func ensureRegistered(_ configuration: EndpointConfiguration, in book: SiteOwnerBook) throws {
+        do {
+            try book.update { (registry) throws(RequestProblem) in
+                for c in configuration.conversions where !registry.conversions.contains(c) {
+                    try registry.add(c, siteRules: book.siteRules)
+                }
+                for c in configuration.campaigns where !registry.campaigns.contains(c) {
+                    try registry.add(c, siteRules: book.siteRules)
+                }
+            }
+        } catch {
+            throw EndpointConfiguration.ParseError(description: "config file registration refused: \(error.detail)")
+        }
     }
 
     /// Starts listening; returns the bound port.
@@ -61,6 +89,7 @@ public final class EndpointServer: Sendable {
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
+            ("manual_clock", .bool(configuration.manualClock)), ("triggers", .number(String(book.triggerCount))),
         ]
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
         EventLog.write("listening", fields)

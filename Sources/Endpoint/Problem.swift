@@ -47,3 +47,9 @@ struct Problem: Error, Sendable {
         return words.prefix(1).uppercased() + words.dropFirst()
     }
 }
+
+extension Problem {
+    init(_ problem: RequestProblem) {
+        self.init(status: problem.status, rule: problem.rule, field: problem.field, detail: problem.detail)
+    }
+}

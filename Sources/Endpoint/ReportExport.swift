@@ -36,6 +36,11 @@ enum ExportLine {
             JSONValue.writeString(reason, to: &out)
         }
         out += "]"
+        if let trigger = report.triggerID { out += ",\"trigger_id\":\(trigger)" }
+        if let campaign = report.campaign {
+            out += ",\"campaign\":"
+            JSONValue.writeString(campaign, to: &out)
+        }
         for key in reportKeys {
             guard let value = fields[key] else { continue }
             out += ",\"\(key)\":"

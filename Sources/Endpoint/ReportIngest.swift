@@ -14,6 +14,7 @@ struct ReportIngest: Sendable {
     let store: ReportStore
     let rejections: RejectionLog
     let metrics: EndpointMetrics
+    let book: SiteOwnerBook
     let clock: @Sendable () -> Timestamp
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
@@ -24,12 +25,15 @@ struct ReportIngest: Sendable {
             responder.respond(problem.response)
         case .success(let draft):
             let metrics = self.metrics
+            let book = self.book
             store.append(draft) { result in
                 switch result {
                 case .success(let stored):
                     metrics.stored(stored)
                     responder.respond(Self.acknowledgement(stored))
                 case .failure(let error):
+                    // The report is not kept, so the trigger it would have used stays free.
+                    if let trigger = draft.triggerID { book.release(triggerID: trigger) }
                     metrics.storeFailed(error)
                     responder.respond(Problem(status: 503, rule: error.isDiskFull ? "disk_full" : "store_unavailable",
                                               detail: "the report could not be stored: \(error)").response)
@@ -61,7 +65,11 @@ struct ReportIngest: Sendable {
         }
         var reasons = resolution.notes
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }
-        return .success(StoredReport.Draft(role: resolution.role, verdict: .accepted, reasons: reasons, body: request.body))
+        let judgement = book.judge(report, role: resolution.role, now: clock())
+        reasons += judgement.reasons
+        return .success(StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
+                                           reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
+                                           campaign: judgement.campaign?.name))
     }
 
     /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.
@@ -95,7 +103,8 @@ struct ReportIngest: Sendable {
     static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
 
     /// `{"id":7,"received_at":"…","role":"source","verdict":"accepted","reasons":[]}`, written as bytes:
-    /// every stored report is answered with one.
+    /// every stored report is answered with one. A quarantined report is stored all the same, so it
+    /// is acknowledged with 201 too; its verdict and reasons say why it is kept out of the counts.
     static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {
         var json: [UInt8] = []
         json.reserveCapacity(128)

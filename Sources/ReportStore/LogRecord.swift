@@ -2,7 +2,7 @@
 ///
 /// ```
 /// 0  u16  magic 0xA77E
-/// 2  u8   kind (1 = stored report)
+/// 2  u8   kind (1 = stored report, 2 = trigger)
 /// 3  u8   reserved, 0
 /// 4  u32  payload length
 /// 8  u32  CRC-32C of bytes 0..<8 and of the payload
@@ -18,6 +18,8 @@ public enum LogRecord {
 
     public enum Kind: UInt8, Sendable {
         case report = 1
+        /// A conversion trigger (the ledger), see `StoredTrigger`.
+        case trigger = 2
     }
 
     /// Appends one framed record to `out`.

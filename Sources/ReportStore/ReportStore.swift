@@ -27,13 +27,28 @@ public final class ReportStore: Sendable {
     static let indexStride = 1024
 
     public typealias Completion = @Sendable (Result<StoredReport, StoreError>) -> Void
+    public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
 
     private struct PendingBatch {
         var bytes: [UInt8] = []
-        var reports: [(report: StoredReport, completion: Completion)] = []
+        var entries: [Entry] = []
         var nextID: UInt64 = 1
+        var nextTriggerID: UInt64 = 1
         var lastTime: Int64 = 0
     }
+
+    /// A queued record: where its bytes start in the batch, and whom to tell once it is on disk.
+    private enum Entry {
+        case report(StoredReport, at: Int, Completion)
+        case trigger(Trigger, TriggerCompletion)
+    }
+
+    /// The triggers replay found, and the ids of those a stored report already used.
+    public struct ReplayedTriggers: Sendable {
+        public var triggers: [Trigger] = []
+        public var consumed: Set<UInt64> = []
+    }
+    private let replayedTriggers: Locked<ReplayedTriggers?>
 
     /// What is on disk, as of the last successful flush.
     private struct DurableState {
@@ -67,7 +82,8 @@ public final class ReportStore: Sendable {
         let started = Date()
         var index: [(Int64, Int)] = []
         var corrupt: [(Int, Int)] = []
-        var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0
+        var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0, lastTriggerID: UInt64 = 0
+        var triggers = ReplayedTriggers()
         let size = try file.size()
         var scanner = LogScanner(file: file, end: size)
         defer { scanner.deallocate() }
@@ -75,12 +91,17 @@ public final class ReportStore: Sendable {
         var tornTail = 0
         scan: while true {
             switch try scanner.step(at: offset) {
-            case .record(let at, _, let payload, let recordSize):
-                if let (id, time) = StoredReport.peekIDAndTime(payload) {
+            case .record(let at, let kind, let payload, let recordSize):
+                if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
                     if count % Self.indexStride == 0 { index.append((time, at)) }
                     count += 1
                     lastID = max(lastID, id)
                     lastTime = max(lastTime, time)
+                    if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
+                } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
+                    triggers.triggers.append(trigger)
+                    lastTriggerID = max(lastTriggerID, trigger.id)
+                    lastTime = max(lastTime, trigger.recordedAt.millisecondsSinceEpoch)
                 }
                 offset = at + recordSize
             case .corrupt(let at, let length):
@@ -97,6 +118,8 @@ public final class ReportStore: Sendable {
             }
         }
         pending.nextID = lastID + 1
+        pending.nextTriggerID = lastTriggerID + 1
+        replayedTriggers = Locked(triggers)
         pending.lastTime = lastTime
         state = Locked(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
@@ -128,33 +151,64 @@ public final class ReportStore: Sendable {
         let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
         pending.lastTime = time
         let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
-                                  verdict: draft.verdict, reasons: draft.reasons, body: draft.body)
+                                  verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
+                                  triggerID: draft.triggerID, campaign: draft.campaign)
+        let at = pending.bytes.count
         LogRecord.append(kind: .report, to: &pending.bytes) {
             StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
         }
-        pending.reports.append((report, completion))
-        if pending.reports.count == 1 { queue.signal() }
+        pending.entries.append(.report(report, at: at, completion))
+        if pending.entries.count == 1 { queue.signal() }
         queue.unlock()
+    }
+
+    /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
+    /// `completion` runs on the writer thread once it is on disk or could not be written.
+    public func appendTrigger(site: String, triggerData: UInt8, priority: UInt8, attributionSource: String?,
+                              completion: @escaping TriggerCompletion) {
+        queue.lock()
+        if stopping {
+            queue.unlock()
+            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
+            return
+        }
+        let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
+        pending.lastTime = time
+        let trigger = Trigger(id: pending.nextTriggerID, recordedAt: Timestamp(millisecondsSinceEpoch: time), site: site,
+                              triggerData: triggerData, priority: priority, attributionSource: attributionSource)
+        pending.nextTriggerID += 1
+        LogRecord.append(kind: .trigger, to: &pending.bytes) { StoredTrigger.encodePayload(trigger, into: &$0) }
+        pending.entries.append(.trigger(trigger, completion))
+        if pending.entries.count == 1 { queue.signal() }
+        queue.unlock()
+    }
+
+    /// What replay found for the trigger ledger; handed out once, then forgotten here.
+    public func takeReplayedTriggers() -> ReplayedTriggers {
+        replayedTriggers.withLock { taken in
+            defer { taken = nil }
+            return taken ?? ReplayedTriggers()
+        }
     }
 
     private func writerLoop() {
         while true {
             queue.lock()
-            while pending.reports.isEmpty && !stopping { queue.wait() }
-            if pending.reports.isEmpty && stopping {
+            while pending.entries.isEmpty && !stopping { queue.wait() }
+            if pending.entries.isEmpty && stopping {
                 queue.unlock()
                 return
             }
             let bytes = pending.bytes
-            let reports = pending.reports
+            let entries = pending.entries
             pending.bytes.removeAll(keepingCapacity: true)
-            pending.reports.removeAll(keepingCapacity: true)
+            pending.entries.removeAll(keepingCapacity: true)
             queue.unlock()
-            commit(bytes: bytes, reports: reports)
+            commit(bytes: bytes, entries: entries)
         }
     }
 
-    private func commit(bytes: [UInt8], reports: [(report: StoredReport, completion: Completion)]) {
+    private func commit(bytes: [UInt8], entries: [Entry]) {
         let start = state.withLock { $0.end }
         do {
             try file.write(bytes, at: start)
@@ -167,21 +221,29 @@ public final class ReportStore: Sendable {
                 $0.lastError = error
                 $0.failedBatches += 1
             }
-            for (_, completion) in reports { completion(.failure(error)) }
+            for entry in entries {
+                switch entry {
+                case .report(_, _, let completion): completion(.failure(error))
+                case .trigger(_, let completion): completion(.failure(error))
+                }
+            }
             return
         }
         state.withLock { s in
-            var offset = start
-            for (report, _) in reports {
-                if s.count % Self.indexStride == 0 { s.index.append((report.receivedAt.millisecondsSinceEpoch, offset)) }
+            for case .report(let report, let at, _) in entries {
+                if s.count % Self.indexStride == 0 { s.index.append((report.receivedAt.millisecondsSinceEpoch, start + at)) }
                 s.count += 1
-                offset += LogRecord.headerSize + StoredReport.payloadSize(report)
             }
             s.end = start + bytes.count
             s.lastError = nil
             s.flushes += 1
         }
-        for (report, completion) in reports { completion(.success(report)) }
+        for entry in entries {
+            switch entry {
+            case .report(let report, _, let completion): completion(.success(report))
+            case .trigger(let trigger, let completion): completion(.success(trigger))
+            }
+        }
     }
 
     /// Finishes every queued write and stops the writer. Appends after this fail.
@@ -226,12 +288,6 @@ public final class ReportStore: Sendable {
     }
 }
 
-extension StoredReport {
-    static func payloadSize(_ report: StoredReport) -> Int {
-        let reasons = report.reasons.prefix(255).reduce(0) { $0 + 1 + min($1.utf8.count, 255) }
-        return 8 + 8 + 1 + 1 + 1 + reasons + 4 + report.body.count
-    }
-}
 
 extension Timestamp {
     public static func now() -> Timestamp {

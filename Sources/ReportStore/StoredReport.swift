@@ -13,6 +13,10 @@ public struct StoredReport: Sendable, Equatable {
     public var reasons: [String]
     /// The request body, byte for byte.
     public var body: [UInt8]
+    /// The trigger this destination copy was matched to (each backs at most one).
+    public var triggerID: UInt64?
+    /// The campaign this source copy was matched to, by name, as registered at receipt.
+    public var campaign: String?
 
     public enum Verdict: UInt8, Sendable {
         case accepted = 1
@@ -21,13 +25,16 @@ public struct StoredReport: Sendable, Equatable {
         public var name: String { self == .accepted ? "accepted" : "quarantined" }
     }
 
-    public init(id: UInt64, receivedAt: Timestamp, role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8]) {
+    public init(id: UInt64, receivedAt: Timestamp, role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8],
+                triggerID: UInt64? = nil, campaign: String? = nil) {
         self.id = id
         self.receivedAt = receivedAt
         self.role = role
         self.verdict = verdict
         self.reasons = reasons
         self.body = body
+        self.triggerID = triggerID
+        self.campaign = campaign
     }
 
     /// What the endpoint knows before the store assigns an id and a time.
@@ -36,19 +43,25 @@ public struct StoredReport: Sendable, Equatable {
         public var verdict: Verdict
         public var reasons: [String]
         public var body: [UInt8]
+        public var triggerID: UInt64?
+        public var campaign: String?
 
-        public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8]) {
+        public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8], triggerID: UInt64? = nil, campaign: String? = nil) {
             self.role = role
             self.verdict = verdict
             self.reasons = reasons
             self.body = body
+            self.triggerID = triggerID
+            self.campaign = campaign
         }
     }
 
     // MARK: - Payload encoding
     //
     // u64 id, i64 received-at milliseconds, u8 role (1 source, 2 destination), u8 verdict,
-    // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body.
+    // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body; then optional
+    // tagged fields, which logs written before they existed simply do not have:
+    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name.
 
     static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp, into out: inout [UInt8]) {
         out.appendLE(id)
@@ -64,6 +77,16 @@ public struct StoredReport: Sendable, Equatable {
         }
         out.appendLE(UInt32(draft.body.count))
         out.append(contentsOf: draft.body)
+        if let triggerID = draft.triggerID {
+            out.append(1)
+            out.appendLE(triggerID)
+        }
+        if let campaign = draft.campaign {
+            let bytes = campaign.utf8.prefix(255)
+            out.append(2)
+            out.append(UInt8(bytes.count))
+            out.append(contentsOf: bytes)
+        }
     }
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
@@ -85,9 +108,42 @@ public struct StoredReport: Sendable, Equatable {
         guard offset + 4 <= p.count else { return nil }
         let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
         offset += 4
-        guard offset + bodyLength == p.count else { return nil }
+        guard offset + bodyLength <= p.count else { return nil }
+        let body = Array(p[offset..<(offset + bodyLength)])
+        offset += bodyLength
+        var triggerID: UInt64?
+        var campaign: String?
+        while offset < p.count {
+            switch p[offset] {
+            case 1:
+                guard offset + 9 <= p.count else { return nil }
+                triggerID = p.loadLE(UInt64.self, at: offset + 1)
+                offset += 9
+            case 2:
+                guard offset + 2 <= p.count, offset + 2 + Int(p[offset + 1]) <= p.count else { return nil }
+                let length = Int(p[offset + 1])
+                campaign = String(decoding: UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]), as: UTF8.self)
+                offset += 2 + length
+            default:
+                return nil
+            }
+        }
         return StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
-                            reasons: reasons, body: Array(p[offset...]))
+                            reasons: reasons, body: body, triggerID: triggerID, campaign: campaign)
+    }
+
+    /// The trigger id of a destination copy without decoding the rest, for replaying the ledger.
+    static func peekTriggerID(_ p: UnsafeRawBufferPointer) -> UInt64? {
+        guard p.count >= 23 else { return nil }
+        var offset = 19
+        for _ in 0..<Int(p[18]) {
+            guard offset < p.count else { return nil }
+            offset += 1 + Int(p[offset])
+        }
+        guard offset + 4 <= p.count else { return nil }
+        offset += 4 + Int(p.loadLE(UInt32.self, at: offset))
+        guard offset + 9 <= p.count, p[offset] == 1 else { return nil }
+        return p.loadLE(UInt64.self, at: offset + 1)
     }
 
     /// The id and receive time without decoding the rest, for the index.

@@ -36,7 +36,7 @@ final class LiveEndpoint {
         configuration.accessLog = false
         configure(&configuration)
         self.directory = directory
-        server = try EndpointServer(configuration: configuration, clock: clock.read)
+        server = try EndpointServer(configuration: configuration, systemClock: clock.read)
         port = try server.start()
     }
 

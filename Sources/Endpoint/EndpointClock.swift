@@ -1,0 +1,30 @@
+import AttributionCore
+import Locking
+import ReportStore
+
+/// The one clock every time-dependent part of the endpoint reads: the store's receive times,
+/// the timing model, the trigger ledger.
+///
+/// Started with `--manual-clock` it stands still until `POST /admin/clock` sets it, so that
+/// tests and demos, in any language, walk through days in seconds.
+public final class EndpointClock: Sendable {
+    public let isManual: Bool
+    private let system: @Sendable () -> Timestamp
+    private let fixed: Locked<Timestamp>
+
+    public init(manual: Bool, system: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
+        isManual = manual
+        self.system = system
+        fixed = Locked(system())
+    }
+
+    public func now() -> Timestamp {
+        isManual ? fixed.withLock { $0 } : system()
+    }
+
+    /// Sets a manual clock; stays at `time` until set again.
+    public func set(_ time: Timestamp) {
+        precondition(isManual, "only a manual clock can be set")
+        fixed.withLock { $0 = time }
+    }
+}

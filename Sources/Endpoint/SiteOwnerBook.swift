@@ -1,0 +1,91 @@
+import AttributionCore
+import Locking
+import ReportStore
+
+/// What the endpoint knows about its site owners: the registry (conversions and campaigns) and
+/// the trigger ledger, with the timing model that judges reports against them.
+///
+/// One lock around both, so a report's judgement and the trigger it uses up are one step: two
+/// reports can never both claim a trigger.
+final class SiteOwnerBook: Sendable {
+    let model: TimingModel
+    let siteRules: SiteRules
+    private let file: RegistryFile
+    private let state: Locked<State>
+
+    private struct State {
+        var registry: Registry
+        var ledger: TriggerLedger
+        var lastPrune: Timestamp
+    }
+
+    init(dataDirectory: String, model: TimingModel, siteRules: SiteRules, replayed: ReportStore.ReplayedTriggers,
+         now: Timestamp) throws {
+        self.model = model
+        self.siteRules = siteRules
+        file = RegistryFile(dataDirectory: dataDirectory)
+        var ledger = TriggerLedger()
+        for trigger in replayed.triggers { ledger.record(trigger) }
+        for id in replayed.consumed { ledger.consume(id) }
+        ledger.prune(before: Self.oldestUseful(now: now, model: model))
+        state = Locked(State(registry: try file.load(), ledger: ledger, lastPrune: now))
+    }
+
+    /// A trigger older than this cannot back any report received from `now` on.
+    private static func oldestUseful(now: Timestamp, model: TimingModel) -> Timestamp {
+        now.adding(milliseconds: -model.cutoff - TimingModel.day)
+    }
+
+    var registry: Registry { state.withLock { $0.registry } }
+    var triggerCount: Int { state.withLock { $0.ledger.count } }
+
+    // MARK: - Judging reports
+
+    /// Judges a report received at `now`; a destination copy's trigger is marked used at once.
+    /// Call `release` if the report then cannot be stored.
+    func judge(_ report: PCMReport, role: ReportRole, now: Timestamp) -> TimingModel.Judgement {
+        state.withLock { s in
+            switch role {
+            case .destination:
+                let judgement = model.judgeDestinationCopy(report, receivedAt: now, ledger: s.ledger)
+                if let trigger = judgement.trigger { s.ledger.consume(trigger.id) }
+                return judgement
+            case .source:
+                return model.judgeSourceCopy(report, receivedAt: now, registry: s.registry)
+            }
+        }
+    }
+
+    func release(triggerID: UInt64) {
+        state.withLock { $0.ledger.release(triggerID) }
+    }
+
+    /// Adds a trigger that is on disk; now and then forgets those too old to match anything.
+    func record(_ trigger: Trigger) {
+        state.withLock { s in
+            s.ledger.record(trigger)
+            if trigger.recordedAt.millisecondsSinceEpoch - s.lastPrune.millisecondsSinceEpoch > TimingModel.hour {
+                s.ledger.prune(before: Self.oldestUseful(now: trigger.recordedAt, model: model))
+                s.lastPrune = trigger.recordedAt
+            }
+        }
+    }
+
+    // MARK: - Registrations
+
+    /// Applies `change` to a copy of the registry and saves it; the registry in memory changes
+    /// only once the file is written.
+    func update(_ change: (inout Registry) throws(RequestProblem) -> Void) throws(RequestProblem) {
+        try state.withLock { (s) throws(RequestProblem) -> Void in
+            var registry = s.registry
+            try change(&registry)
+            do {
+                try file.save(registry)
+            } catch {
+                throw RequestProblem(status: 503, rule: "registry_unavailable", field: nil,
+                                     detail: "the registry could not be saved: \(error)")
+            }
+            s.registry = registry
+        }
+    }
+}
