@@ -50,22 +50,22 @@ public struct TimingModel: Sendable {
             return Judgement(.accepted, ["unverified_timing"])
         }
         let r = receivedAt.millisecondsSinceEpoch
-        let same = ledger.candidates(source: report.sourceSite, destination: report.attributedOnSite)
-            .filter { $0.triggerData == report.triggerData }
-        func delay(_ t: Trigger) -> Int64 { r - t.recordedAt.millisecondsSinceEpoch }
-
+        func find(_ window: ClosedRange<Int64>) -> [Trigger] {
+            ledger.candidates(source: report.sourceSite, destination: report.attributedOnSite,
+                              triggerData: report.triggerData, in: window)
+        }
         // In the model: the oldest first, since it is the first to fall out of the window.
-        if let t = same.filter({ (Self.minimumDelay...Self.maximumDelay).contains(delay($0)) }).min(by: { $0.recordedAt < $1.recordedAt }) {
+        if let t = find((r - Self.maximumDelay)...(r - Self.minimumDelay)).first {
             return Judgement(.accepted, trigger: t)
         }
         // Late, after the browser was offline: the most recent such trigger is the likeliest.
-        if let t = same.filter({ delay($0) > Self.maximumDelay && delay($0) <= cutoff }).max(by: { $0.recordedAt < $1.recordedAt }) {
+        if let t = find((r - cutoff)...(r - Self.maximumDelay - 1)).last {
             return Judgement(.accepted, ["late"], trigger: t)
         }
-        if let t = same.filter({ (0..<Self.minimumDelay).contains(delay($0)) }).max(by: { $0.recordedAt < $1.recordedAt }) {
+        if let t = find((r - Self.minimumDelay + 1)...r).last {
             return acceptDebugReports ? Judgement(.accepted, ["debug_report"], trigger: t) : Judgement(.quarantined, ["debug_timing"])
         }
-        if same.contains(where: { delay($0) > cutoff }) {
+        if !find(Int64.min...(r - cutoff - 1)).isEmpty {
             return Judgement(.quarantined, ["too_late"])
         }
         return Judgement(.quarantined, ["no_matching_trigger"])

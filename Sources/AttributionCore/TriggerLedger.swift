@@ -1,17 +1,36 @@
 /// The triggers recorded by this endpoint, and which of them already back a destination copy.
 ///
 /// A value type: the endpoint keeps one behind a lock, rebuilds it from the log at start, and
-/// forgets triggers once no report can match them any more (`prune`).
+/// forgets triggers once no report can match them any more (`prune`). Triggers are kept per
+/// site and trigger data in time order (the store's clock never goes backwards), so a report
+/// looks only at the triggers of its own trigger data inside a time window, found by binary
+/// search, however many the site has recorded.
 public struct TriggerLedger: Sendable {
-    private var bySite: [String: [Trigger]] = [:]
+    private struct Bucket: Hashable {
+        var site: String
+        var triggerData: UInt8
+    }
+    private var buckets: [Bucket: [Trigger]] = [:]
+    private var sites: [String: Int] = [:]  // triggers per site; cross-site ones counted separately
+    private var crossSite: [String: Int] = [:]
     public private(set) var consumed: Set<UInt64> = []
 
     public init() {}
 
-    public var count: Int { bySite.values.reduce(0) { $0 + $1.count } }
+    public var count: Int { sites.values.reduce(0, +) }
 
     public mutating func record(_ trigger: Trigger) {
-        bySite[trigger.site, default: []].append(trigger)
+        let key = Bucket(site: trigger.site, triggerData: trigger.triggerData)
+        var list = buckets[key, default: []]
+        // Replay and a manual clock set backwards can deliver out of order; keep the order anyway.
+        if let last = list.last, trigger.recordedAt < last.recordedAt {
+            list.insert(trigger, at: Self.lowerBound(list, trigger.recordedAt.millisecondsSinceEpoch + 1))
+        } else {
+            list.append(trigger)
+        }
+        buckets[key] = list
+        sites[trigger.site, default: 0] += 1
+        if trigger.attributionSource == nil { crossSite[trigger.site, default: 0] += 1 }
     }
 
     public mutating func consume(_ id: UInt64) { consumed.insert(id) }
@@ -20,22 +39,55 @@ public struct TriggerLedger: Sendable {
     /// Whether any trigger that could back a destination copy for these sites was recorded:
     /// same-site triggers on `destination`, or cross-site ones served by `source`.
     public func hasTriggers(source: String, destination: String) -> Bool {
-        !(bySite[destination] ?? []).isEmpty || (bySite[source] ?? []).contains { $0.attributionSource == nil }
+        sites[destination, default: 0] > 0 || crossSite[source, default: 0] > 0
     }
 
-    /// The unused triggers that could back a destination copy from `source` to `destination`.
-    public func candidates(source: String, destination: String) -> [Trigger] {
-        let sameSite = (bySite[destination] ?? []).filter { $0.attributionSource == nil || $0.attributionSource == source }
-        let crossSite = source == destination ? [] : (bySite[source] ?? []).filter { $0.attributionSource == nil }
-        return (sameSite + crossSite).filter { !consumed.contains($0.id) }
+    /// The unused triggers with `triggerData` recorded in `window` (milliseconds, inclusive) that
+    /// could back a destination copy from `source` to `destination`, oldest first: same-site
+    /// triggers on `destination` naming `source` (or no source), and cross-site triggers on `source`.
+    public func candidates(source: String, destination: String, triggerData: UInt8, in window: ClosedRange<Int64>) -> [Trigger] {
+        var found: [Trigger] = []
+        func collect(_ site: String, _ accept: (Trigger) -> Bool) {
+            guard let list = buckets[Bucket(site: site, triggerData: triggerData)] else { return }
+            var i = Self.lowerBound(list, window.lowerBound)
+            while i < list.count, list[i].recordedAt.millisecondsSinceEpoch <= window.upperBound {
+                if !consumed.contains(list[i].id) && accept(list[i]) { found.append(list[i]) }
+                i += 1
+            }
+        }
+        collect(destination) { $0.attributionSource == nil || $0.attributionSource == source }
+        if source != destination { collect(source) { $0.attributionSource == nil } }
+        return found.sorted { $0.recordedAt < $1.recordedAt }
+    }
+
+    /// The unused triggers of a site, oldest first (for tests and inspection).
+    public func unused(site: String) -> [Trigger] {
+        buckets.filter { $0.key.site == site }.values.joined().filter { !consumed.contains($0.id) }.sorted { $0.recordedAt < $1.recordedAt }
     }
 
     /// Forgets triggers recorded before `time` (and their consumption marks).
     public mutating func prune(before time: Timestamp) {
-        for (site, triggers) in bySite {
-            let (old, kept) = (triggers.filter { $0.recordedAt < time }, triggers.filter { $0.recordedAt >= time })
-            for t in old { consumed.remove(t.id) }
-            bySite[site] = kept.isEmpty ? nil : kept
+        for (key, list) in buckets {
+            let cut = Self.lowerBound(list, time.millisecondsSinceEpoch)
+            guard cut > 0 else { continue }
+            for t in list[..<cut] {
+                consumed.remove(t.id)
+                sites[t.site, default: 0] -= 1
+                if t.attributionSource == nil { crossSite[t.site, default: 0] -= 1 }
+            }
+            buckets[key] = cut == list.count ? nil : Array(list[cut...])
         }
+        sites = sites.filter { $0.value > 0 }
+        crossSite = crossSite.filter { $0.value > 0 }
+    }
+
+    /// The first index whose trigger was recorded at or after `time`.
+    private static func lowerBound(_ list: [Trigger], _ time: Int64) -> Int {
+        var low = 0, high = list.count
+        while low < high {
+            let mid = (low + high) / 2
+            if list[mid].recordedAt.millisecondsSinceEpoch < time { low = mid + 1 } else { high = mid }
+        }
+        return low
     }
 }

@@ -114,7 +114,7 @@ private func campaign(_ name: String = "Winter", id: UInt8 = 42, destination: St
         #expect(judgement.trigger?.id == 2)
         #expect(judgement.reasons.isEmpty)
         l.consume(2)
-        #expect(l.candidates(source: "news.example", destination: "shop.example").map(\.id) == [1])
+        #expect(l.unused(site: "shop.example").map(\.id) == [1])
     }
 
     @Test func aSameSiteTriggerBacksOnlyReportsFromItsSource() {
@@ -128,6 +128,13 @@ private func campaign(_ name: String = "Winter", id: UInt8 = 42, destination: St
         let judgement = model.judgeDestinationCopy(report(), receivedAt: at(30 * hour), ledger: l)
         #expect(judgement.verdict == .accepted)
         #expect(judgement.trigger?.id == 1)
+    }
+
+    @Test func triggersRecordedOutOfOrderAreStillFoundByTime() {
+        let l = ledger(trigger(2, at: at(10 * hour)), trigger(1, at: t0), trigger(3, at: at(5 * hour)))
+        #expect(l.candidates(source: "news.example", destination: "shop.example", triggerData: 5, in: 0...Int64.max).map(\.id) == [1, 3, 2])
+        #expect(l.candidates(source: "news.example", destination: "shop.example", triggerData: 5,
+                             in: at(hour).millisecondsSinceEpoch...at(6 * hour).millisecondsSinceEpoch).map(\.id) == [3])
     }
 
     @Test func pruningForgetsOldTriggersAndTheirMarks() {
