@@ -71,6 +71,16 @@ public struct TimingModel: Sendable {
         return Judgement(.quarantined, ["no_matching_trigger"])
     }
 
+    /// The campaign a report's click belongs to: one of `source_site` with its id and destination,
+    /// active at a moment the click could have happened (up to the report itself, for Debug Mode).
+    public func campaign(of report: PCMReport, receivedAt: Timestamp, registry: Registry) -> Campaign? {
+        let r = receivedAt.millisecondsSinceEpoch
+        return registry.campaigns.first {
+            $0.sourceSite == report.sourceSite && $0.sourceID == report.sourceID && $0.destination == report.attributedOnSite
+                && $0.isActive(during: (r - Self.clickLifetime - cutoff)...r)
+        }
+    }
+
     // MARK: - Source copies
 
     /// Judges a source copy against the campaigns of `source_site`.

@@ -20,6 +20,8 @@ public struct EndpointConfiguration: Sendable {
     /// Reports are well under 4 KB even with both tokens; anything past this is refused with 413.
     public var maxReportBytes = 8192
     public var accessLog = true
+    /// The summary page's files, served at `/`.
+    public var publicDirectory = "./Public"
     /// `POST /admin/clock` sets the time, which stands still until set again.
     public var manualClock = false
     /// Reports arriving more than this many days after their trigger are quarantined `too_late`.
@@ -77,6 +79,7 @@ public struct EndpointConfiguration: Sendable {
       --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
       --max-report-bytes N     Largest report body accepted (default 8192).
       --no-access-log          Do not write one JSON line per request to stderr.
+      --public DIR             The summary page's files, served at / (default ./Public).
       --help                   Show this help.
 
     ENDPOINTS
@@ -141,6 +144,7 @@ public struct EndpointConfiguration: Sendable {
             case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
             case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
             case "--no-access-log": configuration.accessLog = false
+            case "--public": configuration.publicDirectory = try value(flag)
             case "--manual-clock": configuration.manualClock = true
             case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
             default: throw ParseError(description: "unknown option '\(flag)' (see --help)")

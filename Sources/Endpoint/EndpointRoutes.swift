@@ -12,6 +12,24 @@ struct EndpointRoutes: HTTPHandler {
     let metrics: EndpointMetrics
     let adminToken: String
     let siteOwners: SiteOwnerRoutes
+    let summary: SummaryBook
+    let book: SiteOwnerBook
+    let clock: EndpointClock
+    let publicFiles: StaticFiles
+
+    init(ingest: ReportIngest, store: ReportStore, rejections: RejectionLog, metrics: EndpointMetrics, adminToken: String,
+         siteOwners: SiteOwnerRoutes, summary: SummaryBook, book: SiteOwnerBook, clock: EndpointClock, publicDirectory: String) {
+        self.ingest = ingest
+        self.store = store
+        self.rejections = rejections
+        self.metrics = metrics
+        self.adminToken = adminToken
+        self.siteOwners = siteOwners
+        self.summary = summary
+        self.book = book
+        self.clock = clock
+        publicFiles = StaticFiles(directory: publicDirectory)
+    }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         let path = request.path
@@ -39,21 +57,45 @@ struct EndpointRoutes: HTTPHandler {
                 return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
             }
             responder.respond(health())
-        case "/api/reports", "/api/rejections", "/metrics":
+        case "/api/reports", "/api/rejections", "/metrics", "/api/summary", "/api/summary.csv", "/api/reports.csv":
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
             }
             guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else { return responder.respond(unauthorized()) }
             switch path {
             case "/api/reports": responder.respond(export(request))
+            case "/api/reports.csv": responder.respond(export(request, csv: true))
+            case "/api/summary", "/api/summary.csv": responder.respond(summaryResponse(request, csv: path.hasSuffix(".csv")))
             case "/api/rejections": responder.respond(rejectionsResponse())
             default:
                 responder.respond(HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                                                body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8)))
             }
         default:
-            responder.respond(notFound(path))
+            guard request.method == "GET" || request.method == "HEAD",
+                  let file = publicFiles.response(path: path, method: request.method, ifNoneMatch: request.headers["If-None-Match"]) else {
+                return responder.respond(notFound(path))
+            }
+            responder.respond(file)
         }
+    }
+
+    private func summaryResponse(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
+        let today = SummaryAggregates.day(of: clock.now())
+        let query: SummaryQuery
+        switch SummaryQuery.parse(request.queryItems, today: today) {
+        case .success(let q): query = q
+        case .failure(let problem): return problem.response
+        }
+        let registry = book.registry
+        if csv {
+            let text = summary.read { SummaryReport.csv($0, query, registry: registry) }
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
+        }
+        let report = summary.read { SummaryReport($0, query) }
+        let json = report.json(registry: registry, rejections: rejections.counts)
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: Array(json.utf8))
     }
 
     private func notFound(_ path: Substring) -> HTTPResponse {
@@ -82,7 +124,7 @@ struct EndpointRoutes: HTTPHandler {
                             body: Array(body.utf8))
     }
 
-    private func export(_ request: HTTPRequest) -> HTTPResponse {
+    private func export(_ request: HTTPRequest, csv: Bool = false) -> HTTPResponse {
         var since: Timestamp?, until: Timestamp?
         for (name, value) in request.queryItems {
             switch name {
@@ -97,8 +139,14 @@ struct EndpointRoutes: HTTPHandler {
                                detail: "unknown query parameter \"\(name)\"; use since and until").response
             }
         }
+        let cursor = store.reports(since: since, until: until)
+        if csv {
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"reports.csv\""],
+                                stream: ReportExportStream(cursor: cursor, format: .csv))
+        }
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
-                            stream: ReportExportStream(cursor: store.reports(since: since, until: until)))
+                            stream: ReportExportStream(cursor: cursor, format: .ndjson))
     }
 
     private func rejectionsResponse() -> HTTPResponse {

@@ -24,7 +24,8 @@ public final class EndpointServer: Sendable {
                                                               dataDirectory: configuration.dataDirectory)
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
         self.clock = clock
-        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() })
+        let summary = SummaryBook()
+        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() }, replaying: { summary.add($0) })
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
@@ -38,11 +39,12 @@ public final class EndpointServer: Sendable {
             roles: RoleResolver(servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode),
             trustedProxies: trustedProxies,
             maxReportBytes: configuration.maxReportBytes,
-            store: store, rejections: rejections, metrics: metrics, book: book, clock: { clock.now() })
+            store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, clock: { clock.now() })
         let siteOwners = SiteOwnerRoutes(book: book, store: store, clock: clock, trustedProxies: trustedProxies,
                                          servedSites: Set(configuration.sites))
         let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
-                                    adminToken: adminToken, siteOwners: siteOwners)
+                                    adminToken: adminToken, siteOwners: siteOwners, summary: summary, book: book,
+                                    clock: clock, publicDirectory: configuration.publicDirectory)
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host

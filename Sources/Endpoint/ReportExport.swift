@@ -56,17 +56,56 @@ enum ExportLine {
 
 /// Streams the export from disk as the socket drains, a few dozen kilobytes at a time.
 final class ReportExportStream: HTTPBodyStream, @unchecked Sendable {
-    private let cursor: ReportCursor
+    enum Format { case ndjson, csv }
 
-    init(cursor: ReportCursor) {
+    private let cursor: ReportCursor
+    private let format: Format
+    private var wroteHeader = false
+
+    init(cursor: ReportCursor, format: Format) {
         self.cursor = cursor
+        self.format = format
     }
 
     func next(maxBytes: Int) -> [UInt8]? {
         var text = ""
+        if format == .csv && !wroteHeader {
+            text = CSVLine.header
+            wroteHeader = true
+        }
         while text.utf8.count < maxBytes - 2048, let report = cursor.next() {
-            ExportLine.write(report, to: &text)
+            switch format {
+            case .ndjson: ExportLine.write(report, to: &text)
+            case .csv: CSVLine.write(report, to: &text)
+            }
         }
         return text.isEmpty ? nil : Array(text.utf8)
+    }
+}
+
+/// One stored report as an RFC 4180 CSV row, the same facts as the NDJSON line (reasons joined
+/// by `;`, tokens left out).
+enum CSVLine {
+    static let columns = ["id", "received_at", "protocol", "role", "site", "verdict", "reasons", "source_site", "source_id",
+                          "attributed_on_site", "trigger_data", "version", "campaign", "trigger_id"]
+    static let header = columns.joined(separator: ",") + "\r\n"
+
+    static func write(_ report: StoredReport, to out: inout String) {
+        var fields: [String: JSONValue] = [:]
+        if case .object(let members)? = try? JSONParser(maxDepth: 64).parse(report.body) {
+            for member in members { fields[PCMReportValidator.dashKeys[member.key] ?? member.key] = member.value }
+        }
+        func text(_ key: String) -> String {
+            switch fields[key] {
+            case .string(let s)?: s
+            case .number(let n)?: n
+            default: ""
+            }
+        }
+        let site = report.role == .source ? text("source_site") : text("attributed_on_site")
+        let row = [String(report.id), report.receivedAt.rfc3339, "pcm", report.role.rawValue, site, report.verdict.name,
+                   report.reasons.joined(separator: ";"), text("source_site"), text("source_id"), text("attributed_on_site"),
+                   text("trigger_data"), text("version"), report.campaign ?? "", report.triggerID.map(String.init) ?? ""]
+        out += row.map(CSV.field).joined(separator: ",") + "\r\n"
     }
 }

@@ -15,6 +15,7 @@ struct ReportIngest: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let book: SiteOwnerBook
+    let summary: SummaryBook
     let clock: @Sendable () -> Timestamp
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
@@ -25,11 +26,12 @@ struct ReportIngest: Sendable {
             responder.respond(problem.response)
         case .success(let draft):
             let metrics = self.metrics
-            let book = self.book
+            let book = self.book, summary = self.summary
             store.append(draft) { result in
                 switch result {
                 case .success(let stored):
                     metrics.stored(stored)
+                    summary.add(stored)
                     responder.respond(Self.acknowledgement(stored))
                 case .failure(let error):
                     // The report is not kept, so the trigger it would have used stays free.
@@ -69,7 +71,8 @@ struct ReportIngest: Sendable {
         reasons += judgement.reasons
         return .success(StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
                                            reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
-                                           campaign: judgement.campaign?.name))
+                                           campaign: judgement.campaign?.name,
+                                           facts: ReportFacts(report, triggerRecordedAt: judgement.trigger?.recordedAt)))
     }
 
     /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.

@@ -47,8 +47,11 @@ final class SiteOwnerBook: Sendable {
         state.withLock { s in
             switch role {
             case .destination:
-                let judgement = model.judgeDestinationCopy(report, receivedAt: now, ledger: s.ledger)
+                var judgement = model.judgeDestinationCopy(report, receivedAt: now, ledger: s.ledger)
                 if let trigger = judgement.trigger { s.ledger.consume(trigger.id) }
+                // When the publisher's campaigns are registered here too, the destination copy is
+                // filed under the same campaign as its source copy.
+                judgement.campaign = model.campaign(of: report, receivedAt: now, registry: s.registry)
                 return judgement
             case .source:
                 return model.judgeSourceCopy(report, receivedAt: now, registry: s.registry)

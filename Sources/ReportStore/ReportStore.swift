@@ -69,8 +69,11 @@ public final class ReportStore: Sendable {
         public var seconds: Double
     }
 
-    /// Opens (or creates) `directory/reports.log` and replays it.
-    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+    /// Opens (or creates) `directory/reports.log` and replays it. `replaying`, if given, sees every
+    /// stored report in log order, without its body: how derived state such as the summary is
+    /// rebuilt at start.
+    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
+                replaying: ((StoredReport) -> Void)? = nil) throws {
         self.directory = directory
         self.logPath = directory + "/reports.log"
         self.clock = clock
@@ -84,6 +87,7 @@ public final class ReportStore: Sendable {
         var corrupt: [(Int, Int)] = []
         var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0, lastTriggerID: UInt64 = 0
         var triggers = ReplayedTriggers()
+        var strings = StringCache()
         let size = try file.size()
         var scanner = LogScanner(file: file, end: size)
         defer { scanner.deallocate() }
@@ -98,6 +102,9 @@ public final class ReportStore: Sendable {
                     lastID = max(lastID, id)
                     lastTime = max(lastTime, time)
                     if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
+                    if let replaying, let report = StoredReport.decodePayload(payload, withBody: false, strings: &strings) {
+                        replaying(report)
+                    }
                 } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
                     triggers.triggers.append(trigger)
                     lastTriggerID = max(lastTriggerID, trigger.id)
@@ -152,7 +159,7 @@ public final class ReportStore: Sendable {
         pending.lastTime = time
         let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
                                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
-                                  triggerID: draft.triggerID, campaign: draft.campaign)
+                                  triggerID: draft.triggerID, campaign: draft.campaign, facts: draft.facts)
         let at = pending.bytes.count
         LogRecord.append(kind: .report, to: &pending.bytes) {
             StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)

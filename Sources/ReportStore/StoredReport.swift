@@ -17,6 +17,8 @@ public struct StoredReport: Sendable, Equatable {
     public var triggerID: UInt64?
     /// The campaign this source copy was matched to, by name, as registered at receipt.
     public var campaign: String?
+    /// What the summary counts it by; nil for reports stored before facts were kept.
+    public var facts: ReportFacts?
 
     public enum Verdict: UInt8, Sendable {
         case accepted = 1
@@ -26,7 +28,7 @@ public struct StoredReport: Sendable, Equatable {
     }
 
     public init(id: UInt64, receivedAt: Timestamp, role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8],
-                triggerID: UInt64? = nil, campaign: String? = nil) {
+                triggerID: UInt64? = nil, campaign: String? = nil, facts: ReportFacts? = nil) {
         self.id = id
         self.receivedAt = receivedAt
         self.role = role
@@ -35,6 +37,7 @@ public struct StoredReport: Sendable, Equatable {
         self.body = body
         self.triggerID = triggerID
         self.campaign = campaign
+        self.facts = facts
     }
 
     /// What the endpoint knows before the store assigns an id and a time.
@@ -45,14 +48,17 @@ public struct StoredReport: Sendable, Equatable {
         public var body: [UInt8]
         public var triggerID: UInt64?
         public var campaign: String?
+        public var facts: ReportFacts?
 
-        public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8], triggerID: UInt64? = nil, campaign: String? = nil) {
+        public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8], triggerID: UInt64? = nil,
+                    campaign: String? = nil, facts: ReportFacts? = nil) {
             self.role = role
             self.verdict = verdict
             self.reasons = reasons
             self.body = body
             self.triggerID = triggerID
             self.campaign = campaign
+            self.facts = facts
         }
     }
 
@@ -61,7 +67,7 @@ public struct StoredReport: Sendable, Equatable {
     // u64 id, i64 received-at milliseconds, u8 role (1 source, 2 destination), u8 verdict,
     // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body; then optional
     // tagged fields, which logs written before they existed simply do not have:
-    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name.
+    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name, tag 3 + facts (ReportFacts).
 
     static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp, into out: inout [UInt8]) {
         out.appendLE(id)
@@ -87,10 +93,18 @@ public struct StoredReport: Sendable, Equatable {
             out.append(UInt8(bytes.count))
             out.append(contentsOf: bytes)
         }
+        draft.facts?.encode(into: &out)
     }
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
     static func decodePayload(_ p: UnsafeRawBufferPointer) -> StoredReport? {
+        var strings = StringCache()
+        return decodePayload(p, withBody: true, strings: &strings)
+    }
+
+    /// `withBody: false` leaves the body empty, for rebuilding the summary at start; `strings`
+    /// reuses the Strings of sites and reasons seen before.
+    static func decodePayload(_ p: UnsafeRawBufferPointer, withBody: Bool, strings: inout StringCache) -> StoredReport? {
         guard p.count >= 23 else { return nil }
         let id = p.loadLE(UInt64.self, at: 0)
         let time = p.loadLE(Int64.self, at: 8)
@@ -102,34 +116,40 @@ public struct StoredReport: Sendable, Equatable {
             guard offset < p.count else { return nil }
             let length = Int(p[offset])
             guard offset + 1 + length <= p.count else { return nil }
-            reasons.append(String(decoding: UnsafeRawBufferPointer(rebasing: p[(offset + 1)..<(offset + 1 + length)]), as: UTF8.self))
+            reasons.append(strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 1)..<(offset + 1 + length)])))
             offset += 1 + length
         }
         guard offset + 4 <= p.count else { return nil }
         let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
         offset += 4
         guard offset + bodyLength <= p.count else { return nil }
-        let body = Array(p[offset..<(offset + bodyLength)])
+        let bodyRange = offset..<(offset + bodyLength)
+        let body = withBody ? Array(p[bodyRange]) : []
         offset += bodyLength
-        var triggerID: UInt64?
-        var campaign: String?
+        var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
+                                  reasons: reasons, body: body)
         while offset < p.count {
             switch p[offset] {
             case 1:
                 guard offset + 9 <= p.count else { return nil }
-                triggerID = p.loadLE(UInt64.self, at: offset + 1)
+                report.triggerID = p.loadLE(UInt64.self, at: offset + 1)
                 offset += 9
             case 2:
                 guard offset + 2 <= p.count, offset + 2 + Int(p[offset + 1]) <= p.count else { return nil }
                 let length = Int(p[offset + 1])
-                campaign = String(decoding: UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]), as: UTF8.self)
+                report.campaign = strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]))
                 offset += 2 + length
+            case 3:
+                guard let (facts, end) = ReportFacts.decode(p, at: offset + 1, strings: &strings) else { return nil }
+                report.facts = facts
+                offset = end
             default:
                 return nil
             }
         }
-        return StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
-                            reasons: reasons, body: body, triggerID: triggerID, campaign: campaign)
+        // A report stored before facts were kept: whoever wanted no body needs it after all.
+        if !withBody && report.facts == nil { report.body = Array(p[bodyRange]) }
+        return report
     }
 
     /// The trigger id of a destination copy without decoding the rest, for replaying the ledger.

@@ -11,6 +11,9 @@ final class ManualClock: Sendable {
     var read: @Sendable () -> Timestamp { { Timestamp(millisecondsSinceEpoch: self.now.withLock { $0 }) } }
 }
 
+/// The repository this test file is in.
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
 func temporaryDirectory() -> String {
     let path = NSTemporaryDirectory() + "endpoint-tests-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -34,6 +37,7 @@ final class LiveEndpoint {
         configuration.trustedProxies = trustedProxies
         configuration.adminToken = token
         configuration.accessLog = false
+        configuration.publicDirectory = repositoryRoot + "/Public"
         configure(&configuration)
         self.directory = directory
         server = try EndpointServer(configuration: configuration, systemClock: clock.read)

@@ -1,0 +1,191 @@
+import AttributionCore
+import Foundation
+import Locking
+import ReportStore
+
+/// The summary API's answer for one site, period and role, built from `SummaryAggregates`.
+///
+/// Source copies and destination copies are always counted apart: one conversion sends one of
+/// each, so adding them would count it twice.
+struct SummaryQuery: Sendable, Equatable {
+    var site: String?
+    var from: Int32
+    var to: Int32
+    var role: ReportRole?
+
+    /// `?site=&from=YYYY-MM-DD&to=YYYY-MM-DD&role=source|destination`; the period defaults to
+    /// the 30 days up to `today`.
+    static func parse(_ items: [(name: String, value: String)], today: Int32) -> Result<SummaryQuery, Problem> {
+        var query = SummaryQuery(site: nil, from: today - 29, to: today, role: nil)
+        for (name, value) in items {
+            switch name {
+            case "site": query.site = value.isEmpty ? nil : value
+            case "from", "to":
+                guard let day = Self.day(value) else {
+                    return .failure(Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20"))
+                }
+                if name == "from" { query.from = day } else { query.to = day }
+            case "role":
+                switch value {
+                case "", "all": query.role = nil
+                case "source": query.role = .source
+                case "destination": query.role = .destination
+                default: return .failure(Problem(status: 400, rule: "invalid_role", field: "role", detail: "role must be source, destination or all"))
+                }
+            default:
+                return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
+                                        detail: "unknown query parameter \"\(name)\"; use site, from, to and role"))
+            }
+        }
+        guard query.from <= query.to else {
+            return .failure(Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from"))
+        }
+        guard query.to - query.from < 3660 else {
+            return .failure(Problem(status: 400, rule: "invalid_period", field: "from", detail: "a period is at most ten years"))
+        }
+        return .success(query)
+    }
+
+    static func day(_ text: String) -> Int32? {
+        guard text.utf8.count == 10, let t = Timestamp(rfc3339: text + "T00:00:00Z") else { return nil }
+        return SummaryAggregates.day(of: t)
+    }
+
+    static func text(_ day: Int32) -> String {
+        String(Timestamp(millisecondsSinceEpoch: Int64(day) * TimingModel.day).rfc3339.prefix(10))
+    }
+}
+
+/// Counts by role, as the page shows them: source and destination side by side.
+struct RoleCounts: Sendable, Equatable {
+    var source = 0
+    var destination = 0
+
+    mutating func add(_ role: ReportRole, _ n: Int) {
+        if role == .source { source += n } else { destination += n }
+    }
+
+    func json() -> String { "{\"source\":\(source),\"destination\":\(destination)}" }
+}
+
+struct SummaryReport: Sendable {
+    struct CampaignRow: Hashable, Sendable { var sourceSite: String; var sourceID: UInt8; var campaign: String? }
+    struct ConversionRow: Hashable, Sendable { var destination: String; var triggerData: UInt8 }
+
+    var query: SummaryQuery
+    var sites: [String]
+    var accepted = RoleCounts()
+    var quarantined = RoleCounts()
+    var late = RoleCounts()
+    var withTokens = RoleCounts()
+    var perDay: [(day: Int32, counts: RoleCounts)] = []
+    var byCampaign: [CampaignRow: RoleCounts] = [:]
+    var byConversion: [ConversionRow: RoleCounts] = [:]
+    var quarantinedByReason: [String: RoleCounts] = [:]
+    var delays: [Int] = Array(repeating: 0, count: SummaryAggregates.delayBuckets.count)
+
+    init(_ aggregates: SummaryAggregates, _ query: SummaryQuery) {
+        self.query = query
+        sites = aggregates.sites.sorted()
+        var accepted: [Int32: RoleCounts] = [:]
+        for (d, day) in aggregates.days(in: query.from...query.to) {
+            for (group, n) in day.groups where matches(group.site, group.role) {
+                if group.accepted {
+                    self.accepted.add(group.role, n)
+                    accepted[d, default: RoleCounts()].add(group.role, n)
+                    byCampaign[CampaignRow(sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign), default: RoleCounts()].add(group.role, n)
+                    byConversion[ConversionRow(destination: group.destination, triggerData: group.triggerData), default: RoleCounts()].add(group.role, n)
+                    if group.late { late.add(group.role, n) }
+                } else {
+                    quarantined.add(group.role, n)
+                }
+                if group.hasTokens { withTokens.add(group.role, n) }
+            }
+            for (key, n) in day.quarantineReasons where matches(key.site, key.role) {
+                quarantinedByReason[key.reason, default: RoleCounts()].add(key.role, n)
+            }
+            for (key, n) in day.delays where matches(key.site, key.role) { delays[key.bucket] += n }
+        }
+        // Every day of the period, zeros included, so that the chart's axis is the period.
+        perDay = (query.from...query.to).map { ($0, accepted[$0] ?? RoleCounts()) }
+    }
+
+    private func matches(_ site: String, _ role: ReportRole) -> Bool {
+        (query.site == nil || query.site == site) && (query.role == nil || query.role == role)
+    }
+
+    /// The JSON the page reads. `registry` names campaigns' conversions; `rejections` are counted
+    /// since start for the whole endpoint (a refused request has no site anyone can trust).
+    func json(registry: Registry, rejections: [String: Int]) -> String {
+        var out = "{\"site\":"
+        if let site = query.site { JSONValue.writeString(site, to: &out) } else { out += "null" }
+        out += ",\"from\":\"\(SummaryQuery.text(query.from))\",\"to\":\"\(SummaryQuery.text(query.to))\",\"role\":"
+        out += query.role.map { "\"\($0.rawValue)\"" } ?? "null"
+        out += ",\"sites\":[" + sites.map { s in var t = ""; JSONValue.writeString(s, to: &t); return t }.joined(separator: ",") + "]"
+        out += ",\"accepted\":\(accepted.json()),\"quarantined\":\(quarantined.json()),\"late\":\(late.json())"
+        out += ",\"per_day\":[" + perDay.map { "{\"day\":\"\(SummaryQuery.text($0.day))\",\"source\":\($0.counts.source),\"destination\":\($0.counts.destination)}" }.joined(separator: ",") + "]"
+        out += ",\"by_campaign\":[" + byCampaign.sorted { ($0.key.sourceSite, $0.key.sourceID, $0.key.campaign ?? "") < ($1.key.sourceSite, $1.key.sourceID, $1.key.campaign ?? "") }.map { row, counts in
+            var o = "{\"source_site\":"
+            JSONValue.writeString(row.sourceSite, to: &o)
+            o += ",\"source_id\":\(row.sourceID),\"campaign\":"
+            if let c = row.campaign { JSONValue.writeString(c, to: &o) } else { o += "null" }
+            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
+        }.joined(separator: ",") + "]"
+        out += ",\"by_conversion\":[" + byConversion.sorted { ($0.key.destination, $0.key.triggerData) < ($1.key.destination, $1.key.triggerData) }.map { row, counts in
+            var o = "{\"destination\":"
+            JSONValue.writeString(row.destination, to: &o)
+            o += ",\"trigger_data\":\(row.triggerData),\"conversion\":"
+            if let name = registry.conversions(site: row.destination, triggerData: row.triggerData).first?.name {
+                JSONValue.writeString(name, to: &o)
+            } else { o += "null" }
+            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
+        }.joined(separator: ",") + "]"
+        out += ",\"quarantined_by_reason\":[" + quarantinedByReason.sorted { $0.key < $1.key }.map { reason, counts in
+            "{\"reason\":\"\(reason)\",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
+        }.joined(separator: ",") + "]"
+        out += ",\"rejected_by_rule\":[" + rejections.sorted { $0.key < $1.key }.map { "{\"rule\":\"\($0.key)\",\"count\":\($0.value)}" }.joined(separator: ",") + "]"
+        out += ",\"delay_hours\":[" + zip(SummaryAggregates.delayBuckets, delays).map { bucket, n in
+            "{\"from\":\(bucket.from),\"to\":\(bucket.to.map(String.init) ?? "null"),\"count\":\(n)}"
+        }.joined(separator: ",") + "]"
+        out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":null}"
+        out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { query.site == nil || $0.site == query.site }.count),"
+        out += "\"campaigns\":\(registry.campaigns.filter { query.site == nil || $0.sourceSite == query.site }.count)}}\n"
+        return out
+    }
+
+    /// RFC 4180 CSV of the summary table: one row per day, campaign and conversion.
+    static func csv(_ aggregates: SummaryAggregates, _ query: SummaryQuery, registry: Registry) -> String {
+        var out = "day,site,role,verdict,source_site,source_id,campaign,destination,trigger_data,conversion,late,reports\r\n"
+        for (d, day) in aggregates.days(in: query.from...query.to) {
+            let rows = day.groups.filter { (query.site == nil || query.site == $0.key.site) && (query.role == nil || query.role == $0.key.role) }
+            for (g, n) in rows.sorted(by: { "\($0.key)" < "\($1.key)" }) {
+                let conversion = registry.conversions(site: g.destination, triggerData: g.triggerData).first?.name ?? ""
+                let fields = [SummaryQuery.text(d), g.site, g.role.rawValue, g.accepted ? "accepted" : "quarantined", g.sourceSite,
+                              String(g.sourceID), g.campaign ?? "", g.destination, String(g.triggerData), conversion,
+                              g.late ? "true" : "false", String(n)]
+                out += fields.map(CSV.field).joined(separator: ",") + "\r\n"
+            }
+        }
+        return out
+    }
+}
+
+/// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A leading
+/// `=`, `+`, `-` or `@` is prefixed with `'` so that a spreadsheet never runs it as a formula.
+enum CSV {
+    static func field(_ text: String) -> String {
+        var text = text
+        if let first = text.first, "=+-@".contains(first), Int(text) == nil { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+/// The aggregates behind a lock: the writer thread adds, the event loop reads.
+final class SummaryBook: Sendable {
+    private let aggregates = Locked(SummaryAggregates())
+
+    func add(_ report: StoredReport) { aggregates.withLock { $0.add(report) } }
+
+    func read<T>(_ body: (SummaryAggregates) -> T) -> T { aggregates.withLock { body($0) } }
+}
