@@ -44,6 +44,7 @@ public struct EndpointConfiguration: Sendable {
     validates them, stores them durably and exports them.
 
     USAGE: attribution-endpoint [options]
+           attribution-endpoint demo [--port N] [--exit]   (a demo on a manual clock; see demo --help)
 
     OPTIONS
       --host ADDRESS           Numeric address to listen on (default 127.0.0.1; use 0.0.0.0 or ::

@@ -73,7 +73,7 @@ struct EndpointRoutes: HTTPHandler {
             }
         default:
             guard request.method == "GET" || request.method == "HEAD",
-                  let file = publicFiles.response(path: path, method: request.method, ifNoneMatch: request.headers["If-None-Match"]) else {
+                  let file = publicFiles.response(path: path, ifNoneMatch: request.headers["If-None-Match"]) else {
                 return responder.respond(notFound(path))
             }
             responder.respond(file)

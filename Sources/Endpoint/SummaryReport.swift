@@ -132,7 +132,7 @@ struct SummaryReport: Sendable {
             return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
         }.joined(separator: ",") + "]"
         out += ",\"by_conversion\":[" + byConversion.sorted { ($0.key.destination, $0.key.triggerData) < ($1.key.destination, $1.key.triggerData) }.map { row, counts in
-            var o = "{\"destination\":"
+            var o = "{\"site\":"
             JSONValue.writeString(row.destination, to: &o)
             o += ",\"trigger_data\":\(row.triggerData),\"conversion\":"
             if let name = registry.conversions(site: row.destination, triggerData: row.triggerData).first?.name {

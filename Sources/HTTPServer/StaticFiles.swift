@@ -18,7 +18,7 @@ public struct StaticFiles: Sendable {
 
     /// The answer for `path` (the request path, still percent-encoded), or nil when no file
     /// matches. Anything that could name a file outside the directory is nil too.
-    public func response(path: Substring, method: String, ifNoneMatch: String?) -> HTTPResponse? {
+    public func response(path: Substring, ifNoneMatch: String?) -> HTTPResponse? {
         guard let relative = Self.safeRelativePath(path) else { return nil }
         let name = relative.isEmpty ? "index.html" : relative
         let ext = (name as NSString).pathExtension.lowercased()
@@ -41,7 +41,8 @@ public struct StaticFiles: Sendable {
         if let ifNoneMatch, ifNoneMatch.split(separator: ",").contains(where: { $0.trimmingSpaces == etag }) {
             return HTTPResponse(status: 304, headers: headers, body: [])
         }
-        return HTTPResponse(status: 200, headers: headers, body: method == "HEAD" ? [] : [UInt8](data))
+        // For HEAD the server sends the head only, with this body's length.
+        return HTTPResponse(status: 200, headers: headers, body: [UInt8](data))
     }
 
     /// Decodes and checks `path`: only `[A-Za-z0-9._-]` segments, none starting with a dot, no

@@ -1,0 +1,223 @@
+// The summary page: asks once for the admin token (kept in sessionStorage for this tab), reads
+// /api/summary and draws it. No framework, no build step, nothing loaded from elsewhere.
+"use strict";
+
+const TOKEN_KEY = "attribution-endpoint-token";
+const $ = (id) => document.getElementById(id);
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+function showLogin(message) {
+  $("summary").hidden = true;
+  $("login").hidden = false;
+  const error = $("login-error");
+  error.hidden = !message;
+  error.textContent = message || "";
+  $("token").focus();
+}
+
+async function api(path) {
+  const response = await fetch(path, { headers: { Authorization: "Bearer " + token() }, cache: "no-store" });
+  if (response.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    throw Object.assign(new Error("That token was not accepted. Check data/admin-token (or --token) and try again."), { login: true });
+  }
+  if (!response.ok) {
+    let detail = response.statusText;
+    try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
+    throw new Error("The endpoint answered " + response.status + ": " + detail);
+  }
+  return response;
+}
+
+function query() {
+  const params = new URLSearchParams();
+  for (const name of ["site", "from", "to", "role"]) {
+    const value = $(name).value;
+    if (value) params.set(name, value);
+  }
+  return params.toString();
+}
+
+function text(node, value) { node.textContent = String(value); }
+
+function cell(row, content, className) {
+  const td = document.createElement("td");
+  if (className) td.className = className;
+  if (content instanceof Node) td.appendChild(content); else td.textContent = content;
+  row.appendChild(td);
+}
+
+function named(name, detail) {
+  const span = document.createElement("span");
+  span.textContent = name;
+  const sub = document.createElement("span");
+  sub.className = "sub";
+  sub.textContent = detail;
+  const wrapper = document.createElement("span");
+  wrapper.append(span, sub);
+  return wrapper;
+}
+
+function fill(tableId, rows, render) {
+  const body = $(tableId).querySelector("tbody");
+  body.replaceChildren();
+  for (const row of rows) {
+    const tr = document.createElement("tr");
+    render(tr, row);
+    body.appendChild(tr);
+  }
+}
+
+function empty(id, html) {
+  const node = $(id);
+  node.hidden = !html;
+  node.innerHTML = html || "";
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attributes, parent) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attributes)) node.setAttribute(k, v);
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function drawDays(days) {
+  const width = 800, height = 200, left = 36, bottom = 22, top = 8;
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Accepted reports per day" });
+  const max = Math.max(1, ...days.map((d) => Math.max(d.source, d.destination)));
+  const plotH = height - top - bottom, slot = (width - left) / Math.max(1, days.length), bar = Math.max(1, slot / 2 - 1);
+  svg("line", { x1: left, y1: height - bottom, x2: width, y2: height - bottom, class: "axis" }, root);
+  for (const tick of [0, max]) {
+    const t = svg("text", { x: left - 4, y: height - bottom - (tick / max) * plotH + 3, "text-anchor": "end" }, root);
+    t.textContent = tick;
+  }
+  days.forEach((d, i) => {
+    const x = left + i * slot;
+    for (const [role, offset] of [["source", 0], ["destination", bar]]) {
+      const h = (d[role] / max) * plotH;
+      const rect = svg("rect", { x: x + offset, y: height - bottom - h, width: bar, height: h, class: "bar-" + role }, root);
+      const title = svg("title", {}, rect);
+      title.textContent = `${d.day}: ${d[role]} ${role} copies`;
+    }
+    if (days.length <= 14 || i % Math.ceil(days.length / 7) === 0) {
+      const label = svg("text", { x: x + bar, y: height - 6, "text-anchor": "middle" }, root);
+      label.textContent = d.day.slice(5);
+    }
+  });
+  $("chart").replaceChildren(root);
+}
+
+function drawDelays(buckets) {
+  const width = 800, height = 140, bottom = 22, top = 8;
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Reports by delay after the conversion" });
+  const max = Math.max(1, ...buckets.map((b) => b.count));
+  const slot = width / buckets.length;
+  buckets.forEach((b, i) => {
+    const h = (b.count / max) * (height - top - bottom);
+    const rect = svg("rect", { x: i * slot + 4, y: height - bottom - h, width: slot - 8, height: h, class: "bar-delay" }, root);
+    const name = b.to === null ? `${b.from} h or more` : `${b.from}–${b.to} h`;
+    svg("title", {}, rect).textContent = `${name}: ${b.count}`;
+    const label = svg("text", { x: i * slot + slot / 2, y: height - 6, "text-anchor": "middle" }, root);
+    label.textContent = `${name} (${b.count})`;
+  });
+  $("delays").replaceChildren(root);
+}
+
+function render(s) {
+  const select = $("site"), chosen = select.value;
+  select.replaceChildren(new Option("All sites", ""));
+  for (const site of s.sites) select.appendChild(new Option(site, site));
+  select.value = s.sites.includes(chosen) ? chosen : "";
+
+  text($("accepted-source"), s.accepted.source);
+  text($("accepted-destination"), s.accepted.destination);
+  text($("quarantined-total"), s.quarantined.source + s.quarantined.destination);
+  text($("late-total"), s.late.source + s.late.destination);
+  drawDays(s.per_day);
+  const anything = s.accepted.source + s.accepted.destination + s.quarantined.source + s.quarantined.destination;
+  empty("empty-reports", anything ? "" :
+    "No reports in this period yet. Browsers send them 24 to 48 hours after a conversion. Advertisers: register a conversion with " +
+    "<code>POST /api/conversions</code> and embed the pixel <code>&lt;img src=\"https://your-site/conversion-pixel?conversion=purchase&amp;source=https://publisher\"&gt;</code>; " +
+    "publishers: put <code>attributionsourceid</code> on ad links and register campaigns with <code>POST /api/campaigns</code>.");
+
+  fill("campaigns", s.by_campaign, (tr, r) => {
+    cell(tr, named(r.campaign || "No campaign registered", `${r.source_site} · source id ${r.source_id}`));
+    cell(tr, r.source, "num"); cell(tr, r.destination, "num");
+  });
+  empty("empty-campaigns", s.by_campaign.length ? (s.registered.campaigns ? "" :
+    "Reports are shown by source id only: register campaigns (<code>POST /api/campaigns</code>) to see their names and to quarantine reports for ids you never used.") :
+    "No accepted reports to break down by campaign.");
+
+  fill("conversions", s.by_conversion, (tr, r) => {
+    cell(tr, named(r.conversion || "Unnamed conversion", `${r.site} · trigger data ${r.trigger_data}`));
+    cell(tr, r.source, "num"); cell(tr, r.destination, "num");
+  });
+  empty("empty-conversions", s.by_conversion.length ? (s.registered.conversions ? "" :
+    "Register your conversions (<code>POST /api/conversions</code>) to name trigger data values and embed the pixel.") :
+    "No accepted reports to break down by conversion.");
+
+  fill("quarantine", s.quarantined_by_reason, (tr, r) => { cell(tr, r.reason); cell(tr, r.source, "num"); cell(tr, r.destination, "num"); });
+  fill("rejections", s.rejected_by_rule, (tr, r) => { cell(tr, r.rule); cell(tr, r.count, "num"); });
+  drawDelays(s.delay_hours);
+  const withTokens = s.tokens.with_tokens.source + s.tokens.with_tokens.destination;
+  const total = s.accepted.source + s.accepted.destination + s.quarantined.source + s.quarantined.destination;
+  text($("tokens"), `Reports carrying fraud-prevention tokens: ${withTokens} of ${total}` +
+    (total ? ` (${Math.round((100 * withTokens) / total)} %)` : "") + ". Token signatures are not verified by this endpoint yet.");
+}
+
+async function load() {
+  if (!token()) return showLogin();
+  $("status").textContent = "Loading…";
+  try {
+    const summary = await (await api("/api/summary?" + query())).json();
+    $("login").hidden = true;
+    $("summary").hidden = false;
+    // The period defaults to the 30 days up to the endpoint's today (its clock may be a test's).
+    $("from").value = summary.from;
+    $("to").value = summary.to;
+    render(summary);
+    const copies = summary.role ? ` (${summary.role} copies only)` : "";
+    $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + ".";
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    $("status").textContent = error.message;
+  }
+}
+
+async function download(path, name) {
+  try {
+    const blob = await (await api(path)).blob();
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = name;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    $("status").textContent = error.message;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("login-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+    $("token").value = "";
+    load();
+  });
+  $("filters").addEventListener("submit", (event) => { event.preventDefault(); load(); });
+  $("csv-summary").addEventListener("click", () => download("/api/summary.csv?" + query(), "summary.csv"));
+  $("csv-reports").addEventListener("click", () => {
+    const from = $("from").value, to = $("to").value;
+    const params = new URLSearchParams();
+    if (from) params.set("since", from + "T00:00:00Z");
+    if (to) params.set("until", new Date(Date.parse(to + "T00:00:00Z") + 86400000).toISOString());
+    download("/api/reports.csv?" + params.toString(), "reports.csv");
+  });
+  $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
+  load();
+});

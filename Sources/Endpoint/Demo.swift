@@ -1,0 +1,203 @@
+import AttributionCore
+import Foundation
+
+/// `attribution-endpoint demo`: the product in one command. It starts the endpoint with a demo
+/// publisher (news.example), an app developer (app.example) and an advertiser (shop.example) on a
+/// manual clock, registers their campaigns and conversions, and drives three weeks of traffic
+/// through the real HTTP paths: pixel hits, two reports per attribution with independent 24–48 h
+/// delays, a few late ones, some invalid ones and a Debug Mode report. Then it keeps serving so
+/// the summary page can be opened.
+public enum Demo {
+    public static let sites = ["news.example", "app.example", "shop.example"]
+    static let start = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
+    static let days = 21
+
+    static let conversions = [
+        #"{"site":"shop.example","name":"purchase","trigger_data":5,"priority":40}"#,
+        #"{"site":"shop.example","name":"signup","trigger_data":2,"priority":10}"#,
+        #"{"site":"shop.example","name":"add_to_cart","trigger_data":1,"priority":5}"#,
+    ]
+    static let campaigns = [
+        #"{"source_site":"news.example","source_id":42,"destination":"shop.example","name":"Winter sale","starts_at":"2026-11-01T00:00:00Z","ends_at":"2026-11-30T00:00:00Z"}"#,
+        #"{"source_site":"news.example","source_id":7,"destination":"shop.example","name":"Gift guide","starts_at":"2026-11-01T00:00:00Z"}"#,
+        #"{"source_site":"news.example","source_id":13,"destination":"shop.example","name":"Black Friday","starts_at":"2026-11-20T00:00:00Z","ends_at":"2026-11-30T00:00:00Z"}"#,
+        #"{"source_site":"app.example","source_id":200,"destination":"shop.example","name":"In-app banner","starts_at":"2026-11-01T00:00:00Z"}"#,
+    ]
+
+    /// One thing that happens at a moment of the demo's clock.
+    enum Event {
+        case pixel(host: String, query: String)
+        case report(host: String, body: String, contentType: String)
+    }
+
+    /// The demo's traffic, in time order, from a fixed seed: the same every run.
+    static func traffic(seed: UInt64 = 2026) -> [(time: Timestamp, event: Event)] {
+        var random = SplitMix64(seed: seed)
+        var events: [(Timestamp, Event)] = []
+        let hour = TimingModel.hour
+        func body(_ source: String, _ id: Int, _ data: Int) -> String {
+            #"{"source_engagement_type":"click","source_site":"\#(source)","source_id":\#(id),"attributed_on_site":"shop.example","trigger_data":\#(data),"version":3}"#
+        }
+        func reports(_ source: String, _ id: Int, _ data: Int, trigger: Int64, late: Bool) {
+            // Two copies, each after its own delay of 24 h + U(0, 24 h), as the browser draws them.
+            for host in [source, "shop.example"] {
+                var delay = 24 * hour + Int64(random.next() % UInt64(24 * hour))
+                if late && host == "shop.example" { delay += Int64(2 + random.next() % 4) * 24 * hour }
+                events.append((Timestamp(millisecondsSinceEpoch: trigger + delay), .report(host: host, body: body(source, id, data), contentType: "application/json")))
+            }
+        }
+        for day in 0..<days {
+            let conversionsToday = 6 + Int(random.next() % 9) + (day >= 19 ? 8 : 0)
+            for _ in 0..<conversionsToday {
+                let trigger = start.millisecondsSinceEpoch + Int64(day) * 24 * hour + Int64(random.next() % UInt64(24 * hour))
+                let fromApp = random.next() % 7 == 0
+                let source = fromApp ? "app.example" : "news.example"
+                let ids = fromApp ? [200] : (day >= 19 ? [42, 7, 13, 13] : [42, 42, 7])
+                let id = ids[Int(random.next() % UInt64(ids.count))]
+                let pick = random.next() % 10
+                let (name, data) = pick < 3 ? ("purchase", 5) : pick < 7 ? ("signup", 2) : ("add_to_cart", 1)
+                let time = Timestamp(millisecondsSinceEpoch: trigger)
+                events.append((time, .pixel(host: "shop.example", query: "conversion=\(name)&source=https://\(source)")))
+                reports(source, id, data, trigger: trigger, late: random.next() % 25 == 0)
+            }
+        }
+        // A Debug Mode report from Safari's Web Inspector: 10 s and 20 s after its trigger.
+        let debugTrigger = start.millisecondsSinceEpoch + 10 * 24 * hour + 12 * hour
+        events.append((Timestamp(millisecondsSinceEpoch: debugTrigger), .pixel(host: "shop.example", query: "conversion=purchase&source=https://news.example")))
+        events.append((Timestamp(millisecondsSinceEpoch: debugTrigger + 10_000), .report(host: "shop.example", body: body("news.example", 42, 5), contentType: "application/json")))
+        events.append((Timestamp(millisecondsSinceEpoch: debugTrigger + 20_000), .report(host: "news.example", body: body("news.example", 42, 5), contentType: "application/json")))
+        // Reports that cannot be true or are not reports at all.
+        for (k, (host, text, type)) in [
+            ("news.example", body("news.example", 99, 5), "application/json"),       // an id the publisher never used
+            ("shop.example", body("news.example", 42, 9), "application/json"),       // no trigger with that trigger data
+            ("news.example", body("news.example", 300, 5), "application/json"),      // source_id is 8 bits
+            ("shop.example", body("news.example", 42, 16), "application/json"),      // trigger_data is 4 bits
+            ("shop.example", body("news.example", 42, 5), "text/plain"),             // not JSON
+            ("shop.example", #"{"source_engagement_type":"click","source_site":"www.news.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#, "application/json"),
+        ].enumerated() {
+            let time = Timestamp(millisecondsSinceEpoch: start.millisecondsSinceEpoch + Int64(3 + 3 * k) * 24 * hour + 9 * hour)
+            events.append((time, .report(host: host, body: text, contentType: type)))
+        }
+        let end = start.millisecondsSinceEpoch + Int64(days) * 24 * hour + 12 * hour
+        return events.filter { $0.0.millisecondsSinceEpoch <= end }.sorted { $0.0 < $1.0 }
+    }
+
+    /// The clock at the end of the demo: reports drawn for later are still "in the browser".
+    static var end: Timestamp { start.adding(milliseconds: Int64(days) * TimingModel.day + 12 * TimingModel.hour) }
+
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        var configuration = EndpointConfiguration()
+        configuration.sites = sites
+        configuration.manualClock = true
+        configuration.accessLog = false
+        configuration.dataDirectory = NSTemporaryDirectory() + "attribution-demo-" + String(UInt32.random(in: .min ... .max), radix: 16)
+        configuration.adminToken = environment[EndpointConfiguration.environmentTokenName]
+        var keepServing = true
+        var i = 0
+        func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--port": configuration.port = value().flatMap(UInt16.init) ?? configuration.port
+            case "--host": configuration.host = value() ?? configuration.host
+            case "--data": configuration.dataDirectory = value() ?? configuration.dataDirectory
+            case "--token": configuration.adminToken = value()
+            case "--public": configuration.publicDirectory = value() ?? configuration.publicDirectory
+            case "--exit": keepServing = false
+            case "--help", "-h":
+                print("""
+                attribution-endpoint demo: starts the endpoint with demo sites on a manual clock, drives three weeks of
+                traffic through it, prints the address and token of the summary page, and keeps serving.
+
+                USAGE: attribution-endpoint demo [--port N] [--host ADDRESS] [--data DIR] [--token TOKEN] [--public DIR] [--exit]
+                  --data DIR   where to keep the demo's data (default: a new temporary directory)
+                  --exit       stop after the traffic instead of serving the page
+                """)
+                return 0
+            default:
+                FileHandle.standardError.write(Data("attribution-endpoint demo: unknown option '\(arguments[i])' (see demo --help)\n".utf8))
+                return 64
+            }
+            i += 1
+        }
+        let server: EndpointServer
+        let port: UInt16
+        do {
+            server = try EndpointServer(configuration: configuration)
+            port = try server.start()
+            try drive(port: port, token: server.adminToken)
+        } catch {
+            FileHandle.standardError.write(Data("attribution-endpoint demo: \(error)\n".utf8))
+            return 1
+        }
+        let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+        print("""
+
+        Demo ready: three weeks of reports for news.example (publisher), app.example (app developer) and
+        shop.example (advertiser), with the clock at \(end.rfc3339).
+
+          Open   http://\(host):\(port)/
+          Token  \(server.adminToken)
+
+        Data in \(configuration.dataDirectory). Press Ctrl-C to stop.
+        """)
+        fflush(nil)  // a script reading the address through a pipe gets it now
+        guard keepServing else {
+            server.shutdown()
+            server.waitUntilStopped()
+            return 0
+        }
+        return EndpointServer.serveUntilSignalled(server)
+    }
+
+    /// Registers the demo sites' campaigns and conversions, then plays the traffic, moving the
+    /// manual clock to each event's moment.
+    static func drive(port: UInt16, token: String) throws {
+        let client = DemoClient(port: port)
+        let admin = ["Authorization": "Bearer \(token)", "Content-Type": "application/json"]
+        func expect(_ response: DemoClient.Response, _ statuses: ClosedRange<Int>, _ what: String) throws {
+            guard statuses.contains(response.status) else {
+                throw DemoClient.Failure(description: "\(what) answered \(response.status): \(response.body)")
+            }
+        }
+        func setClock(_ time: Timestamp) throws {
+            try expect(client.send("POST", "/admin/clock", host: "localhost", headers: admin, body: #"{"now":"\#(time.rfc3339)"}"#), 200...200, "the clock")
+        }
+        try setClock(start)
+        for c in conversions { try expect(client.send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
+        for c in campaigns { try expect(client.send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
+        var counts = (pixels: 0, reports: 0, refused: 0)
+        for (time, event) in traffic() {
+            try setClock(time)
+            switch event {
+            case .pixel(let host, let query):
+                // The browser follows the pixel's redirect to the trigger URL on the same host.
+                let redirect = try client.send("GET", "/conversion-pixel?" + query, host: host)
+                try expect(redirect, 302...302, "the pixel")
+                guard let location = redirect.headers["location"], let url = URL(string: location) else {
+                    throw DemoClient.Failure(description: "the pixel gave no Location")
+                }
+                try expect(client.send("GET", url.path + (url.query.map { "?" + $0 } ?? ""), host: host), 200...200, "the trigger")
+                counts.pixels += 1
+            case .report(let host, let body, let type):
+                let response = try client.send("POST", "/.well-known/private-click-measurement/report-attribution/", host: host,
+                                               headers: ["Content-Type": type], body: body)
+                if response.status == 201 { counts.reports += 1 } else { counts.refused += 1 }
+            }
+        }
+        try setClock(end)
+        print("Sent \(counts.pixels) pixel hits and \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid).")
+    }
+}
+
+/// A small, seedable generator, so the demo's traffic is the same every run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

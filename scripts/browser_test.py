@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The summary page in a real browser: headless Chromium (Debian's chromium + chromium-driver,
+driven by Selenium) against `attribution-endpoint demo`, which fills a live server with known
+traffic. Every number the page renders is checked against the NDJSON export; the page is also
+used at 375 px wide and with the keyboard only, must log no console errors, and must say clearly
+when the token is wrong. Saves screenshots.
+
+Usage: scripts/browser_test.py [path/to/attribution-endpoint] [screenshot-directory]
+"""
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/debug/attribution-endpoint")
+SHOTS = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, ".build/browser-test")
+TOKEN = "browser-test-token"
+failures = []
+
+
+def check(condition, message):
+    print(("ok   " if condition else "FAIL ") + message)
+    if not condition:
+        failures.append(message)
+
+
+def start_demo():
+    process = subprocess.Popen([BINARY, "demo", "--port", "0", "--token", TOKEN, "--public", os.path.join(ROOT, "Public")],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    for line in process.stdout:
+        match = re.search(r"Open\s+(http://\S+)", line)
+        if match:
+            return process, match.group(1).rstrip("/")
+    raise RuntimeError("the demo did not print its address")
+
+
+def api(base, path):
+    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + TOKEN})
+    with urllib.request.urlopen(request) as response:
+        return response.read().decode()
+
+
+def browser(width, height):
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={width},{height}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def console_errors(driver):
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def text(driver, element_id):
+    return driver.find_element(By.ID, element_id).text.strip()
+
+
+def table(driver, element_id):
+    rows = []
+    for tr in driver.find_elements(By.CSS_SELECTOR, f"#{element_id} tbody tr"):
+        rows.append([td.text.strip() for td in tr.find_elements(By.TAG_NAME, "td")])
+    return rows
+
+
+def expected_from_export(base, day_from, day_to):
+    """The page's numbers, computed independently from the raw export."""
+    counts = collections.Counter()
+    campaigns, conversions, reasons = collections.Counter(), collections.Counter(), collections.Counter()
+    for line in api(base, "/api/reports").splitlines():
+        r = json.loads(line)
+        if not (day_from <= r["received_at"][:10] <= day_to):
+            continue
+        role = r["role"]
+        if r["verdict"] == "accepted":
+            counts["accepted_" + role] += 1
+            if "late" in r["reasons"]:
+                counts["late"] += 1
+            campaigns[(r.get("campaign") or "No campaign registered", r["source_site"], r["source_id"], role)] += 1
+            conversions[(r["attributed_on_site"], r["trigger_data"], role)] += 1
+        else:
+            counts["quarantined"] += 1
+            for reason in r["reasons"]:
+                reasons[(reason, role)] += 1
+    return counts, campaigns, conversions, reasons
+
+
+def log_in(driver, base, token):
+    driver.get(base + "/")
+    field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
+    field.send_keys(token)
+    field.send_keys(Keys.ENTER)
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    process, base = start_demo()
+    try:
+        driver = browser(1280, 1000)
+        try:
+            # A wrong token gets a clear message and the login form again.
+            log_in(driver, base, "not-the-token")
+            error = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "login-error")))
+            check("not accepted" in error.text, "a wrong token is answered with a clear message: " + error.text)
+            check(not driver.find_element(By.ID, "summary").is_displayed(), "a wrong token shows no numbers")
+            # The browser itself logs the refused request; what follows must log nothing.
+            driver.get_log("browser")
+
+            log_in(driver, base, TOKEN)
+            WebDriverWait(driver, 10).until(EC.text_to_be_present_in_element((By.ID, "status"), "Showing"))
+            day_from = driver.find_element(By.ID, "from").get_attribute("value")
+            day_to = driver.find_element(By.ID, "to").get_attribute("value")
+            counts, campaigns, conversions, reasons = expected_from_export(base, day_from, day_to)
+            check(int(text(driver, "accepted-source")) == counts["accepted_source"],
+                  f"source copies {text(driver, 'accepted-source')} = export {counts['accepted_source']}")
+            check(int(text(driver, "accepted-destination")) == counts["accepted_destination"],
+                  f"destination copies {text(driver, 'accepted-destination')} = export {counts['accepted_destination']}")
+            check(int(text(driver, "quarantined-total")) == counts["quarantined"],
+                  f"quarantined {text(driver, 'quarantined-total')} = export {counts['quarantined']}")
+            check(int(text(driver, "late-total")) == counts["late"], f"late {text(driver, 'late-total')} = export {counts['late']}")
+            check(counts["accepted_source"] > 0 and counts["quarantined"] > 0 and counts["late"] > 0, "the demo produced every kind")
+
+            shown = {}
+            for name_cell, source, destination in table(driver, "campaigns"):
+                name, detail = name_cell.split("\n")
+                site, source_id = re.match(r"(\S+) · source id (\d+)", detail).groups()
+                shown[(name, site, int(source_id))] = (int(source), int(destination))
+            wanted = {}
+            for (name, site, source_id, role), n in campaigns.items():
+                pair = wanted.setdefault((name, site, source_id), [0, 0])
+                pair[0 if role == "source" else 1] += n
+            check(shown == {k: tuple(v) for k, v in wanted.items()}, f"campaign table = export ({len(shown)} rows)")
+
+            shown = {}
+            for name_cell, source, destination in table(driver, "conversions"):
+                name, detail = name_cell.split("\n")
+                site, data = re.match(r"(\S+) · trigger data (\d+)", detail).groups()
+                shown[(site, int(data))] = (name, int(source), int(destination))
+            wanted = {}
+            for (site, data, role), n in conversions.items():
+                pair = wanted.setdefault((site, data), [0, 0])
+                pair[0 if role == "source" else 1] += n
+            names = {5: "purchase", 2: "signup", 1: "add_to_cart"}
+            expected = {k: (names[k[1]], v[0], v[1]) for k, v in wanted.items()}
+            check(shown == expected, f"conversion table = export ({len(shown)} rows), with names: {shown} vs {expected}")
+
+            shown = {row[0]: (int(row[1]), int(row[2])) for row in table(driver, "quarantine")}
+            wanted = {}
+            for (reason, role), n in reasons.items():
+                pair = wanted.setdefault(reason, [0, 0])
+                pair[0 if role == "source" else 1] += n
+            check(shown == {k: tuple(v) for k, v in wanted.items()}, f"quarantine reasons = export: {sorted(shown)}")
+            rejected = {row[0]: int(row[1]) for row in table(driver, "rejections")}
+            check(rejected == json.loads(api(base, "/api/rejections"))["counts"], f"refusals = /api/rejections: {rejected}")
+            bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")
+            check(len(bars) == 2 * 30, f"the chart draws two bars for each of the 30 days ({len(bars)})")
+            driver.save_screenshot(os.path.join(SHOTS, "summary-1280.png"))
+            errors = console_errors(driver)
+            check(errors == [], f"no console errors: {errors}")
+        finally:
+            driver.quit()
+
+        # 375 px wide, keyboard only: Tab to the token field, type, Enter; Tab through the filters.
+        driver = browser(500, 900)
+        try:
+            # Headless Chromium will not make a window narrower than 500 px: emulate a phone's viewport.
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True})
+            driver.get(base + "/")
+            WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
+            body = driver.find_element(By.TAG_NAME, "body")
+            check(driver.switch_to.active_element.get_attribute("id") == "token", "the token field has focus at once")
+            driver.switch_to.active_element.send_keys(TOKEN + Keys.ENTER)
+            WebDriverWait(driver, 10).until(EC.text_to_be_present_in_element((By.ID, "status"), "Showing"))
+            order = []
+            for _ in range(12):
+                driver.switch_to.active_element.send_keys(Keys.TAB)
+                order.append(driver.switch_to.active_element.get_attribute("id"))
+            check(order[:4] == ["site", "from", "to", "role"] or all(x in order for x in ["site", "from", "to", "role"]),
+                  f"Tab reaches every filter: {order}")
+            # Choose "Source copies" with the keyboard, Tab to "Update" and press Enter.
+            while driver.switch_to.active_element.get_attribute("id") != "role":
+                driver.switch_to.active_element.send_keys(Keys.SHIFT + Keys.TAB)
+            driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+            driver.switch_to.active_element.send_keys(Keys.TAB)
+            check(driver.switch_to.active_element.text == "Update", "Tab after the filters reaches Update")
+            driver.switch_to.active_element.send_keys(Keys.ENTER)
+            WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "accepted-destination").text == "0")
+            check(text(driver, "accepted-destination") == "0", "role filter by keyboard: destination copies drop to 0")
+            viewport, width = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+            check(viewport == 375 and width <= 375, f"no horizontal scrolling at 375 px (viewport {viewport}, content {width} px wide)")
+            driver.save_screenshot(os.path.join(SHOTS, "summary-375.png"))
+            errors = console_errors(driver)
+            check(errors == [], f"no console errors at 375 px: {errors}")
+            del body
+        finally:
+            driver.quit()
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    print(f"screenshots in {SHOTS}")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print("browser test passed")
+
+
+if __name__ == "__main__":
+    main()
