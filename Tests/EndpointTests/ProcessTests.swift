@@ -129,4 +129,15 @@ import TestSupport
         #expect(AddressRange("300.0.0.1") == nil)
         #expect(AddressRange("10.0.0.0/33") == nil)
     }
+
+    @Test func theDemoFillsTheEndpointAndPrintsWhereToLook() throws {
+        let directory = temporaryDirectory()
+        let result = try runEndpoint(["demo", "--exit", "--port", "0", "--data", directory, "--token", "demo-token"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("Token  demo-token"))
+        #expect(result.output.contains("Open   http://127.0.0.1:"))
+        #expect(result.output.contains("refused as invalid"))
+        // Everything it sent is on disk, in the real log.
+        #expect((try? FileManager.default.attributesOfItem(atPath: directory + "/reports.log")[.size] as? Int).flatMap { $0 } ?? 0 > 10_000)
+    }
 }
