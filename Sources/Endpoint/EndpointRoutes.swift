@@ -88,12 +88,23 @@ struct EndpointRoutes: HTTPHandler {
         case .failure(let problem): return problem.response
         }
         let registry = book.registry
-        if csv {
-            let text = summary.read { SummaryReport.csv($0, query, registry: registry) }
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
+        func rebuilding(_ progress: SummaryBook.RebuildProgress) -> HTTPResponse {
+            Problem(status: 503, rule: "summary_rebuilding",
+                    detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile").response
         }
-        let report = summary.read { SummaryReport($0, query) }
+        if csv {
+            switch summary.read({ SummaryReport.csv($0, query, registry: registry) }) {
+            case .failure(let progress): return rebuilding(progress)
+            case .success(let text):
+                return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                          "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
+            }
+        }
+        let report: SummaryReport
+        switch summary.read({ SummaryReport($0, query) }) {
+        case .failure(let progress): return rebuilding(progress)
+        case .success(let r): report = r
+        }
         let json = report.json(registry: registry, rejections: rejections.counts)
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: Array(json.utf8))
     }

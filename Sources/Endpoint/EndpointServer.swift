@@ -2,6 +2,7 @@ import AttributionCore
 import Dispatch
 import Foundation
 import HTTPServer
+import Locking
 import ReportStore
 
 /// The running endpoint: the store, the routes and the HTTP server, wired together.
@@ -14,6 +15,11 @@ public final class EndpointServer: Sendable {
     /// The one clock: manual with `--manual-clock`, else `systemClock`.
     public let clock: EndpointClock
     private let book: SiteOwnerBook
+    private let summary: SummaryBook
+    /// The log's size at start: the summary is rebuilt from what lies before it.
+    private let summaryRebuildEnd: Int
+    private let rebuildDone = DispatchGroup()
+    private let stopping = Locked(false)
     private let http: HTTPServer
 
     public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
@@ -25,7 +31,9 @@ public final class EndpointServer: Sendable {
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
         self.clock = clock
         let summary = SummaryBook()
-        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() }, replaying: { summary.add($0) })
+        self.summary = summary
+        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() })
+        summaryRebuildEnd = store.bytesOnDisk
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
@@ -88,6 +96,18 @@ public final class EndpointServer: Sendable {
             "seconds": .number(String(format: "%.3f", replay.seconds)),
         ])
         let port = try http.start()
+        // Serving first, the summary after: a restart with ten million reports takes reports
+        // at once, and the summary API answers 503 with its progress until it is ready.
+        rebuildDone.enter()
+        let (summary, store, end, stopping, done) = (self.summary, self.store, summaryRebuildEnd, self.stopping, rebuildDone)
+        let thread = Thread {
+            let started = Date()
+            summary.rebuild(from: store, through: end, shouldStop: { stopping.withLock { $0 } })
+            EventLog.write("summary_rebuilt", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started)))])
+            done.leave()
+        }
+        thread.name = "summary-rebuild"
+        thread.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
@@ -98,6 +118,11 @@ public final class EndpointServer: Sendable {
         return port
     }
 
+    /// Waits until the summary has been rebuilt from the log after `start` (tests and the demo).
+    public func waitUntilSummaryIsReady() {
+        rebuildDone.wait()
+    }
+
     /// Stops accepting connections and lets requests in flight finish. Returns at once.
     public func shutdown() {
         http.shutdown()
@@ -106,6 +131,8 @@ public final class EndpointServer: Sendable {
     /// Waits for the HTTP server to stop, then flushes and closes the store.
     public func waitUntilStopped() {
         http.waitUntilStopped()
+        stopping.withLock { $0 = true }
+        rebuildDone.wait()
         store.close()
         EventLog.write("stopped", ["reports": .number(String(store.count))])
     }

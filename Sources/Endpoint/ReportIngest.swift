@@ -72,7 +72,7 @@ struct ReportIngest: Sendable {
         return .success(StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
                                            reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
                                            campaign: judgement.campaign?.name,
-                                           facts: ReportFacts(report, triggerRecordedAt: judgement.trigger?.recordedAt)))
+                                           triggerRecordedAt: judgement.trigger?.recordedAt))
     }
 
     /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.

@@ -48,34 +48,37 @@ struct SummaryAggregates: Sendable {
         return Int32((ms >= 0 ? ms : ms - TimingModel.day + 1) / TimingModel.day)
     }
 
-    mutating func add(_ report: StoredReport) {
-        guard let facts = report.facts ?? Self.facts(fromBody: report.body) else { return }
+    mutating func add(_ report: StoredReport, _ facts: ReportFacts) {
         let site = report.role == .source ? facts.sourceSite : facts.attributedOnSite
         let accepted = report.verdict == .accepted
         let group = Group(site: site, role: report.role, accepted: accepted, sourceSite: facts.sourceSite, sourceID: facts.sourceID,
                           campaign: report.campaign, destination: facts.attributedOnSite, triggerData: facts.triggerData,
                           late: report.reasons.contains("late"), hasTokens: facts.hasTokens)
         let d = Self.day(of: report.receivedAt)
-        var day = days[d] ?? Day()
-        day.groups[group, default: 0] += 1
+        // Mutated in place: taking the day out and putting it back would copy its dictionaries
+        // on every report.
+        days[d, default: Day()].groups[group, default: 0] += 1
         if !accepted {
-            for reason in report.reasons { day.quarantineReasons[ReasonKey(site: site, role: report.role, reason: reason), default: 0] += 1 }
+            for reason in report.reasons {
+                days[d, default: Day()].quarantineReasons[ReasonKey(site: site, role: report.role, reason: reason), default: 0] += 1
+            }
         }
-        if let trigger = facts.triggerRecordedAt {
+        if let trigger = report.triggerRecordedAt {
             let hours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
             let bucket = Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
-            day.delays[DelayKey(site: site, role: report.role, bucket: bucket), default: 0] += 1
+            days[d, default: Day()].delays[DelayKey(site: site, role: report.role, bucket: bucket), default: 0] += 1
         }
-        days[d] = day
-        sites.insert(site)
+        if !sites.contains(site) { sites.insert(site) }
     }
 
-    /// Facts of a report stored before they were kept with it.
-    private static func facts(fromBody body: [UInt8]) -> ReportFacts? {
-        guard case .success(let report) = PCMReportValidator(siteRules: SiteRules(developmentMode: true)).validate(body: body) else {
-            return nil
+    /// Adds every count of `other`.
+    mutating func merge(_ other: SummaryAggregates) {
+        for (d, day) in other.days {
+            for (key, n) in day.groups { days[d, default: Day()].groups[key, default: 0] += n }
+            for (key, n) in day.quarantineReasons { days[d, default: Day()].quarantineReasons[key, default: 0] += n }
+            for (key, n) in day.delays { days[d, default: Day()].delays[key, default: 0] += n }
         }
-        return ReportFacts(report)
+        sites.formUnion(other.sites)
     }
 
     /// The days in `range`, each with its counts (days without reports are absent).

@@ -181,11 +181,62 @@ enum CSV {
     }
 }
 
-/// The aggregates behind a lock: the writer thread adds, the event loop reads.
+/// The aggregates behind a lock: the writer thread adds each stored report, the event loop
+/// reads. At start they are rebuilt from the log on a thread of their own while the endpoint
+/// already takes reports: those go to `live` and are merged in when the rebuild is done.
 final class SummaryBook: Sendable {
-    private let aggregates = Locked(SummaryAggregates())
+    private struct State {
+        var main = SummaryAggregates()
+        var live = SummaryAggregates()
+        var sites = SiteStrings()
+        var rebuilding = false
+        var rebuildEnd = 0
+        var rebuildScanned = 0
+    }
+    private let state = Locked(State())
 
-    func add(_ report: StoredReport) { aggregates.withLock { $0.add(report) } }
+    /// Reports the store acknowledged; the body is read for the facts the summary counts by.
+    func add(_ report: StoredReport) {
+        state.withLock { s in
+            guard let facts = ReportFacts.scan(report.body, sites: &s.sites) else { return }
+            if s.rebuilding { s.live.add(report, facts) } else { s.main.add(report, facts) }
+        }
+    }
 
-    func read<T>(_ body: (SummaryAggregates) -> T) -> T { aggregates.withLock { body($0) } }
+    /// Rebuilds from every report in the log before `end` (the log's size when the endpoint
+    /// started); `shouldStop` ends it early at shutdown.
+    func rebuild(from store: ReportStore, through end: Int, shouldStop: @escaping () -> Bool) {
+        guard end > 0 else { return }  // a new log: nothing to rebuild
+        state.withLock {
+            $0.rebuilding = true
+            $0.rebuildEnd = end
+        }
+        var built = SummaryAggregates()
+        var sites = SiteStrings()
+        var count = 0
+        store.scanReports(through: end) { report in
+            if let facts = ReportFacts.scan(report.body, sites: &sites) { built.add(report, facts) }
+            count += 1
+            if count % 65536 == 0 {
+                state.withLock { $0.rebuildScanned = report.recordEnd }
+                return !shouldStop()
+            }
+            return true
+        }
+        state.withLock { s in
+            built.merge(s.live)
+            s.main = built
+            s.live = SummaryAggregates()
+            s.rebuilding = false
+        }
+    }
+
+    /// The aggregates, or nil with the fraction done while the rebuild at start is running.
+    func read<T>(_ body: (SummaryAggregates) -> T) -> Result<T, RebuildProgress> {
+        state.withLock { s in
+            s.rebuilding ? .failure(RebuildProgress(fraction: Double(s.rebuildScanned) / Double(max(1, s.rebuildEnd)))) : .success(body(s.main))
+        }
+    }
+
+    struct RebuildProgress: Error { var fraction: Double }
 }

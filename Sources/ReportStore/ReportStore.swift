@@ -69,11 +69,8 @@ public final class ReportStore: Sendable {
         public var seconds: Double
     }
 
-    /// Opens (or creates) `directory/reports.log` and replays it. `replaying`, if given, sees every
-    /// stored report in log order, without its body: how derived state such as the summary is
-    /// rebuilt at start.
-    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
-                replaying: ((StoredReport) -> Void)? = nil) throws {
+    /// Opens (or creates) `directory/reports.log` and replays it.
+    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         self.directory = directory
         self.logPath = directory + "/reports.log"
         self.clock = clock
@@ -87,7 +84,6 @@ public final class ReportStore: Sendable {
         var corrupt: [(Int, Int)] = []
         var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0, lastTriggerID: UInt64 = 0
         var triggers = ReplayedTriggers()
-        var strings = StringCache()
         let size = try file.size()
         var scanner = LogScanner(file: file, end: size)
         defer { scanner.deallocate() }
@@ -102,9 +98,6 @@ public final class ReportStore: Sendable {
                     lastID = max(lastID, id)
                     lastTime = max(lastTime, time)
                     if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
-                    if let replaying, let report = StoredReport.decodePayload(payload, withBody: false, strings: &strings) {
-                        replaying(report)
-                    }
                 } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
                     triggers.triggers.append(trigger)
                     lastTriggerID = max(lastTriggerID, trigger.id)
@@ -159,7 +152,7 @@ public final class ReportStore: Sendable {
         pending.lastTime = time
         let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
                                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
-                                  triggerID: draft.triggerID, campaign: draft.campaign, facts: draft.facts)
+                                  triggerID: draft.triggerID, campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
         let at = pending.bytes.count
         LogRecord.append(kind: .report, to: &pending.bytes) {
             StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
@@ -247,7 +240,9 @@ public final class ReportStore: Sendable {
         }
         for entry in entries {
             switch entry {
-            case .report(let report, _, let completion): completion(.success(report))
+            case .report(var report, let at, let completion):
+                report.recordEnd = start + at + LogRecord.headerSize + StoredReport.payloadLength(at: at, in: bytes)
+                completion(.success(report))
             case .trigger(let trigger, let completion): completion(.success(trigger))
             }
         }
@@ -278,6 +273,30 @@ public final class ReportStore: Sendable {
     public var flushes: Int { state.withLock { $0.flushes } }
 
     public var bytesOnDisk: Int { state.withLock { $0.end } }
+
+    /// Calls `visit` with every report in the log up to offset `end`, in order, bodies included;
+    /// stops early when `visit` returns false. For rebuilding derived state (the summary) on a
+    /// thread of its own while the endpoint already serves: reads with `pread`, never writes.
+    public func scanReports(through end: Int, _ visit: (StoredReport) -> Bool) {
+        var scanner = LogScanner(file: file, end: end)
+        defer { scanner.deallocate() }
+        var strings = StringCache()
+        var offset = 0
+        while let step = try? scanner.step(at: offset) {
+            switch step {
+            case .record(let at, let kind, let payload, let size):
+                offset = at + size
+                guard kind == LogRecord.Kind.report.rawValue,
+                      var report = StoredReport.decodePayload(payload, withBody: true, strings: &strings) else { continue }
+                report.recordEnd = offset
+                if !visit(report) { return }
+            case .corrupt(let at, let length):
+                offset = at + length
+            case .tornTail, .end:
+                return
+            }
+        }
+    }
 
     /// Reports received in `[since, until)`, oldest first, read lazily from disk.
     public func reports(since: Timestamp? = nil, until: Timestamp? = nil) -> ReportCursor {

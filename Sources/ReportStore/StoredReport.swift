@@ -17,8 +17,10 @@ public struct StoredReport: Sendable, Equatable {
     public var triggerID: UInt64?
     /// The campaign this source copy was matched to, by name, as registered at receipt.
     public var campaign: String?
-    /// What the summary counts it by; nil for reports stored before facts were kept.
-    public var facts: ReportFacts?
+    /// When the trigger this destination copy was matched to was recorded: the report's delay.
+    public var triggerRecordedAt: Timestamp?
+    /// Where the record ends in the log (set when read or written, not stored).
+    public var recordEnd = 0
 
     public enum Verdict: UInt8, Sendable {
         case accepted = 1
@@ -28,7 +30,7 @@ public struct StoredReport: Sendable, Equatable {
     }
 
     public init(id: UInt64, receivedAt: Timestamp, role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8],
-                triggerID: UInt64? = nil, campaign: String? = nil, facts: ReportFacts? = nil) {
+                triggerID: UInt64? = nil, campaign: String? = nil, triggerRecordedAt: Timestamp? = nil) {
         self.id = id
         self.receivedAt = receivedAt
         self.role = role
@@ -37,7 +39,7 @@ public struct StoredReport: Sendable, Equatable {
         self.body = body
         self.triggerID = triggerID
         self.campaign = campaign
-        self.facts = facts
+        self.triggerRecordedAt = triggerRecordedAt
     }
 
     /// What the endpoint knows before the store assigns an id and a time.
@@ -48,17 +50,17 @@ public struct StoredReport: Sendable, Equatable {
         public var body: [UInt8]
         public var triggerID: UInt64?
         public var campaign: String?
-        public var facts: ReportFacts?
+        public var triggerRecordedAt: Timestamp?
 
         public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8], triggerID: UInt64? = nil,
-                    campaign: String? = nil, facts: ReportFacts? = nil) {
+                    campaign: String? = nil, triggerRecordedAt: Timestamp? = nil) {
             self.role = role
             self.verdict = verdict
             self.reasons = reasons
             self.body = body
             self.triggerID = triggerID
             self.campaign = campaign
-            self.facts = facts
+            self.triggerRecordedAt = triggerRecordedAt
         }
     }
 
@@ -67,7 +69,7 @@ public struct StoredReport: Sendable, Equatable {
     // u64 id, i64 received-at milliseconds, u8 role (1 source, 2 destination), u8 verdict,
     // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body; then optional
     // tagged fields, which logs written before they existed simply do not have:
-    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name, tag 3 + facts (ReportFacts).
+    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name, tag 3 + i64 trigger recorded-at milliseconds.
 
     static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp, into out: inout [UInt8]) {
         out.appendLE(id)
@@ -93,7 +95,10 @@ public struct StoredReport: Sendable, Equatable {
             out.append(UInt8(bytes.count))
             out.append(contentsOf: bytes)
         }
-        draft.facts?.encode(into: &out)
+        if let time = draft.triggerRecordedAt {
+            out.append(3)
+            out.appendLE(time.millisecondsSinceEpoch)
+        }
     }
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
@@ -102,8 +107,8 @@ public struct StoredReport: Sendable, Equatable {
         return decodePayload(p, withBody: true, strings: &strings)
     }
 
-    /// `withBody: false` leaves the body empty, for rebuilding the summary at start; `strings`
-    /// reuses the Strings of sites and reasons seen before.
+    /// `strings` reuses the Strings of reasons and campaigns seen before (a log holds a few of
+    /// them millions of times); `withBody: false` leaves the body out.
     static func decodePayload(_ p: UnsafeRawBufferPointer, withBody: Bool, strings: inout StringCache) -> StoredReport? {
         guard p.count >= 23 else { return nil }
         let id = p.loadLE(UInt64.self, at: 0)
@@ -123,8 +128,7 @@ public struct StoredReport: Sendable, Equatable {
         let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
         offset += 4
         guard offset + bodyLength <= p.count else { return nil }
-        let bodyRange = offset..<(offset + bodyLength)
-        let body = withBody ? Array(p[bodyRange]) : []
+        let body = withBody ? Array(p[offset..<(offset + bodyLength)]) : []
         offset += bodyLength
         var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
                                   reasons: reasons, body: body)
@@ -140,16 +144,19 @@ public struct StoredReport: Sendable, Equatable {
                 report.campaign = strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]))
                 offset += 2 + length
             case 3:
-                guard let (facts, end) = ReportFacts.decode(p, at: offset + 1, strings: &strings) else { return nil }
-                report.facts = facts
-                offset = end
+                guard offset + 9 <= p.count else { return nil }
+                report.triggerRecordedAt = Timestamp(millisecondsSinceEpoch: p.loadLE(Int64.self, at: offset + 1))
+                offset += 9
             default:
                 return nil
             }
         }
-        // A report stored before facts were kept: whoever wanted no body needs it after all.
-        if !withBody && report.facts == nil { report.body = Array(p[bodyRange]) }
         return report
+    }
+
+    /// The payload length of the record framed at `at` in a batch's bytes.
+    static func payloadLength(at: Int, in bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: at + 4)) }
     }
 
     /// The trigger id of a destination copy without decoding the rest, for replaying the ledger.
@@ -170,5 +177,14 @@ public struct StoredReport: Sendable, Equatable {
     static func peekIDAndTime(_ p: UnsafeRawBufferPointer) -> (UInt64, Int64)? {
         guard p.count >= 16 else { return nil }
         return (p.loadLE(UInt64.self, at: 0), p.loadLE(Int64.self, at: 8))
+    }
+}
+
+/// Reasons and campaign names as Strings, each made once however often it recurs.
+struct StringCache {
+    private var sites = SiteStrings()
+
+    mutating func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        sites.string(bytes.assumingMemoryBound(to: UInt8.self))
     }
 }

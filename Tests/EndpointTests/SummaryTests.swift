@@ -112,6 +112,7 @@ private func counts(_ rows: Any?, key: ([String: Any]) -> String) -> [String: In
         }
         let endpoint = try LiveEndpoint(sites: Demo.sites, directory: directory) { $0.manualClock = true }
         defer { endpoint.stop() }
+        endpoint.server.waitUntilSummaryIsReady()
         var after = try summary(endpoint, "?from=2026-11-01&to=2026-11-30")
         // Refused requests are counted since start; everything else comes back from the log.
         #expect((before.removeValue(forKey: "rejected_by_rule") as? [Any])?.isEmpty == false)

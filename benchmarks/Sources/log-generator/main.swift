@@ -34,9 +34,18 @@ let group = DispatchGroup()
 let sites = ["news.example", "shop.example", "blog.example", "store.example"]
 for n in 0..<count {
     let source = sites[n % 2], destination = sites[2 + n % 2]
-    let body = #"{"source_engagement_type":"click","source_site":"\#(source)","source_id":\#(n % 256),"attributed_on_site":"\#(destination)","trigger_data":\#(n % 16),"version":3}"#
+    let sourceID = n % 256, triggerData = (n / 7) % 16
+    let body = #"{"source_engagement_type":"click","source_site":"\#(source)","source_id":\#(sourceID),"attributed_on_site":"\#(destination)","trigger_data":\#(triggerData),"version":3}"#
+    // What live ingest stores with a report: a campaign name for most, the matched trigger's time
+    // for destination copies, and now and then a late or quarantined verdict.
+    let role: ReportRole = n % 2 == 0 ? .source : .destination
+    let quarantined = n % 37 == 0, late = n % 53 == 0
+    let draft = StoredReport.Draft(role: role, verdict: quarantined ? .quarantined : .accepted,
+                                   reasons: quarantined ? ["no_matching_trigger"] : late ? ["late"] : [], body: Array(body.utf8),
+                                   campaign: sourceID < 200 ? "Campaign \(sourceID % 40)" : nil,
+                                   triggerRecordedAt: role == .destination ? Timestamp(millisecondsSinceEpoch: clockState.next - 30 * 3_600_000) : nil)
     group.enter()
-    store.append(.init(role: n % 2 == 0 ? .source : .destination, verdict: .accepted, reasons: [], body: Array(body.utf8))) { _ in
+    store.append(draft) { _ in
         group.leave()
     }
     // Keep the queue bounded: wait for the writer every 100k reports.
