@@ -4,35 +4,67 @@ import ReportStore
 /// The summary's counts, kept up to date as reports are stored (and rebuilt from the log at
 /// start), so that the summary API never scans reports. Counts are per UTC day, so a period is a
 /// range of days; every count is of stored reports, exactly as the export lists them.
+///
+/// Names (sites, campaigns) are interned as small integers, and each day keeps the roll-ups the
+/// page shows (totals, by campaign, by conversion) besides the finest groups (for the CSV): a
+/// 30-day summary then adds up a few thousand integer-keyed counts, not every group.
 struct SummaryAggregates: Sendable {
+    typealias Name = UInt32
+
     /// One group of reports: everything the summary can filter or break down by.
     struct Group: Hashable, Sendable {
-        var site: String
+        var site: Name
         var role: ReportRole
         var accepted: Bool
-        var sourceSite: String
+        var sourceSite: Name
         var sourceID: UInt8
-        var campaign: String?
-        var destination: String
+        var campaign: Name?
+        var destination: Name
         var triggerData: UInt8
         var late: Bool
-        var hasTokens: Bool
+    }
+
+    struct SiteRole: Hashable, Sendable {
+        var site: Name
+        var role: ReportRole
+    }
+
+    struct Totals: Sendable {
+        var accepted = 0
+        var quarantined = 0
+        var late = 0
+        var withTokens = 0
+    }
+
+    struct CampaignKey: Hashable, Sendable {
+        var owner: SiteRole
+        var sourceSite: Name
+        var sourceID: UInt8
+        var campaign: Name?
+    }
+
+    struct ConversionKey: Hashable, Sendable {
+        var owner: SiteRole
+        var destination: Name
+        var triggerData: UInt8
     }
 
     struct ReasonKey: Hashable, Sendable {
-        var site: String
-        var role: ReportRole
-        var reason: String
+        var owner: SiteRole
+        var reason: Name
     }
 
     struct DelayKey: Hashable, Sendable {
-        var site: String
-        var role: ReportRole
+        var owner: SiteRole
         var bucket: Int
     }
 
     struct Day: Sendable {
         var groups: [Group: Int] = [:]
+        var totals: [SiteRole: Totals] = [:]
+        /// Accepted reports only, like the page's tables.
+        var campaigns: [CampaignKey: Int] = [:]
+        var conversions: [ConversionKey: Int] = [:]
         var quarantineReasons: [ReasonKey: Int] = [:]
         var delays: [DelayKey: Int] = [:]
     }
@@ -41,47 +73,92 @@ struct SummaryAggregates: Sendable {
     static let delayBuckets: [(from: Int, to: Int?)] = [(0, 24), (24, 30), (30, 36), (36, 42), (42, 48), (48, 72), (72, 168), (168, nil)]
 
     private(set) var days: [Int32: Day] = [:]
-    private(set) var sites: Set<String> = []
+    private(set) var names: [String] = []
+    private var ids: [String: Name] = [:]
+    /// Sites with reports, as names.
+    private(set) var sites: Set<Name> = []
 
     static func day(of time: Timestamp) -> Int32 {
         let ms = time.millisecondsSinceEpoch
         return Int32((ms >= 0 ? ms : ms - TimingModel.day + 1) / TimingModel.day)
     }
 
+    func name(_ id: Name) -> String { names[Int(id)] }
+    func id(of name: String) -> Name? { ids[name] }
+
+    mutating func intern(_ name: String) -> Name {
+        if let id = ids[name] { return id }
+        let id = Name(names.count)
+        names.append(name)
+        ids[name] = id
+        return id
+    }
+
     mutating func add(_ report: StoredReport, _ facts: ReportFacts) {
-        let site = report.role == .source ? facts.sourceSite : facts.attributedOnSite
+        let sourceSite = intern(facts.sourceSite), destination = intern(facts.attributedOnSite)
+        let owner = SiteRole(site: report.role == .source ? sourceSite : destination, role: report.role)
         let accepted = report.verdict == .accepted
-        let group = Group(site: site, role: report.role, accepted: accepted, sourceSite: facts.sourceSite, sourceID: facts.sourceID,
-                          campaign: report.campaign, destination: facts.attributedOnSite, triggerData: facts.triggerData,
-                          late: report.reasons.contains("late"), hasTokens: facts.hasTokens)
+        let late = report.reasons.contains("late")
+        let campaign = report.campaign.map { intern($0) }
         let d = Self.day(of: report.receivedAt)
-        // Mutated in place: taking the day out and putting it back would copy its dictionaries
-        // on every report.
-        days[d, default: Day()].groups[group, default: 0] += 1
-        if !accepted {
+        // Every update is in place: taking the day out and putting it back would copy its
+        // dictionaries on every report.
+        days[d, default: Day()].groups[Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite,
+                                             sourceID: facts.sourceID, campaign: campaign, destination: destination,
+                                             triggerData: facts.triggerData, late: late), default: 0] += 1
+        if accepted {
+            days[d, default: Day()].totals[owner, default: Totals()].accepted += 1
+            if late { days[d, default: Day()].totals[owner, default: Totals()].late += 1 }
+            days[d, default: Day()].campaigns[CampaignKey(owner: owner, sourceSite: sourceSite, sourceID: facts.sourceID, campaign: campaign), default: 0] += 1
+            days[d, default: Day()].conversions[ConversionKey(owner: owner, destination: destination, triggerData: facts.triggerData), default: 0] += 1
+        } else {
+            days[d, default: Day()].totals[owner, default: Totals()].quarantined += 1
             for reason in report.reasons {
-                days[d, default: Day()].quarantineReasons[ReasonKey(site: site, role: report.role, reason: reason), default: 0] += 1
+                let key = ReasonKey(owner: owner, reason: intern(reason))
+                days[d, default: Day()].quarantineReasons[key, default: 0] += 1
             }
         }
+        if facts.hasTokens { days[d, default: Day()].totals[owner, default: Totals()].withTokens += 1 }
         if let trigger = report.triggerRecordedAt {
             let hours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
             let bucket = Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
-            days[d, default: Day()].delays[DelayKey(site: site, role: report.role, bucket: bucket), default: 0] += 1
+            days[d, default: Day()].delays[DelayKey(owner: owner, bucket: bucket), default: 0] += 1
         }
-        if !sites.contains(site) { sites.insert(site) }
+        if !sites.contains(owner.site) { sites.insert(owner.site) }
     }
 
-    /// Adds every count of `other`.
+    /// Adds every count of `other`, whose names are its own.
     mutating func merge(_ other: SummaryAggregates) {
+        let map = other.names.map { intern($0) }
+        func m(_ id: Name) -> Name { map[Int(id)] }
+        func m(_ o: SiteRole) -> SiteRole { SiteRole(site: m(o.site), role: o.role) }
         for (d, day) in other.days {
-            for (key, n) in day.groups { days[d, default: Day()].groups[key, default: 0] += n }
-            for (key, n) in day.quarantineReasons { days[d, default: Day()].quarantineReasons[key, default: 0] += n }
-            for (key, n) in day.delays { days[d, default: Day()].delays[key, default: 0] += n }
+            for (g, n) in day.groups {
+                let key = Group(site: m(g.site), role: g.role, accepted: g.accepted, sourceSite: m(g.sourceSite), sourceID: g.sourceID,
+                                campaign: g.campaign.map(m), destination: m(g.destination), triggerData: g.triggerData, late: g.late)
+                days[d, default: Day()].groups[key, default: 0] += n
+            }
+            for (k, t) in day.totals {
+                var totals = days[d, default: Day()].totals[m(k), default: Totals()]
+                totals.accepted += t.accepted
+                totals.quarantined += t.quarantined
+                totals.late += t.late
+                totals.withTokens += t.withTokens
+                days[d, default: Day()].totals[m(k)] = totals
+            }
+            for (k, n) in day.campaigns {
+                days[d, default: Day()].campaigns[CampaignKey(owner: m(k.owner), sourceSite: m(k.sourceSite), sourceID: k.sourceID, campaign: k.campaign.map(m)), default: 0] += n
+            }
+            for (k, n) in day.conversions {
+                days[d, default: Day()].conversions[ConversionKey(owner: m(k.owner), destination: m(k.destination), triggerData: k.triggerData), default: 0] += n
+            }
+            for (k, n) in day.quarantineReasons { days[d, default: Day()].quarantineReasons[ReasonKey(owner: m(k.owner), reason: m(k.reason)), default: 0] += n }
+            for (k, n) in day.delays { days[d, default: Day()].delays[DelayKey(owner: m(k.owner), bucket: k.bucket), default: 0] += n }
         }
-        sites.formUnion(other.sites)
+        for site in other.sites { sites.insert(m(site)) }
     }
 
-    /// The days in `range`, each with its counts (days without reports are absent).
+    /// The days in `range` that have reports, oldest first.
     func days(in range: ClosedRange<Int32>) -> [(Int32, Day)] {
         if range.count <= days.count {
             return range.compactMap { d in days[d].map { (d, $0) } }

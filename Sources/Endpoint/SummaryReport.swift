@@ -86,32 +86,48 @@ struct SummaryReport: Sendable {
 
     init(_ aggregates: SummaryAggregates, _ query: SummaryQuery) {
         self.query = query
-        sites = aggregates.sites.sorted()
-        var accepted: [Int32: RoleCounts] = [:]
-        for (d, day) in aggregates.days(in: query.from...query.to) {
-            for (group, n) in day.groups where matches(group.site, group.role) {
-                if group.accepted {
-                    self.accepted.add(group.role, n)
-                    accepted[d, default: RoleCounts()].add(group.role, n)
-                    byCampaign[CampaignRow(sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign), default: RoleCounts()].add(group.role, n)
-                    byConversion[ConversionRow(destination: group.destination, triggerData: group.triggerData), default: RoleCounts()].add(group.role, n)
-                    if group.late { late.add(group.role, n) }
-                } else {
-                    quarantined.add(group.role, n)
-                }
-                if group.hasTokens { withTokens.add(group.role, n) }
-            }
-            for (key, n) in day.quarantineReasons where matches(key.site, key.role) {
-                quarantinedByReason[key.reason, default: RoleCounts()].add(key.role, n)
-            }
-            for (key, n) in day.delays where matches(key.site, key.role) { delays[key.bucket] += n }
+        sites = aggregates.sites.map(aggregates.name).sorted()
+        // A site with no reports yet matches nothing; nil means every site.
+        let site: SummaryAggregates.Name?? = query.site.map { aggregates.id(of: $0) }
+        func matches(_ owner: SummaryAggregates.SiteRole) -> Bool {
+            if let site, owner.site != site { return false }
+            return query.role == nil || query.role == owner.role
         }
+        // Summed by interned keys first, named once at the end.
+        var campaigns: [SummaryAggregates.CampaignKey: RoleCounts] = [:]
+        var conversions: [SummaryAggregates.ConversionKey: RoleCounts] = [:]
+        var reasons: [SummaryAggregates.Name: RoleCounts] = [:]
+        var acceptedPerDay: [Int32: RoleCounts] = [:]
+        for (d, day) in aggregates.days(in: query.from...query.to) {
+            for (owner, t) in day.totals where matches(owner) {
+                accepted.add(owner.role, t.accepted)
+                acceptedPerDay[d, default: RoleCounts()].add(owner.role, t.accepted)
+                quarantined.add(owner.role, t.quarantined)
+                late.add(owner.role, t.late)
+                withTokens.add(owner.role, t.withTokens)
+            }
+            for (key, n) in day.campaigns where matches(key.owner) {
+                var plain = key
+                plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
+                campaigns[plain, default: RoleCounts()].add(key.owner.role, n)
+            }
+            for (key, n) in day.conversions where matches(key.owner) {
+                var plain = key
+                plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
+                conversions[plain, default: RoleCounts()].add(key.owner.role, n)
+            }
+            for (key, n) in day.quarantineReasons where matches(key.owner) { reasons[key.reason, default: RoleCounts()].add(key.owner.role, n) }
+            for (key, n) in day.delays where matches(key.owner) { delays[key.bucket] += n }
+        }
+        for (key, counts) in campaigns {
+            byCampaign[CampaignRow(sourceSite: aggregates.name(key.sourceSite), sourceID: key.sourceID, campaign: key.campaign.map(aggregates.name))] = counts
+        }
+        for (key, counts) in conversions {
+            byConversion[ConversionRow(destination: aggregates.name(key.destination), triggerData: key.triggerData)] = counts
+        }
+        for (reason, counts) in reasons { quarantinedByReason[aggregates.name(reason)] = counts }
         // Every day of the period, zeros included, so that the chart's axis is the period.
-        perDay = (query.from...query.to).map { ($0, accepted[$0] ?? RoleCounts()) }
-    }
-
-    private func matches(_ site: String, _ role: ReportRole) -> Bool {
-        (query.site == nil || query.site == site) && (query.role == nil || query.role == role)
+        perDay = (query.from...query.to).map { ($0, acceptedPerDay[$0] ?? RoleCounts()) }
     }
 
     /// The JSON the page reads. `registry` names campaigns' conversions; `rejections` are counted
@@ -153,17 +169,21 @@ struct SummaryReport: Sendable {
         return out
     }
 
-    /// RFC 4180 CSV of the summary table: one row per day, campaign and conversion.
+    /// RFC 4180 CSV of the summary table: one row per day and group (site, role, verdict,
+    /// campaign, conversion, lateness), the finest grain the summary keeps.
     static func csv(_ aggregates: SummaryAggregates, _ query: SummaryQuery, registry: Registry) -> String {
         var out = "day,site,role,verdict,source_site,source_id,campaign,destination,trigger_data,conversion,late,reports\r\n"
+        let name = aggregates.name
         for (d, day) in aggregates.days(in: query.from...query.to) {
-            let rows = day.groups.filter { (query.site == nil || query.site == $0.key.site) && (query.role == nil || query.role == $0.key.role) }
-            for (g, n) in rows.sorted(by: { "\($0.key)" < "\($1.key)" }) {
-                let conversion = registry.conversions(site: g.destination, triggerData: g.triggerData).first?.name ?? ""
-                let fields = [SummaryQuery.text(d), g.site, g.role.rawValue, g.accepted ? "accepted" : "quarantined", g.sourceSite,
-                              String(g.sourceID), g.campaign ?? "", g.destination, String(g.triggerData), conversion,
-                              g.late ? "true" : "false", String(n)]
-                out += fields.map(CSV.field).joined(separator: ",") + "\r\n"
+            var rows: [[String]] = []
+            for (g, n) in day.groups where (query.site == nil || query.site == name(g.site)) && (query.role == nil || query.role == g.role) {
+                let conversion = registry.conversions(site: name(g.destination), triggerData: g.triggerData).first?.name ?? ""
+                rows.append([SummaryQuery.text(d), name(g.site), g.role.rawValue, g.accepted ? "accepted" : "quarantined", name(g.sourceSite),
+                             String(g.sourceID), g.campaign.map(name) ?? "", name(g.destination), String(g.triggerData), conversion,
+                             g.late ? "true" : "false", String(n)])
+            }
+            for row in rows.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                out += row.map(CSV.field).joined(separator: ",") + "\r\n"
             }
         }
         return out
