@@ -23,9 +23,12 @@ async function api(path) {
     throw Object.assign(new Error("That token was not accepted. Check data/admin-token (or --token) and try again."), { login: true });
   }
   if (!response.ok) {
-    let detail = response.statusText;
-    try { detail = (await response.json()).detail || detail; } catch (_) { /* not JSON */ }
-    throw new Error("The endpoint answered " + response.status + ": " + detail);
+    let problem = {};
+    try { problem = await response.json(); } catch (_) { /* not JSON */ }
+    const error = new Error("The endpoint answered " + response.status + ": " + (problem.detail || response.statusText));
+    // Right after a restart the summary is rebuilt from the log: try again shortly.
+    error.retry = problem.rule === "summary_rebuilding";
+    throw error;
   }
   return response;
 }
@@ -183,6 +186,7 @@ async function load() {
   } catch (error) {
     if (error.login) return showLogin(error.message);
     $("status").textContent = error.message;
+    if (error.retry) setTimeout(load, 2000);
   }
 }
 

@@ -179,16 +179,6 @@ def scale(count):
             raise RuntimeError("endpoint exited during start")
         time.sleep(0.005)
     start_seconds = time.time() - started
-    since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    times, lines = [], 0
-    for _ in range(20):
-        request = urllib.request.Request("http://127.0.0.1:%d/api/reports?since=%s" % (port, since),
-                                         headers={"Authorization": "Bearer bench"})
-        t0 = time.time()
-        with urllib.request.urlopen(request, timeout=60) as response:
-            lines = response.read().count(b"\n")
-        times.append(time.time() - t0)
-    times.sort()
     # The summary is rebuilt from the log after the start, while reports are already accepted.
     while True:
         try:
@@ -200,6 +190,16 @@ def scale(count):
                 raise
             time.sleep(0.05)
     summary_ready = time.time() - started
+    since = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    times, lines = [], 0
+    for _ in range(20):
+        request = urllib.request.Request("http://127.0.0.1:%d/api/reports?since=%s" % (port, since),
+                                         headers={"Authorization": "Bearer bench"})
+        t0 = time.time()
+        with urllib.request.urlopen(request, timeout=60) as response:
+            lines = response.read().count(b"\n")
+        times.append(time.time() - t0)
+    times.sort()
     # The summary API, as the page asks for it: the last 30 days for all sites, one site's
     # destination copies, and one week of one site.
     summary_times = []
