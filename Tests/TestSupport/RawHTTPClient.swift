@@ -26,7 +26,7 @@ public struct RawResponse: Sendable {
 /// A blocking TCP client that writes raw bytes and reads responses, for live-server tests.
 /// Every read has a deadline, so a server that hangs fails the test instead of hanging it.
 public final class RawHTTPClient {
-    public let fd: Int32
+    public private(set) var fd: Int32
     private var buffer: [UInt8] = []
 
     public init(port: UInt16, host: String = "127.0.0.1", timeout: Double = 10) throws {
@@ -41,13 +41,17 @@ public final class RawHTTPClient {
         }
         guard rc == 0 else {
             let e = errno
+            // Closed here and marked, because deinit still runs when an initializer throws
+            // after every property is set: closing twice would close whatever fd reused the
+            // number, in a process where other tests' servers run.
             Glibc.close(fd)
+            fd = -1
             throw RawHTTPError("connect failed: errno \(e)")
         }
         setTimeout(timeout)
     }
 
-    deinit { Glibc.close(fd) }
+    deinit { if fd >= 0 { Glibc.close(fd) } }
 
     public func setTimeout(_ seconds: Double) {
         var tv = timeval(tv_sec: Int(seconds), tv_usec: .init((seconds - Double(Int(seconds))) * 1_000_000))
