@@ -34,7 +34,10 @@ public struct ReportFacts: Sendable, Equatable {
     /// The facts of a stored body; `sites` reuses the Strings of sites seen before.
     public static func scan(_ body: [UInt8], sites: inout SiteStrings) -> ReportFacts? {
         let fast: ReportFacts?? = body.withUnsafeBufferPointer { b -> ReportFacts?? in
-            guard let source = string(b, #""source_site":""#, &sites), let destination = string(b, #""attributed_on_site":""#, &sites),
+            // Only a flat object: a nested one (unknown fields may hold any JSON) could hold a
+            // key of the same name, which the export would not count.
+            guard b.count > 1, !b[1...].contains(UInt8(ascii: "{")), !b.contains(UInt8(ascii: "[")),
+                  let source = string(b, #""source_site":""#, &sites), let destination = string(b, #""attributed_on_site":""#, &sites),
                   let id = integer(b, #""source_id":"#), let data = integer(b, #""trigger_data":"#) else { return .none }
             return .some(ReportFacts(sourceSite: source, sourceID: id, attributedOnSite: destination, triggerData: data,
                                      hasTokens: find(b, #"_secret_token":""#) != nil))

@@ -106,6 +106,8 @@ struct SummaryReport: Sendable {
                 late.add(owner.role, t.late)
                 withTokens.add(owner.role, t.withTokens)
             }
+            // Rows are per campaign (or conversion) over the chosen sites: the owner is dropped
+            // from the key, its role kept as the column.
             for (key, n) in day.campaigns where matches(key.owner) {
                 var plain = key
                 plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)

@@ -170,3 +170,19 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
         }
     }
 }
+
+@Suite struct ReportFactsTests {
+    @Test func readsWebKitBodiesAndFallsBackForOthers() {
+        var sites = SiteStrings()
+        let webkit = Array(#"{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}"#.utf8)
+        #expect(ReportFacts.scan(webkit, sites: &sites) == ReportFacts(sourceSite: "news.example", sourceID: 42, attributedOnSite: "shop.example", triggerData: 5))
+        let dashed = Array(#"{"source-engagement-type":"click","source-site":"news.example","source-id":7,"attributed-on-site":"shop.example","trigger-data":1,"report-version":1}"#.utf8)
+        #expect(ReportFacts.scan(dashed, sites: &sites)?.sourceID == 7)
+        // A nested unknown field with a known name must not be read instead of the real one.
+        let nested = Array(#"{"extra":{"source_site":"evil.example","source_id":9},"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}"#.utf8)
+        #expect(ReportFacts.scan(nested, sites: &sites)?.sourceSite == "news.example")
+        #expect(ReportFacts.scan(nested, sites: &sites)?.sourceID == 42)
+        let tokens = Array(#"{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3,"source_secret_token":"AAAA","source_secret_token_signature":"BBBB"}"#.utf8)
+        #expect(ReportFacts.scan(tokens, sites: &sites)?.hasTokens == true)
+    }
+}
