@@ -24,14 +24,14 @@ struct ReportIngest: Sendable {
             rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
                               detail: problem.detail, body: request.body)
             responder.respond(problem.response)
-        case .success(let draft):
+        case .success(let (draft, facts)):
             let metrics = self.metrics
             let book = self.book, summary = self.summary
             store.append(draft) { result in
                 switch result {
                 case .success(let stored):
                     metrics.stored(stored)
-                    summary.add(stored)
+                    summary.add(stored, facts)
                     responder.respond(Self.acknowledgement(stored))
                 case .failure(let error):
                     // The report is not kept, so the trigger it would have used stays free.
@@ -45,7 +45,7 @@ struct ReportIngest: Sendable {
     }
 
     /// Checks the request and the body; on success, the draft to store.
-    func prepare(_ request: HTTPRequest) -> Result<StoredReport.Draft, Problem> {
+    func prepare(_ request: HTTPRequest) -> Result<(StoredReport.Draft, ReportFacts), Problem> {
         guard Self.isJSON(request.headers["Content-Type"]) else {
             let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
             return .failure(Problem(ReportRejection(.unsupportedMediaType,
@@ -69,10 +69,10 @@ struct ReportIngest: Sendable {
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }
         let judgement = book.judge(report, role: resolution.role, now: clock())
         reasons += judgement.reasons
-        return .success(StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
-                                           reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
-                                           campaign: judgement.campaign?.name,
-                                           triggerRecordedAt: judgement.trigger?.recordedAt))
+        let draft = StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
+                                       reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
+                                       campaign: judgement.campaign?.name, triggerRecordedAt: judgement.trigger?.recordedAt)
+        return .success((draft, ReportFacts(report)))
     }
 
     /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.
@@ -122,9 +122,16 @@ struct ReportIngest: Sendable {
         json.append(ascii: #"","reasons":["#)
         for (i, reason) in stored.reasons.enumerated() {
             if i > 0 { json.append(UInt8(ascii: ",")) }
-            var quoted = ""
-            JSONValue.writeString(reason, to: &quoted)
-            json.append(contentsOf: quoted.utf8)
+            // Reasons are the endpoint's own snake_case words; anything else is escaped.
+            if reason.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }) {
+                json.append(UInt8(ascii: "\""))
+                json.append(utf8: reason)
+                json.append(UInt8(ascii: "\""))
+            } else {
+                var quoted = ""
+                JSONValue.writeString(reason, to: &quoted)
+                json.append(utf8: quoted)
+            }
         }
         json.append(ascii: "]}\n")
         return HTTPResponse(status: 201, headers: acknowledgementHeaders, body: json)

@@ -60,6 +60,23 @@ struct SummaryAggregates: Sendable {
     }
 
     struct Day: Sendable {
+        mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, reasons: [Name], delayBucket: Int?) {
+            groups[group, default: 0] += 1
+            var t = totals[owner] ?? Totals()
+            if group.accepted {
+                t.accepted += 1
+                if group.late { t.late += 1 }
+                campaigns[CampaignKey(owner: owner, sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign), default: 0] += 1
+                conversions[ConversionKey(owner: owner, destination: group.destination, triggerData: group.triggerData), default: 0] += 1
+            } else {
+                t.quarantined += 1
+                for reason in reasons { quarantineReasons[ReasonKey(owner: owner, reason: reason), default: 0] += 1 }
+            }
+            if hasTokens { t.withTokens += 1 }
+            totals[owner] = t
+            if let delayBucket { delays[DelayKey(owner: owner, bucket: delayBucket), default: 0] += 1 }
+        }
+
         var groups: [Group: Int] = [:]
         var totals: [SiteRole: Totals] = [:]
         /// Accepted reports only, like the page's tables.
@@ -87,6 +104,8 @@ struct SummaryAggregates: Sendable {
     func id(of name: String) -> Name? { ids[name] }
 
     mutating func intern(_ name: String) -> Name {
+        // Most reports name the same site as the one before.
+        if let last = names.indices.last, names[last] == name { return Name(last) }
         if let id = ids[name] { return id }
         let id = Name(names.count)
         names.append(name)
@@ -100,30 +119,18 @@ struct SummaryAggregates: Sendable {
         let accepted = report.verdict == .accepted
         let late = report.reasons.contains("late")
         let campaign = report.campaign.map { intern($0) }
-        let d = Self.day(of: report.receivedAt)
-        // Every update is in place: taking the day out and putting it back would copy its
-        // dictionaries on every report.
-        days[d, default: Day()].groups[Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite,
-                                             sourceID: facts.sourceID, campaign: campaign, destination: destination,
-                                             triggerData: facts.triggerData, late: late), default: 0] += 1
-        if accepted {
-            days[d, default: Day()].totals[owner, default: Totals()].accepted += 1
-            if late { days[d, default: Day()].totals[owner, default: Totals()].late += 1 }
-            days[d, default: Day()].campaigns[CampaignKey(owner: owner, sourceSite: sourceSite, sourceID: facts.sourceID, campaign: campaign), default: 0] += 1
-            days[d, default: Day()].conversions[ConversionKey(owner: owner, destination: destination, triggerData: facts.triggerData), default: 0] += 1
-        } else {
-            days[d, default: Day()].totals[owner, default: Totals()].quarantined += 1
-            for reason in report.reasons {
-                let key = ReasonKey(owner: owner, reason: intern(reason))
-                days[d, default: Day()].quarantineReasons[key, default: 0] += 1
-            }
-        }
-        if facts.hasTokens { days[d, default: Day()].totals[owner, default: Totals()].withTokens += 1 }
+        var delayBucket: Int?
         if let trigger = report.triggerRecordedAt {
             let hours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
-            let bucket = Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
-            days[d, default: Day()].delays[DelayKey(owner: owner, bucket: bucket), default: 0] += 1
+            delayBucket = Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
         }
+        let reasons = accepted ? [] : report.reasons.map { intern($0) }
+        let group = Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
+                          campaign: campaign, destination: destination, triggerData: facts.triggerData, late: late)
+        // One lookup of the day, updated in place: taking it out and putting it back would copy
+        // its dictionaries on every report.
+        days[Self.day(of: report.receivedAt), default: Day()].record(group, owner: owner, hasTokens: facts.hasTokens,
+                                                                    reasons: reasons, delayBucket: delayBucket)
         if !sites.contains(owner.site) { sites.insert(owner.site) }
     }
 

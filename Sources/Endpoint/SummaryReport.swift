@@ -210,17 +210,15 @@ final class SummaryBook: Sendable {
     private struct State {
         var main = SummaryAggregates()
         var live = SummaryAggregates()
-        var sites = SiteStrings()
         var rebuilding = false
         var rebuildEnd = 0
         var rebuildScanned = 0
     }
     private let state = Locked(State())
 
-    /// Reports the store acknowledged; the body is read for the facts the summary counts by.
-    func add(_ report: StoredReport) {
+    /// A report the store acknowledged, with the facts ingest read from its body.
+    func add(_ report: StoredReport, _ facts: ReportFacts) {
         state.withLock { s in
-            guard let facts = ReportFacts.scan(report.body, sites: &s.sites) else { return }
             if s.rebuilding { s.live.add(report, facts) } else { s.main.add(report, facts) }
         }
     }
