@@ -76,13 +76,8 @@ struct ReportIngest: Sendable {
     }
 
     /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.
-    func sentTo(_ request: HTTPRequest) -> String? {
-        if let forwarded = request.headers["X-Forwarded-Host"],
-           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
-            // With several proxies, the last value was added by the one nearest to us.
-            return forwarded.split(separator: ",").last.map { String($0.trimmingSpaces) }
-        }
-        return request.headers["Host"]
+    private func sentTo(_ request: HTTPRequest) -> String? {
+        RequestedHost.of(request, trustedProxies: trustedProxies)
     }
 
     /// `application/json`, any case, optionally followed by parameters.

@@ -183,11 +183,7 @@ struct SiteOwnerRoutes: Sendable {
 
     /// The host the browser asked for: `Host`, or `X-Forwarded-Host` from a trusted proxy.
     private func sentTo(_ request: HTTPRequest) -> String? {
-        if let forwarded = request.headers["X-Forwarded-Host"],
-           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
-            return forwarded.split(separator: ",").last.map { String($0.trimmingSpaces) }
-        }
-        return request.headers["Host"]
+        RequestedHost.of(request, trustedProxies: trustedProxies)
     }
 
     /// The registrable domain of a Host value (`www.shop.example:443` → `shop.example`).
