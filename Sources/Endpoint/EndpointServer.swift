@@ -112,6 +112,10 @@ public final class EndpointServer: Sendable {
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
             ("manual_clock", .bool(configuration.manualClock)), ("triggers", .number(String(book.triggerCount))),
+            // Where the summary page comes from, or null when that folder has no page: then `/`
+            // answers 404 and the --public flag is what to look at.
+            ("page", FileManager.default.fileExists(atPath: configuration.publicDirectory + "/index.html")
+                ? .string(configuration.publicDirectory) : .null),
         ]
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
         EventLog.write("listening", fields)
