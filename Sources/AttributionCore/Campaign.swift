@@ -52,22 +52,3 @@ public struct Campaign: Sendable, Equatable, Codable {
         case endsAt = "ends_at"
     }
 }
-
-extension Timestamp: Codable {
-    public init(from decoder: Decoder) throws {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        guard let t = Timestamp(rfc3339: text) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an RFC 3339 time: \(text)"))
-        }
-        self = t
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rfc3339)
-    }
-
-    public func adding(milliseconds: Int64) -> Timestamp {
-        Timestamp(millisecondsSinceEpoch: millisecondsSinceEpoch + milliseconds)
-    }
-}

@@ -98,15 +98,6 @@ public struct Registry: Sendable, Equatable, Codable {
         return campaigns.count != before
     }
 
-    /// The campaign that `sourceID` meant at `time` for `sourceSite`, if any.
-    public func campaign(sourceSite: String, sourceID: UInt8, at time: Timestamp) -> Campaign? {
-        campaigns.first { $0.sourceSite == sourceSite && $0.sourceID == sourceID && $0.isActive(during: time.millisecondsSinceEpoch...time.millisecondsSinceEpoch) }
-    }
-
-    public func hasCampaigns(sourceSite: String) -> Bool {
-        campaigns.contains { $0.sourceSite == sourceSite }
-    }
-
     private static func checkName(_ name: String) throws(RequestProblem) {
         guard !name.isEmpty, name.utf8.count <= 100 else { throw .invalid("name", "invalid_name", "must be 1–100 bytes") }
         guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {

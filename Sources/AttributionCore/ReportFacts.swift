@@ -32,7 +32,7 @@ public struct ReportFacts: Sendable, Equatable {
     }
 
     /// The facts of a stored body; `sites` reuses the Strings of sites seen before.
-    public static func scan(_ body: [UInt8], sites: inout SiteStrings) -> ReportFacts? {
+    public static func scan(_ body: [UInt8], sites: inout InternedStrings) -> ReportFacts? {
         let fast: ReportFacts?? = body.withUnsafeBufferPointer { b -> ReportFacts?? in
             // Only a flat object: a nested one (unknown fields may hold any JSON) could hold a
             // key of the same name, which the export would not count.
@@ -61,7 +61,7 @@ public struct ReportFacts: Sendable, Equatable {
         return nil
     }
 
-    private static func string(_ b: UnsafeBufferPointer<UInt8>, _ key: StaticString, _ sites: inout SiteStrings) -> String? {
+    private static func string(_ b: UnsafeBufferPointer<UInt8>, _ key: StaticString, _ sites: inout InternedStrings) -> String? {
         guard let start = find(b, key) else { return nil }
         var end = start
         while end < b.count && b[end] != UInt8(ascii: "\"") {
@@ -85,8 +85,8 @@ public struct ReportFacts: Sendable, Equatable {
 }
 
 /// Turns bytes into Strings, reusing the String for bytes seen before: a log holds the same few
-/// sites millions of times.
-public struct SiteStrings: Sendable {
+/// sites, reasons and campaign names millions of times.
+public struct InternedStrings: Sendable {
     private var entries: [(bytes: [UInt8], string: String)] = []
 
     public init() {}
@@ -98,5 +98,9 @@ public struct SiteStrings: Sendable {
         let string = String(decoding: bytes, as: UTF8.self)
         if entries.count < 256 { entries.append((Array(bytes), string)) }
         return string
+    }
+
+    public mutating func string(_ bytes: UnsafeRawBufferPointer) -> String {
+        string(bytes.assumingMemoryBound(to: UInt8.self))
     }
 }

@@ -78,8 +78,7 @@ public enum Demo {
             let time = Timestamp(millisecondsSinceEpoch: start.millisecondsSinceEpoch + Int64(3 + 3 * k) * 24 * hour + 9 * hour)
             events.append((time, .report(host: host, body: text, contentType: type)))
         }
-        let end = start.millisecondsSinceEpoch + Int64(days) * 24 * hour + 12 * hour
-        return events.filter { $0.0.millisecondsSinceEpoch <= end }.sorted { $0.0 < $1.0 }
+        return events.filter { $0.0 <= end }.sorted { $0.0 < $1.0 }
     }
 
     /// The clock at the end of the demo: reports drawn for later are still "in the browser".

@@ -35,7 +35,7 @@ struct EndpointRoutes: HTTPHandler {
         let path = request.path
         // WebKit always sends the trailing slash; people testing with curl often do not.
         if path == Self.reportPath || path == Self.reportPath.dropLast() {
-            guard request.method == "POST" else { return responder.respond(methodNotAllowed(request, allow: "POST")) }
+            guard request.method == "POST" else { return responder.respond(Problem.methodNotAllowed(request, allow: "POST")) }
             return ingest.handle(request, responder: responder)
         }
         if path.hasPrefix(TriggerPath.prefix) {
@@ -54,12 +54,12 @@ struct EndpointRoutes: HTTPHandler {
             }
         case "/healthz":
             guard request.method == "GET" || request.method == "HEAD" else {
-                return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
+                return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
             }
             responder.respond(health())
         case "/api/reports", "/api/rejections", "/metrics", "/api/summary", "/api/summary.csv", "/api/reports.csv":
             guard request.method == "GET" || request.method == "HEAD" else {
-                return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
+                return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
             }
             guard AdminToken.matches(request.headers["Authorization"], token: adminToken) else { return responder.respond(unauthorized()) }
             switch path {
@@ -118,12 +118,6 @@ struct EndpointRoutes: HTTPHandler {
                 detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured").response
     }
 
-    private func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
-        var response = Problem(status: 405, rule: "method_not_allowed",
-                               detail: "\(request.method) is not allowed here; use \(allow)").response
-        response.headers.add(name: "Allow", value: allow)
-        return response
-    }
 
     private func health() -> HTTPResponse {
         if metrics.storeIsFailing(store), let error = store.writeError {

@@ -49,6 +49,13 @@ struct Problem: Error, Sendable {
 }
 
 extension Problem {
+    /// 405 with the `Allow` header listing what the path takes.
+    static func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
+        var response = Problem(status: 405, rule: "method_not_allowed", detail: "\(request.method) is not allowed here; use \(allow)").response
+        response.headers.add(name: "Allow", value: allow)
+        return response
+    }
+
     init(_ problem: RequestProblem) {
         self.init(status: problem.status, rule: problem.rule, field: problem.field, detail: problem.detail)
     }

@@ -29,7 +29,7 @@ struct SiteOwnerRoutes: Sendable {
         case "DELETE":
             return remove(request, keys: ("site", "name")) { registry, site, name in registry.removeConversion(site: site, name: name) }
         default:
-            return methodNotAllowed(request, allow: "GET, HEAD, POST, DELETE")
+            return Problem.methodNotAllowed(request, allow: "GET, HEAD, POST, DELETE")
         }
     }
 
@@ -46,7 +46,7 @@ struct SiteOwnerRoutes: Sendable {
         case "DELETE":
             return remove(request, keys: ("source_site", "name")) { registry, site, name in registry.removeCampaign(sourceSite: site, name: name) }
         default:
-            return methodNotAllowed(request, allow: "GET, HEAD, POST, DELETE")
+            return Problem.methodNotAllowed(request, allow: "GET, HEAD, POST, DELETE")
         }
     }
 
@@ -85,7 +85,7 @@ struct SiteOwnerRoutes: Sendable {
     // MARK: - The clock
 
     func setClock(_ request: HTTPRequest) -> HTTPResponse {
-        guard request.method == "POST" else { return methodNotAllowed(request, allow: "POST") }
+        guard request.method == "POST" else { return Problem.methodNotAllowed(request, allow: "POST") }
         guard case .object(let members)? = try? JSONParser().parse(request.body),
               let member = members.first(where: { $0.key == "now" }), case .string(let text) = member.value,
               let time = Timestamp(rfc3339: text) else {
@@ -100,7 +100,7 @@ struct SiteOwnerRoutes: Sendable {
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
     func pixel(_ request: HTTPRequest) -> HTTPResponse {
-        guard request.method == "GET" || request.method == "HEAD" else { return methodNotAllowed(request, allow: "GET, HEAD") }
+        guard request.method == "GET" || request.method == "HEAD" else { return Problem.methodNotAllowed(request, allow: "GET, HEAD") }
         guard let host = sentTo(request), let requestSite = site(ofHost: host) else {
             return Problem(status: 400, rule: "invalid_host", field: "Host", detail: "the pixel needs the Host header of a site").response
         }
@@ -141,7 +141,7 @@ struct SiteOwnerRoutes: Sendable {
     /// Records the trigger once it is on disk, then answers a 1×1 GIF.
     func trigger(_ request: HTTPRequest, responder: HTTPResponder) {
         guard request.method == "GET" || request.method == "HEAD" else {
-            return responder.respond(methodNotAllowed(request, allow: "GET, HEAD"))
+            return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
         }
         guard let host = sentTo(request), let site = site(ofHost: host) else {
             return responder.respond(Problem(status: 400, rule: "invalid_host", field: "Host",
@@ -189,9 +189,11 @@ struct SiteOwnerRoutes: Sendable {
     /// The registrable domain of a Host value (`www.shop.example:443` → `shop.example`).
     private func site(ofHost host: String) -> String? {
         let name = RoleResolver.normalizeHost(host)
-        if book.siteRules.check(name) == nil { return name }
-        if case .subdomain(let registrable) = book.siteRules.check(name) { return registrable }
-        return nil
+        switch book.siteRules.check(name) {
+        case nil: return name
+        case .subdomain(let registrable)?: return registrable
+        default: return nil
+        }
     }
 
     private func json(_ status: Int, _ text: String) -> HTTPResponse {
@@ -199,11 +201,6 @@ struct SiteOwnerRoutes: Sendable {
                      body: Array((text + "\n").utf8))
     }
 
-    private func methodNotAllowed(_ request: HTTPRequest, allow: String) -> HTTPResponse {
-        var response = Problem(status: 405, rule: "method_not_allowed", detail: "\(request.method) is not allowed here; use \(allow)").response
-        response.headers.add(name: "Allow", value: allow)
-        return response
-    }
 
     static func encode(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()

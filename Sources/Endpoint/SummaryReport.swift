@@ -232,7 +232,7 @@ final class SummaryBook: Sendable {
             $0.rebuildEnd = end
         }
         var built = SummaryAggregates()
-        var sites = SiteStrings()
+        var sites = InternedStrings()
         var count = 0
         store.scanReports(through: end) { report in
             if let facts = ReportFacts.scan(report.body, sites: &sites) { built.add(report, facts) }

@@ -222,7 +222,7 @@ final class Connection {
             || (slot.version == .http1_0 && { if case .stream = response.body { return true }; return false }())
         // Bytes are appended straight to the outbound buffer: this runs for every response.
         outbound.append(ascii: "HTTP/1.1 ")
-        appendDecimal(response.status, to: &outbound)
+        outbound.append(decimal: response.status)
         outbound.append(UInt8(ascii: " "))
         outbound.append(utf8: HTTPStatusPhrase.phrase(response.status))
         outbound.append(ascii: "\r\nDate: ")
@@ -240,7 +240,7 @@ final class Connection {
             bodyBytes = bytes.count
             if response.status != 204 && response.status != 304 {
                 outbound.append(ascii: "Content-Length: ")
-                appendDecimal(bytes.count, to: &outbound)
+                outbound.append(decimal: bytes.count)
                 outbound.append(ascii: "\r\n")
             }
         case .stream:
@@ -285,13 +285,13 @@ final class Connection {
         line.append(contentsOf: ",\"path\":".utf8)
         appendJSONString(path, to: &line)
         line.append(contentsOf: ",\"status\":".utf8)
-        appendDecimal(status, to: &line)
+        line.append(decimal: status)
         line.append(contentsOf: ",\"bytes_in\":".utf8)
-        appendDecimal(slot.bytesIn, to: &line)
+        line.append(decimal: slot.bytesIn)
         line.append(contentsOf: ",\"bytes_out\":".utf8)
-        appendDecimal(bytesOut, to: &line)
+        line.append(decimal: bytesOut)
         line.append(contentsOf: ",\"duration_us\":".utf8)
-        appendDecimal(micros, to: &line)
+        line.append(decimal: micros)
         if let note {
             line.append(contentsOf: ",\"note\":".utf8)
             appendJSONString(note, to: &line)
@@ -403,6 +403,3 @@ func appendJSONString(_ s: String, to out: inout [UInt8]) {
 
 private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10 }
 
-func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-    out.append(decimal: value)
-}

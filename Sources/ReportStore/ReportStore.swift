@@ -280,14 +280,14 @@ public final class ReportStore: Sendable {
     public func scanReports(through end: Int, _ visit: (StoredReport) -> Bool) {
         var scanner = LogScanner(file: file, end: end)
         defer { scanner.deallocate() }
-        var strings = StringCache()
+        var strings = InternedStrings()
         var offset = 0
         while let step = try? scanner.step(at: offset) {
             switch step {
             case .record(let at, let kind, let payload, let size):
                 offset = at + size
                 guard kind == LogRecord.Kind.report.rawValue,
-                      var report = StoredReport.decodePayload(payload, withBody: true, strings: &strings) else { continue }
+                      var report = StoredReport.decodePayload(payload, strings: &strings) else { continue }
                 report.recordEnd = offset
                 if !visit(report) { return }
             case .corrupt(let at, let length):

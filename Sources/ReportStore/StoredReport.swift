@@ -103,13 +103,13 @@ public struct StoredReport: Sendable, Equatable {
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
     static func decodePayload(_ p: UnsafeRawBufferPointer) -> StoredReport? {
-        var strings = StringCache()
-        return decodePayload(p, withBody: true, strings: &strings)
+        var strings = InternedStrings()
+        return decodePayload(p, strings: &strings)
     }
 
     /// `strings` reuses the Strings of reasons and campaigns seen before (a log holds a few of
-    /// them millions of times); `withBody: false` leaves the body out.
-    static func decodePayload(_ p: UnsafeRawBufferPointer, withBody: Bool, strings: inout StringCache) -> StoredReport? {
+    /// them millions of times).
+    static func decodePayload(_ p: UnsafeRawBufferPointer, strings: inout InternedStrings) -> StoredReport? {
         guard p.count >= 23 else { return nil }
         let id = p.loadLE(UInt64.self, at: 0)
         let time = p.loadLE(Int64.self, at: 8)
@@ -128,7 +128,7 @@ public struct StoredReport: Sendable, Equatable {
         let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
         offset += 4
         guard offset + bodyLength <= p.count else { return nil }
-        let body = withBody ? Array(p[offset..<(offset + bodyLength)]) : []
+        let body = Array(p[offset..<(offset + bodyLength)])
         offset += bodyLength
         var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
                                   reasons: reasons, body: body)
@@ -180,11 +180,3 @@ public struct StoredReport: Sendable, Equatable {
     }
 }
 
-/// Reasons and campaign names as Strings, each made once however often it recurs.
-struct StringCache {
-    private var sites = SiteStrings()
-
-    mutating func string(_ bytes: UnsafeRawBufferPointer) -> String {
-        sites.string(bytes.assumingMemoryBound(to: UInt8.self))
-    }
-}

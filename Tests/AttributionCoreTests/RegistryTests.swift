@@ -173,7 +173,7 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
 
 @Suite struct ReportFactsTests {
     @Test func readsWebKitBodiesAndFallsBackForOthers() {
-        var sites = SiteStrings()
+        var sites = InternedStrings()
         let webkit = Array(#"{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}"#.utf8)
         #expect(ReportFacts.scan(webkit, sites: &sites) == ReportFacts(sourceSite: "news.example", sourceID: 42, attributedOnSite: "shop.example", triggerData: 5))
         let dashed = Array(#"{"source-engagement-type":"click","source-site":"news.example","source-id":7,"attributed-on-site":"shop.example","trigger-data":1,"report-version":1}"#.utf8)
