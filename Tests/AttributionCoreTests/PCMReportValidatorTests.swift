@@ -31,11 +31,13 @@ private func report(_ text: String, _ validator: PCMReportValidator = production
 }
 
 @Suite struct PCMReportValidatorTests {
-    /// Every vector in ../shared/spec/vectors/pcm_reports.json. The token vector holds
-    /// placeholders, not base64url, so it must be refused until real values are supplied.
+    /// Every vector in ../shared/spec/vectors/pcm_reports.json (or in the folder named by
+    /// ATTRIBUTION_VECTORS, which .ci/run sets). The token vector holds placeholders, not
+    /// base64url, so it must be refused until real values are supplied.
     @Test func sharedVectors() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../../shared/spec/vectors/pcm_reports.json").standardized
+        let folder = ProcessInfo.processInfo.environment["ATTRIBUTION_VECTORS"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/spec/vectors")
+        let url = folder.appendingPathComponent("pcm_reports.json").standardized
         let data = try Data(contentsOf: url)
         let vectors = try #require(JSONSerialization.jsonObject(with: data) as? [String: [String: Any]])
         #expect(vectors.count >= 9)
