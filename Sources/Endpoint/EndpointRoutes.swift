@@ -31,6 +31,11 @@ struct EndpointRoutes: HTTPHandler {
         publicFiles = StaticFiles(directory: publicDirectory)
     }
 
+    /// The turn's reports and triggers go to disk together, and their answers go out in this turn.
+    func finishTurn() {
+        store.commitQueued()
+    }
+
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         let path = request.path
         // WebKit always sends the trailing slash; people testing with curl often do not.

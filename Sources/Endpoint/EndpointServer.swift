@@ -32,7 +32,8 @@ public final class EndpointServer: Sendable {
         self.clock = clock
         let summary = SummaryBook()
         self.summary = summary
-        store = try ReportStore(directory: configuration.dataDirectory, clock: { clock.now() })
+        // The event loop commits at the end of each turn (EndpointRoutes.finishTurn).
+        store = try ReportStore(directory: configuration.dataDirectory, committer: .owner, clock: { clock.now() })
         summaryRebuildEnd = store.bytesOnDisk
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)

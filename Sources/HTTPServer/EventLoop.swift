@@ -88,7 +88,7 @@ final class EventLoop: @unchecked Sendable {
         loopThread = pthread_self()
         date.update()
         while true {
-            let timeout: Int32 = draining ? 50 : 250
+            let timeout = draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
             let events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
             for event in events {
@@ -100,8 +100,9 @@ final class EventLoop: @unchecked Sendable {
                     connection.handle(event)
                 }
             }
+            handler.finishTurn()
             let now = monotonicSeconds()
-            if now - lastTimeoutScan >= 0.25 {
+            if now - lastTimeoutScan >= configuration.timeoutCheckInterval {
                 lastTimeoutScan = now
                 for connection in Array(connections.values) where now >= connection.deadline {
                     connection.timedOut()

@@ -18,6 +18,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout: Double = 30
     /// Requests read ahead on one connection while earlier ones await their response.
     public var maxPipelinedRequests = 64
+    /// How often the loop, when nothing happens, wakes to close connections past their deadline.
+    public var timeoutCheckInterval: Double = 0.25
     /// On shutdown, in-flight requests get this long to finish before connections are cut.
     public var shutdownGracePeriod: Double = 10
     /// Where one JSON line per request goes (stderr by default); nil turns the access log off.

@@ -2,12 +2,12 @@ import AttributionCore
 import Foundation
 import Locking
 
-/// The durable home of every report: one append-only, checksummed log file, one writer thread.
+/// The durable home of every report: one append-only, checksummed log file, one writer at a time.
 ///
-/// `append` queues a report and returns at once; the writer thread takes everything queued,
-/// writes it with one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls
-/// each report's completion. Concurrent requests so share one flush (group commit), and nothing
-/// is acknowledged before it is on disk.
+/// `append` queues a report and returns at once; a commit takes everything queued, writes it with
+/// one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls each report's
+/// completion. Reports queued together so share one flush (group commit), and nothing is
+/// acknowledged before it is on disk. Who commits is the `Committer` chosen at open.
 public final class ReportStore: Sendable {
     public let directory: String
     public let logPath: String
@@ -16,9 +16,15 @@ public final class ReportStore: Sendable {
 
     private let file: LogFile
     private let clock: @Sendable () -> Timestamp
+    private let committer: Committer
+    /// Guards `pending` and `stopping`; held only to queue or to take a batch, never across I/O.
     private let queue = NSCondition()
     private nonisolated(unsafe) var pending = PendingBatch()
     private nonisolated(unsafe) var stopping = false
+    /// Held for a whole commit, so commits never overlap: the log has one writer at a time.
+    private let commitLock = NSLock()
+    /// The batch being committed; swapped with `pending` so neither buffer is copied.
+    private nonisolated(unsafe) var committing = (bytes: [UInt8](), entries: [Entry]())
     private let stopped = DispatchGroup()
     private let state: Locked<DurableState>
 
@@ -28,6 +34,18 @@ public final class ReportStore: Sendable {
 
     public typealias Completion = @Sendable (Result<StoredReport, StoreError>) -> Void
     public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
+
+    /// Who writes queued records to disk.
+    public enum Committer: Sendable {
+        /// A thread of the store's own, woken by the first record of each batch: for owners that
+        /// queue from any thread and never call `commitQueued()`.
+        case writerThread
+        /// The owner calls `commitQueued()` once it has queued what it has at hand. The endpoint's
+        /// event loop does so at the end of every turn: the turn's reports share one flush and are
+        /// answered in that same turn, without waking another thread and waiting for it to be
+        /// scheduled (docs/PERFORMANCE.md has the measurements that chose this).
+        case owner
+    }
 
     private struct PendingBatch {
         var bytes: [UInt8] = []
@@ -70,8 +88,10 @@ public final class ReportStore: Sendable {
     }
 
     /// Opens (or creates) `directory/reports.log` and replays it.
-    public init(directory: String, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+    public init(directory: String, committer: Committer = .writerThread,
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         self.directory = directory
+        self.committer = committer
         self.logPath = directory + "/reports.log"
         self.clock = clock
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -125,6 +145,7 @@ public final class ReportStore: Sendable {
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
                                seconds: Date().timeIntervalSince(started))
 
+        guard committer == .writerThread else { return }
         stopped.enter()
         let thread = Thread { [self] in
             writerLoop()
@@ -136,8 +157,8 @@ public final class ReportStore: Sendable {
 
     // MARK: - Writing
 
-    /// Queues a report. `completion` runs on the writer thread once the report is on disk (with
-    /// its id and receive time) or could not be written.
+    /// Queues a report. `completion` runs on the committing thread once the report is on disk
+    /// (with its id and receive time) or could not be written.
     public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
         queue.lock()
         if stopping {
@@ -158,12 +179,12 @@ public final class ReportStore: Sendable {
             StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
         }
         pending.entries.append(.report(report, at: at, completion))
-        if pending.entries.count == 1 { queue.signal() }
+        if pending.entries.count == 1 && committer == .writerThread { queue.signal() }
         queue.unlock()
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
-    /// `completion` runs on the writer thread once it is on disk or could not be written.
+    /// `completion` runs on the committing thread once it is on disk or could not be written.
     public func appendTrigger(site: String, triggerData: UInt8, priority: UInt8, attributionSource: String?,
                               completion: @escaping TriggerCompletion) {
         queue.lock()
@@ -179,7 +200,7 @@ public final class ReportStore: Sendable {
         pending.nextTriggerID += 1
         LogRecord.append(kind: .trigger, to: &pending.bytes) { StoredTrigger.encodePayload(trigger, into: &$0) }
         pending.entries.append(.trigger(trigger, completion))
-        if pending.entries.count == 1 { queue.signal() }
+        if pending.entries.count == 1 && committer == .writerThread { queue.signal() }
         queue.unlock()
     }
 
@@ -191,20 +212,35 @@ public final class ReportStore: Sendable {
         }
     }
 
+    /// Writes and flushes everything queued, on the calling thread, and calls the completions;
+    /// again if those queued more (a pipelined request answered by a completion), until nothing is
+    /// left. Completions must not call this themselves.
+    public func commitQueued() {
+        commitLock.lock()
+        defer { commitLock.unlock() }
+        while true {
+            queue.lock()
+            if pending.entries.isEmpty {
+                queue.unlock()
+                return
+            }
+            swap(&pending.bytes, &committing.bytes)
+            swap(&pending.entries, &committing.entries)
+            queue.unlock()
+            commit(bytes: committing.bytes, entries: committing.entries)
+            committing.bytes.removeAll(keepingCapacity: true)
+            committing.entries.removeAll(keepingCapacity: true)
+        }
+    }
+
     private func writerLoop() {
         while true {
             queue.lock()
             while pending.entries.isEmpty && !stopping { queue.wait() }
-            if pending.entries.isEmpty && stopping {
-                queue.unlock()
-                return
-            }
-            let bytes = pending.bytes
-            let entries = pending.entries
-            pending.bytes.removeAll(keepingCapacity: true)
-            pending.entries.removeAll(keepingCapacity: true)
+            let finished = pending.entries.isEmpty && stopping
             queue.unlock()
-            commit(bytes: bytes, entries: entries)
+            if finished { return }
+            commitQueued()
         }
     }
 
@@ -255,6 +291,7 @@ public final class ReportStore: Sendable {
         stopping = true
         queue.signal()
         queue.unlock()
+        if committer == .owner { commitQueued() }
         stopped.wait()
         if !alreadyClosing { file.close() }
     }

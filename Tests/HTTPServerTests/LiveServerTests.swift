@@ -51,6 +51,26 @@ final class HeldHandler: HTTPHandler, @unchecked Sendable {
     }
 }
 
+/// Answers nothing in `handle`; answers everything the turn brought in `finishTurn`, saying how
+/// many requests that turn held (as the endpoint commits a turn's reports with one flush).
+final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
+    // Touched only on the loop thread.
+    private var waiting: [HTTPResponder] = []
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        waiting.append(responder)
+    }
+
+    func finishTurn() {
+        while !waiting.isEmpty {
+            let turn = waiting
+            waiting.removeAll()
+            // Answering may read a pipelined request that was waiting its turn: answered in the loop.
+            for responder in turn { responder.respond(HTTPResponse.text(200, "answered with \(turn.count)")) }
+        }
+    }
+}
+
 @Suite struct LiveServerTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
         try withServer { port, _ in
@@ -62,6 +82,20 @@ final class HeldHandler: HTTPHandler, @unchecked Sendable {
                 #expect(response.bodyText == "GET /n\(i) ")
                 #expect(response.header("Connection") == nil)
             }
+        }
+    }
+
+    @Test func workLeftForTheEndOfTheTurnIsDoneWithoutWaitingForAnotherEvent() throws {
+        // With nothing else to wake it, the loop would next wake in 30 s: the client gives up after
+        // 3, so an answer left for a later turn fails the test instead of arriving late.
+        try withServer({ $0.timeoutCheckInterval = 30 }, handler: TurnBatchingHandler()) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            client.setTimeout(3)
+            try client.send("GET /alone HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "answered with 1")
+            // Pipelined requests read in one turn are answered together, in order.
+            try client.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+            for _ in 0..<3 { #expect(try client.readResponse().status == 200) }
         }
     }
 
