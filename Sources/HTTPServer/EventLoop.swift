@@ -32,6 +32,10 @@ final class EventLoop: @unchecked Sendable {
     private let wakeWrite: Int32
     private var loopThread: pthread_t?
 
+    /// The most times one turn looks for ready sockets before `finishTurn`, so that a steady
+    /// stream of requests cannot keep the first ones of a turn waiting for its end.
+    static let looksPerTurn = 4
+
     private(set) var date = HTTPDate()
     /// Every connection reads into this one buffer, then keeps only the bytes it got.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -89,16 +93,27 @@ final class EventLoop: @unchecked Sendable {
         date.update()
         while true {
             let timeout = draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
-            let events = poller.wait(timeoutMilliseconds: timeout)
+            var events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
-            for event in events {
-                if event.fd == listener {
-                    acceptConnections()
-                } else if event.fd == wakeRead {
-                    drainInbox()
-                } else if let connection = connections[event.fd] {
-                    connection.handle(event)
+            // A turn takes everything that is ready, looking again without waiting until nothing
+            // more is, before `finishTurn`: the requests that arrived while the first ones were
+            // read then share their flush, instead of starting a small turn of their own that
+            // makes them, and the requests behind them, wait for one more flush.
+            var looks = 1
+            while true {
+                for event in events {
+                    if event.fd == listener {
+                        acceptConnections()
+                    } else if event.fd == wakeRead {
+                        drainInbox()
+                    } else if let connection = connections[event.fd] {
+                        connection.handle(event)
+                    }
                 }
+                guard looks < Self.looksPerTurn else { break }
+                events = poller.wait(timeoutMilliseconds: 0)
+                if events.isEmpty { break }
+                looks += 1
             }
             handler.finishTurn()
             let now = monotonicSeconds()
