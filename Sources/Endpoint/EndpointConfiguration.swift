@@ -26,6 +26,9 @@ public struct EndpointConfiguration: Sendable {
     public var manualClock = false
     /// Reports arriving more than this many days after their trigger are quarantined `too_late`.
     public var lateCutoffDays = 30
+    /// Megabytes of zeros kept written ahead of the log's end, so that each flush overwrites
+    /// blocks already on disk instead of growing the file (0: none).
+    public var logPreallocationMB = 4
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []
     public var campaigns: [Campaign] = []
@@ -79,6 +82,8 @@ public struct EndpointConfiguration: Sendable {
       --request-timeout SECS   Time to receive a whole request once it starts (default 10).
       --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
       --max-report-bytes N     Largest report body accepted (default 8192).
+      --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
+                               does not grow the file (default 4; 0 for none).
       --no-access-log          Do not write one JSON line per request to stderr.
       --public DIR             The summary page's files, served at / (default ./Public).
       --help                   Show this help.
@@ -148,6 +153,7 @@ public struct EndpointConfiguration: Sendable {
             case "--public": configuration.publicDirectory = try value(flag)
             case "--manual-clock": configuration.manualClock = true
             case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
+            case "--log-preallocation-mb": configuration.logPreallocationMB = try number(flag, Int.self)
             default: throw ParseError(description: "unknown option '\(flag)' (see --help)")
             }
             i += 1
@@ -182,6 +188,7 @@ public struct EndpointConfiguration: Sendable {
             case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
             case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
             case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
+            case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
             case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
             case "conversions", "campaigns":
                 guard let list = value as? [Any] else { throw bad() }
@@ -218,8 +225,9 @@ public struct EndpointConfiguration: Sendable {
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
         }
-        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3 {
-            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3)")
+        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
+            || !(0...1024).contains(logPreallocationMB) {
+            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024)")
         }
     }
 }

@@ -33,7 +33,8 @@ public final class EndpointServer: Sendable {
         let summary = SummaryBook()
         self.summary = summary
         // The event loop commits at the end of each turn (EndpointRoutes.finishTurn).
-        store = try ReportStore(directory: configuration.dataDirectory, committer: .owner, clock: { clock.now() })
+        store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
+                                preallocation: configuration.logPreallocationMB << 20, clock: { clock.now() })
         summaryRebuildEnd = store.bytesOnDisk
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)

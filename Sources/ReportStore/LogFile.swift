@@ -46,9 +46,15 @@ struct LogFile: @unchecked Sendable {
     }
 
     func write(_ bytes: [UInt8], at offset: Int) throws(StoreError) {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(StoreError) in try write(buffer, at: offset) }
+        }.get()
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(StoreError) {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw StoreError(operation: "pwrite", errno: errno)
@@ -66,6 +72,24 @@ struct LogFile: @unchecked Sendable {
         #else
         guard fdatasync(fd) == 0 else { throw StoreError(operation: "fdatasync", errno: errno) }
         #endif
+    }
+
+    /// The offset just after the last byte that is not zero (0 for an empty or all-zero file),
+    /// read backwards from the end.
+    func endOfNonZeroBytes(size: Int) throws(StoreError) -> Int {
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var end = size
+        while end > 0 {
+            let start = max(0, end - buffer.count)
+            let got = try buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(StoreError) in
+                    try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<(end - start)]), at: start)
+                }
+            }.get()
+            if let last = buffer[0..<got].lastIndex(where: { $0 != 0 }) { return start + last + 1 }
+            end = start
+        }
+        return 0
     }
 
     func truncate(to length: Int) throws(StoreError) {

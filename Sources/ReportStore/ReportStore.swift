@@ -15,6 +15,8 @@ public final class ReportStore: Sendable {
     public let replay: ReplaySummary
 
     private let file: LogFile
+    /// Keeps zeros written ahead of the data, when the store was opened with a preallocation.
+    private let preallocator: LogPreallocator?
     private let clock: @Sendable () -> Timestamp
     private let committer: Committer
     /// Guards `pending` and `stopping`; held only to queue or to take a batch, never across I/O.
@@ -88,7 +90,9 @@ public final class ReportStore: Sendable {
     }
 
     /// Opens (or creates) `directory/reports.log` and replays it.
-    public init(directory: String, committer: Committer = .writerThread,
+    /// `preallocation`: bytes of zeros to keep written ahead of the data (0: none), so that a
+    /// commit overwrites blocks already on disk instead of growing the file (`LogPreallocator`).
+    public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
                 clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         self.directory = directory
         self.committer = committer
@@ -105,7 +109,12 @@ public final class ReportStore: Sendable {
         var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0, lastTriggerID: UInt64 = 0
         var triggers = ReplayedTriggers()
         let size = try file.size()
-        var scanner = LogScanner(file: file, end: size)
+        // Zeros after the last record are free space: preallocated, or blocks a crash kept from
+        // being written (never acknowledged ones: those were flushed). The scan stops a little
+        // past the last non-zero byte, where any record that ends in zero bytes is still whole.
+        let zerosFrom = try file.endOfNonZeroBytes(size: size)
+        let scanEnd = min(size, zerosFrom + LogRecord.headerSize + LogRecord.maxPayload)
+        var scanner = LogScanner(file: file, end: scanEnd)
         defer { scanner.deallocate() }
         var offset = 0
         var tornTail = 0
@@ -128,14 +137,23 @@ public final class ReportStore: Sendable {
                 corrupt.append((at, length))
                 offset = at + length
             case .tornTail(let at):
-                tornTail = size - at
-                try file.truncate(to: at)
-                try file.sync()
                 offset = at
+                if at < zerosFrom {
+                    tornTail = size - at
+                    try file.truncate(to: at)
+                    try file.sync()
+                }
                 break scan
             case .end:
                 break scan
             }
+        }
+        // Free space is kept only when more zeros would be written anyway.
+        var zeroedEnd = try file.size()
+        if zeroedEnd > offset && preallocation == 0 {
+            try file.truncate(to: offset)
+            try file.sync()
+            zeroedEnd = offset
         }
         pending.nextID = lastID + 1
         pending.nextTriggerID = lastTriggerID + 1
@@ -144,6 +162,8 @@ public final class ReportStore: Sendable {
         state = Locked(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
                                seconds: Date().timeIntervalSince(started))
+        preallocator = preallocation > 0
+            ? LogPreallocator(file: file, window: preallocation, dataEnd: offset, zeroedEnd: zeroedEnd) : nil
 
         guard committer == .writerThread else { return }
         stopped.enter()
@@ -246,6 +266,7 @@ public final class ReportStore: Sendable {
 
     private func commit(bytes: [UInt8], entries: [Entry]) {
         let start = state.withLock { $0.end }
+        preallocator?.claim(start..<start + bytes.count)
         do {
             try file.write(bytes, at: start)
             try file.sync()
@@ -253,6 +274,7 @@ public final class ReportStore: Sendable {
             // Cut back whatever part of the batch reached the file, so a half-written record can
             // never be replayed as a report that was refused. The next batch writes here again.
             try? file.truncate(to: start)
+            preallocator?.cutBack(to: start)
             state.withLock {
                 $0.lastError = error
                 $0.failedBatches += 1
@@ -293,7 +315,10 @@ public final class ReportStore: Sendable {
         queue.unlock()
         if committer == .owner { commitQueued() }
         stopped.wait()
-        if !alreadyClosing { file.close() }
+        if !alreadyClosing {
+            preallocator?.stop()
+            file.close()
+        }
     }
 
     // MARK: - Reading

@@ -84,7 +84,8 @@ import TestSupport
         #expect(status == 0)
         for option in ["--host", "--port", "--data", "--site", "--config", "--trusted-proxy", "--token", "--dev",
                        "--max-connections", "--request-timeout", "--idle-timeout", "--max-report-bytes",
-                       "--no-access-log", "--help", EndpointConfiguration.environmentTokenName] {
+                       "--no-access-log", "--log-preallocation-mb", "--manual-clock", "--late-cutoff-days", "--public",
+                       "--help", EndpointConfiguration.environmentTokenName] {
             #expect(output.contains(option), "\(option)")
         }
     }

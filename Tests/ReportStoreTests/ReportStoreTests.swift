@@ -198,12 +198,32 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         store.close()
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))
         handle.seekToEndOfFile()
-        handle.write(Data(repeating: 0, count: 100))
+        handle.write(Data(repeating: 0xA7, count: 100) + Data(count: 50))  // junk, then zeros
         try handle.close()
         let reopened = try ReportStore(directory: dir)
         defer { reopened.close() }
-        #expect(reopened.replay.tornTailBytes == 100)
+        #expect(reopened.replay.tornTailBytes == 150)
         #expect(all(reopened).count == 1)
+    }
+
+    @Test func zerosAfterTheLastRecordAreFreeSpaceNotDamage() throws {
+        // What a preallocated log ends with, or blocks a crash left unwritten: nothing
+        // acknowledged can be in them, so they are not reported as a torn tail.
+        let dir = temporaryDirectory()
+        let store = try ReportStore(directory: dir)
+        try appendAndWait(store, draft(1))
+        let end = store.bytesOnDisk
+        store.close()
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))
+        handle.seekToEndOfFile()
+        handle.write(Data(count: 300_000))
+        try handle.close()
+        let reopened = try ReportStore(directory: dir)
+        defer { reopened.close() }
+        #expect(reopened.replay.tornTailBytes == 0 && reopened.replay.corruptRecords.isEmpty)
+        #expect(all(reopened).count == 1)
+        #expect(reopened.bytesOnDisk == end)
+        #expect(try appendAndWait(reopened, draft(2)).id == 2)
     }
 }
 
