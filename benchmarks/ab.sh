@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Paired runs of endpoint binaries, for deciding whether a change helps: on a shared machine only
+# runs taken minutes apart compare. Each binary is started in turn, pinned to core 0, with a fresh
+# data directory, and loaded by wrk on core 1 with 64 keep-alive connections sending the 140-byte
+# report. Prints, per run: req/s, p90 and p99, how busy the server's core was (user and kernel,
+# from /proc/PID/stat), and reports per flush (from /metrics).
+# Usage: benchmarks/ab.sh [-r ROUNDS] [-d SECONDS] BINARY [BINARY...]
+# Environment: ENDPOINT_ARGS adds arguments (e.g. "--log-preallocation-mb 0").
+set -euo pipefail
+rounds=3 seconds=6
+while getopts "r:d:" opt; do
+  case $opt in r) rounds=$OPTARG ;; d) seconds=$OPTARG ;; *) exit 64 ;; esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-r ROUNDS] [-d SECONDS] BINARY [BINARY...]" >&2; exit 64; }
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
+
+body='{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}'
+hz=$(getconf CLK_TCK)
+
+run() {  # $1 = binary
+  local work port pid out u0 s0 u1 s1 flushes
+  work=$(mktemp -d)
+  port=$((20000 + RANDOM % 20000))
+  cat >"$work/post.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Host"] = "shop.example"
+LUA
+  # shellcheck disable=SC2086
+  taskset -c 0 "$1" --port "$port" --site news.example --site shop.example --data "$work/data" --token ab \
+    --no-access-log ${ENDPOINT_ARGS:-} 2>"$work/stderr" &
+  pid=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+  read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  out=$(taskset -c 1 wrk -t2 -c64 -d"${seconds}s" --latency -s "$work/post.lua" \
+    "http://127.0.0.1:$port/.well-known/private-click-measurement/report-attribution/")
+  read -r u1 s1 < <(awk '{print $14, $15}' "/proc/$pid/stat")
+  flushes=$(curl -s -H "Authorization: Bearer ab" "http://127.0.0.1:$port/metrics" |
+    awk '/^attribution_store_flushes_total/ {print $2}')
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  python3 - "$1" "$seconds" "$hz" "$u1" "$u0" "$s1" "$s0" "${flushes:-0}" "$out" <<'PY'
+import re, sys
+name, secs, hz, u1, u0, s1, s0, flushes, out = sys.argv[1:]
+secs, hz = float(secs), float(hz)
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+p90 = re.search(r"\n\s+90%\s+(\S+)", out).group(1)
+p99 = re.search(r"\n\s+99%\s+(\S+)", out).group(1)
+user, sys_ = (int(u1) - int(u0)) / hz / secs, (int(s1) - int(s0)) / hz / secs
+print("%-40s %8.0f req/s  p90 %7s  p99 %7s  busy %3.0f%% (user %2.0f%%, kernel %2.0f%%)  reports/flush %.1f"
+      % (name[-40:], rps, p90, p99, 100 * (user + sys_), 100 * user, 100 * sys_, rps * secs / max(1, int(flushes))))
+PY
+  rm -rf "$work"
+}
+
+for round in $(seq "$rounds"); do
+  for binary in "$@"; do run "$binary"; done
+done
