@@ -9,8 +9,8 @@ import Darwin
 ///
 /// A commit that appends past the end of the file makes its `fdatasync` also commit a new file
 /// size and newly allocated blocks to the file system's journal; a commit that overwrites blocks
-/// already written flushes only its data. On the benchmark machine's disk that is 190 µs against
-/// 110 µs per flush, and every report waits for one (docs/PERFORMANCE.md). Zeros are safe to leave
+/// already written flushes only its data. On the benchmark machine's disk that is about 230 µs
+/// against 140 µs per flush (`benchmarks/flush_latency.py`), and every report waits for one. Zeros are safe to leave
 /// after the last record: a record never starts with a zero byte, and replay takes an all-zero
 /// tail as free space, not as damage.
 ///
@@ -26,6 +26,8 @@ final class LogPreallocator: @unchecked Sendable {
     /// than one piece of them to wait for.
     static let piece = 256 << 10
     private static let zeros = [UInt8](repeating: 0, count: piece)
+    /// Called on the thread just before it writes a piece; tests use it to hold the thread there.
+    private let willWrite: (@Sendable (Range<Int>) -> Void)?
 
     // Everything below is guarded by `condition`.
     private let condition = NSCondition()
@@ -35,16 +37,15 @@ final class LogPreallocator: @unchecked Sendable {
     private var claimedEnd: Int
     /// What the thread is zeroing right now.
     private var zeroing: Range<Int>?
-    /// After a failed write (a full disk), the thread waits until then before trying again.
+    /// After a failed write, or with too little room on the disk, the thread waits until then
+    /// before it looks again.
     private var retryAt: Date?
+    /// Set when less than half the window is left, until the whole window is zeroed again.
     private var filling = false
     /// Counts `cutBack` calls, so the thread knows whether the file changed under its write.
     private var cutBacks = 0
     private var stopping = false
     private let stopped = DispatchGroup()
-
-    /// Called on the thread just before it writes a piece; tests use it to hold the thread there.
-    private let willWrite: (@Sendable (Range<Int>) -> Void)?
 
     init(file: LogFile, window: Int, dataEnd: Int, zeroedEnd: Int, willWrite: (@Sendable (Range<Int>) -> Void)? = nil) {
         self.file = file
@@ -145,7 +146,10 @@ final class LogPreallocator: @unchecked Sendable {
 
     /// Once less than half the window is left, pieces are written until all of it is there again.
     private func needsZeros() -> Bool {
-        if let retryAt, Date() < retryAt { return false }
+        if let retryAt {
+            if Date() < retryAt { return false }
+            self.retryAt = nil  // or the wait below would return at once, again and again
+        }
         if zeroedEnd - claimedEnd < window / 2 { filling = true }
         if zeroedEnd >= claimedEnd + window { filling = false }
         return filling
