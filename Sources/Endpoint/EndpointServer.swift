@@ -100,16 +100,12 @@ public final class EndpointServer: Sendable {
         let port = try http.start()
         // Serving first, the summary after: a restart with ten million reports takes reports
         // at once, and the summary API answers 503 with its progress until it is ready.
-        rebuildDone.enter()
-        let (summary, store, end, stopping, done) = (self.summary, self.store, summaryRebuildEnd, self.stopping, rebuildDone)
-        let thread = Thread {
+        let (summary, store, end, stopping) = (self.summary, self.store, summaryRebuildEnd, self.stopping)
+        rebuildDone.startThread(named: "summary-rebuild") {
             let started = Date()
             summary.rebuild(from: store, through: end, shouldStop: { stopping.withLock { $0 } })
             EventLog.write("summary_rebuilt", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started)))])
-            done.leave()
         }
-        thread.name = "summary-rebuild"
-        thread.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),

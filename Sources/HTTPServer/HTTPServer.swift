@@ -34,14 +34,7 @@ public final class HTTPServer: Sendable {
                                                  backlog: configuration.backlog)
         let loop = try EventLoop(configuration: configuration, handler: handler, listener: listener)
         state.withLock { $0 = (loop, port) }
-        stopped.enter()
-        let thread = Thread { [stopped] in
-            loop.run()
-            stopped.leave()
-        }
-        thread.name = "http-event-loop"
-        thread.stackSize = 4 << 20
-        thread.start()
+        stopped.startThread(named: "http-event-loop", stackSize: 4 << 20) { loop.run() }
         return port
     }
 

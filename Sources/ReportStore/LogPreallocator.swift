@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -53,13 +54,7 @@ final class LogPreallocator: @unchecked Sendable {
         self.willWrite = willWrite
         self.claimedEnd = dataEnd
         self.zeroedEnd = max(zeroedEnd, dataEnd)
-        stopped.enter()
-        let thread = Thread { [self] in
-            run()
-            stopped.leave()
-        }
-        thread.name = "log-preallocator"
-        thread.start()
+        stopped.startThread(named: "log-preallocator") { [self] in run() }
     }
 
     /// Called by a commit before it writes `range`, which starts at the end of the data: waits

@@ -166,13 +166,7 @@ public final class ReportStore: Sendable {
             ? LogPreallocator(file: file, window: preallocation, dataEnd: offset, zeroedEnd: zeroedEnd) : nil
 
         guard committer == .writerThread else { return }
-        stopped.enter()
-        let thread = Thread { [self] in
-            writerLoop()
-            stopped.leave()
-        }
-        thread.name = "report-store-writer"
-        thread.start()
+        stopped.startThread(named: "report-store-writer") { [self] in writerLoop() }
     }
 
     // MARK: - Writing
