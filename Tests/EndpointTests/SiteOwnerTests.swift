@@ -40,6 +40,7 @@ private final class SiteOwnerEndpoint {
     }
 
     /// Follows the pixel's redirect as a browser would: the trigger URL on the same host.
+    @discardableResult
     func hitPixel(host: String, query: String) throws -> RawResponse {
         let redirect = try send("GET", "/conversion-pixel?" + query, host: host, token: nil)
         #expect(redirect.status == 302, "pixel: \(redirect.bodyText)")
