@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "Locking"]),
         .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
-                    resources: [.copy("Resources/test_psl.txt")]),
+                    resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "TestSupport", "Locking", "attribution-endpoint"]),
     ],

@@ -21,7 +21,7 @@ printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP
 printf '\x07POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n5;x=1\r\nhello\r\n0\r\nT: 1\r\n\r\n' > "$out/corpus-http/seed2"
 python3 -c "
 import json
-v = json.load(open('../shared/spec/vectors/pcm_reports.json'))
+v = json.load(open('Tests/AttributionCoreTests/Resources/vectors/pcm_reports.json'))
 for i, (k, x) in enumerate(v.items()):
     open('$out/corpus-report/seed%d' % i, 'w').write(x['raw'])
 " 2>/dev/null || printf '{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}' > "$out/corpus-report/seed0"

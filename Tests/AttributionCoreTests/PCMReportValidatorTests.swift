@@ -31,13 +31,11 @@ private func report(_ text: String, _ validator: PCMReportValidator = production
 }
 
 @Suite struct PCMReportValidatorTests {
-    /// Every vector in ../shared/spec/vectors/pcm_reports.json (or in the folder named by
-    /// ATTRIBUTION_VECTORS, which .ci/run sets). The token vector holds placeholders, not
-    /// base64url, so it must be refused until real values are supplied.
+    /// Every vector in `Resources/vectors/pcm_reports.json` (where each comes from:
+    /// `Resources/vectors/SOURCES.md`). The token vector holds placeholders, not base64url, so it
+    /// must be refused until real values are supplied.
     @Test func sharedVectors() throws {
-        let folder = ProcessInfo.processInfo.environment["ATTRIBUTION_VECTORS"].map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../shared/spec/vectors")
-        let url = folder.appendingPathComponent("pcm_reports.json").standardized
+        let url = try #require(Bundle.module.url(forResource: "pcm_reports", withExtension: "json", subdirectory: "vectors"))
         let data = try Data(contentsOf: url)
         let vectors = try #require(JSONSerialization.jsonObject(with: data) as? [String: [String: Any]])
         #expect(vectors.count >= 9)
