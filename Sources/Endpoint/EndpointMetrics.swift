@@ -1,6 +1,7 @@
 import AttributionCore
 import Foundation
 import ReportStore
+import HTTPServer
 import Locking
 
 /// Counters for `/metrics` and `/healthz`. Aggregates only.
@@ -75,6 +76,9 @@ final class EndpointMetrics: Sendable {
         out += "# HELP attribution_replay_torn_tail_bytes Bytes of an incomplete last record cut off when the log was opened.\n"
         out += "# TYPE attribution_replay_torn_tail_bytes gauge\n"
         out += "attribution_replay_torn_tail_bytes \(store.replay.tornTailBytes)\n"
+        out += "# HELP attribution_log_lines_dropped_total Log lines (access log and events) dropped because stderr's reader did not keep up.\n"
+        out += "# TYPE attribution_log_lines_dropped_total counter\n"
+        out += "attribution_log_lines_dropped_total \(LineWriter.standardError.droppedLines)\n"
         return out
     }
 }
@@ -90,8 +94,10 @@ enum EventLog {
             line += ":"
             value.write(to: &line)
         }
-        line += "}\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        line += "}"
+        // Through the shared writer, never straight to stderr: a stalled reader must not stop a
+        // signal handler, a failure report or the shutdown.
+        LineWriter.standardError.writeLine(line)
     }
 
     static func write(_ event: String, _ fields: KeyValuePairs<String, JSONValue>) {

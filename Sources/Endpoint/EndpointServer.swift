@@ -62,7 +62,7 @@ public final class EndpointServer: Sendable {
         http.maxConnections = configuration.maxConnections
         http.requestTimeout = configuration.requestTimeout
         http.idleTimeout = configuration.idleTimeout
-        http.accessLogFD = configuration.accessLog ? 2 : nil
+        http.accessLog = configuration.accessLog ? LineWriter.standardError : nil
         // The HTTP layer refuses only the absurd; the report path applies its own, smaller limit
         // so that an oversized report is counted and explained like any other rejection.
         http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes)
@@ -182,6 +182,8 @@ public final class EndpointServer: Sendable {
         }
         server.waitUntilStopped()
         sources.forEach { $0.cancel() }
+        // The last lines get a moment to reach a slow reader; a stuck one does not hold the exit.
+        LineWriter.standardError.close(waitingAtMost: 2)
         return 0
     }
 }

@@ -273,7 +273,7 @@ final class Connection {
     }
 
     private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {
-        guard loop.configuration.accessLogFD != nil else { return }
+        guard loop.configuration.accessLog != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         var line: [UInt8] = []
         let path = slot.target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(slot.target[..<$0]) } ?? slot.target

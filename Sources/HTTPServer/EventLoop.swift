@@ -40,6 +40,7 @@ final class EventLoop: @unchecked Sendable {
     /// Every connection reads into this one buffer, then keeps only the bytes it got.
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var logBuffer: [UInt8] = []
+    private var logLines = 0
     private var draining = false
     private var drainDeadline = Double.infinity
     private var lastTimeoutScan = 0.0
@@ -192,22 +193,17 @@ final class EventLoop: @unchecked Sendable {
     }
 
     func log(_ line: [UInt8]) {
-        guard configuration.accessLogFD != nil else { return }
+        guard configuration.accessLog != nil else { return }
         logBuffer.append(contentsOf: line)
         logBuffer.append(0x0A)
+        logLines += 1
     }
 
-    /// One write per loop turn for all the turn's log lines.
+    /// The turn's lines in one hand-off; the writer's own thread waits for the reader, never this one.
     private func flushLog() {
-        guard let fd = configuration.accessLogFD, !logBuffer.isEmpty else { return }
-        logBuffer.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n <= 0 { break }  // a full or closed stderr must not stop the server
-                offset += n
-            }
-        }
+        guard let accessLog = configuration.accessLog, !logBuffer.isEmpty else { return }
+        accessLog.write(logBuffer, lines: logLines)
         logBuffer.removeAll(keepingCapacity: true)
+        logLines = 0
     }
 }

@@ -22,8 +22,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var timeoutCheckInterval: Double = 0.25
     /// On shutdown, in-flight requests get this long to finish before connections are cut.
     public var shutdownGracePeriod: Double = 10
-    /// Where one JSON line per request goes (stderr by default); nil turns the access log off.
-    public var accessLogFD: Int32? = 2
+    /// Where one JSON line per request goes; nil turns the access log off. A `LineWriter` never
+    /// blocks the loop: a reader that stalls costs log lines, not requests.
+    public var accessLog: LineWriter? = nil
 
     public init() {}
 }

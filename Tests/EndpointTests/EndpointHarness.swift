@@ -1,3 +1,4 @@
+import Dispatch
 import AttributionCore
 import Foundation
 import Locking
@@ -102,12 +103,15 @@ final class EndpointProcess {
     let port: UInt16
     private let stderr = Pipe()
     private var captured = Data()
+    private let exited = DispatchSemaphore(value: 0)
 
-    init(arguments: [String]) throws {
+    /// `accessLog`: keep the endpoint's default access log on stderr (the tests turn it off).
+    init(arguments: [String], accessLog: Bool = false) throws {
         process.executableURL = try endpointExecutable()
-        process.arguments = ["--port", "0", "--no-access-log"] + arguments
+        process.arguments = ["--port", "0"] + (accessLog ? [] : ["--no-access-log"]) + arguments
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
+        process.terminationHandler = { [exited] _ in exited.signal() }
         try process.run()
         // The "listening" event line names the port.
         var port: UInt16?
@@ -125,6 +129,11 @@ final class EndpointProcess {
     }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits up to `timeout` seconds for the process to exit, without reading its stderr.
+    func exits(within timeout: Double) -> Bool {
+        exited.wait(timeout: .now() + timeout) == .success
+    }
 
     /// Waits for exit; returns the status and everything written to stderr.
     func wait() -> (status: Int32, stderr: String) {

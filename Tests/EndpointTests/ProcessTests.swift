@@ -79,6 +79,40 @@ import TestSupport
         #expect(stderr.contains("\"event\":\"stopped\",\"reports\":1"))
     }
 
+    /// stderr is a pipe whose reader stops reading (a stuck log shipper): the access log fills the
+    /// pipe and the endpoint's log buffer, and from then on costs log lines, never reports.
+    @Test func aStalledLogReaderCostsLinesNotReports() throws {
+        let directory = temporaryDirectory()
+        // Nobody reads this process's stderr after its "listening" line, until it has exited.
+        let server = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--token", "t"], accessLog: true)
+        let client = try RawHTTPClient(port: server.port, timeout: 10)
+        let body = reportBody()
+        let request = Array("POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: news.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+        // 64 KB of pipe and 1 MB of buffer hold about 7,000 access-log lines; send twice that.
+        let reports = 14_000, inFlight = 50
+        var created = 0
+        for _ in 0..<(reports / inFlight) {
+            try client.send(Array((0..<inFlight).map { _ in request }.joined()))
+            for _ in 0..<inFlight where try client.readResponse().status == 201 { created += 1 }
+        }
+        #expect(created == reports, "every report answered 201 while the log reader was stalled")
+        #expect(try httpRequest(port: server.port, method: "GET", path: "/healthz").status == 200)
+        let metrics = try httpRequest(port: server.port, method: "GET", path: "/metrics", headers: [("Authorization", "Bearer t")]).bodyText
+        let dropped = metrics.split(separator: "\n").first { $0.hasPrefix("attribution_log_lines_dropped_total ") }
+            .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+        #expect(dropped > 1_000, "the lines that did not fit were counted: \(dropped)")
+
+        server.signal(SIGTERM)
+        #expect(server.exits(within: 20), "SIGTERM stops the endpoint although its stderr is not read")
+        let (status, _) = server.wait()
+        #expect(status == 0)
+        let export = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--token", "t"])
+        #expect(try httpRequest(port: export.port, method: "GET", path: "/metrics", headers: [("Authorization", "Bearer t")])
+            .bodyText.contains("attribution_store_reports \(reports)\n"), "every acknowledged report is in the log")
+        export.signal(SIGTERM)
+        _ = export.wait()
+    }
+
     @Test func helpDocumentsEveryOption() throws {
         let (status, output) = try runEndpoint(["--help"])
         #expect(status == 0)

@@ -13,7 +13,7 @@ private func withServer(
 ) throws {
     var configuration = HTTPServerConfiguration()
     configuration.port = 0
-    configuration.accessLogFD = nil
+    configuration.accessLog = nil
     configure(&configuration)
     let server = HTTPServer(configuration: configuration, handler: handler)
     let port = try server.start()
@@ -251,7 +251,7 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
         let handler = HeldHandler()
         var configuration = HTTPServerConfiguration()
         configuration.port = 0
-        configuration.accessLogFD = nil
+        configuration.accessLog = nil
         let server = HTTPServer(configuration: configuration, handler: handler)
         let port = try server.start()
         let client = try RawHTTPClient(port: port)
