@@ -20,8 +20,10 @@ public struct EndpointConfiguration: Sendable {
     /// Reports are well under 4 KB even with both tokens; anything past this is refused with 413.
     public var maxReportBytes = 8192
     public var accessLog = true
-    /// The summary page's files, served at `/`.
-    public var publicDirectory = "./Public"
+    /// The summary page's files, served at `/`; nil: found by `PageLocator` beside the binary.
+    public var publicDirectory: String?
+    /// `--no-page`: run without the summary page on purpose.
+    public var servePage = true
     /// `POST /admin/clock` sets the time, which stands still until set again.
     public var manualClock = false
     /// Reports arriving more than this many days after their trigger are quarantined `too_late`.
@@ -59,7 +61,8 @@ public struct EndpointConfiguration: Sendable {
       --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
                                "request_timeout", "idle_timeout", "max_report_bytes",
-                               "late_cutoff_days", "manual_clock" (bool), and the
+                               "late_cutoff_days", "manual_clock" (bool), "public",
+                               "page" (bool, false as --no-page), and the
                                registrations "conversions" and "campaigns" (arrays of the
                                objects the admin API takes), added at start if missing.
                                Flags given on the command line override the file.
@@ -85,7 +88,12 @@ public struct EndpointConfiguration: Sendable {
       --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
                                does not grow the file (default 4; 0 for none).
       --no-access-log          Do not write one JSON line per request to stderr.
-      --public DIR             The summary page's files, served at / (default ./Public).
+      --public DIR             The summary page's folder, served at /. By default it is found
+                               beside the binary: PREFIX/share/attribution-endpoint/Public for
+                               an installed binary in PREFIX/bin, the checkout's Public/ for a
+                               build folder, or ./Public. Without one the endpoint refuses to
+                               start and names the folders it searched.
+      --no-page                Run without the summary page (/ answers 404).
       --help                   Show this help.
 
     ENDPOINTS
@@ -151,6 +159,7 @@ public struct EndpointConfiguration: Sendable {
             case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
+            case "--no-page": configuration.servePage = false
             case "--manual-clock": configuration.manualClock = true
             case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
             case "--log-preallocation-mb": configuration.logPreallocationMB = try number(flag, Int.self)
@@ -190,6 +199,8 @@ public struct EndpointConfiguration: Sendable {
             case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
             case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
             case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
+            case "public": guard let v = value as? String else { throw bad() }; publicDirectory = v
+            case "page": guard let v = value as? Bool else { throw bad() }; servePage = v
             case "conversions", "campaigns":
                 guard let list = value as? [Any] else { throw bad() }
                 for (n, item) in list.enumerated() {
@@ -209,6 +220,18 @@ public struct EndpointConfiguration: Sendable {
             default: throw ParseError(description: "config file \(path): unknown key \"\(key)\"")
             }
         }
+    }
+
+    /// The page's folder to serve, or nil with `--no-page`. A folder named with `--public` must
+    /// hold the page; otherwise `PageLocator` looks beside the binary. A page that cannot be found
+    /// stops the start: the marketers' whole product must not vanish with the working directory.
+    public func resolvedPublicDirectory() throws -> String? {
+        guard servePage else { return nil }
+        guard let publicDirectory else { return try PageLocator.locate() }
+        guard PageLocator.holdsPage(publicDirectory) else {
+            throw ParseError(description: "--public \(publicDirectory): no index.html there (--no-page runs without the page)")
+        }
+        return publicDirectory
     }
 
     /// Refuses configurations that would silently lose reports.

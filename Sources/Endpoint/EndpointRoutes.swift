@@ -15,10 +15,10 @@ struct EndpointRoutes: HTTPHandler {
     let summary: SummaryBook
     let book: SiteOwnerBook
     let clock: EndpointClock
-    let publicFiles: StaticFiles
+    let publicFiles: StaticFiles?
 
     init(ingest: ReportIngest, store: ReportStore, rejections: RejectionLog, metrics: EndpointMetrics, adminToken: String,
-         siteOwners: SiteOwnerRoutes, summary: SummaryBook, book: SiteOwnerBook, clock: EndpointClock, publicDirectory: String) {
+         siteOwners: SiteOwnerRoutes, summary: SummaryBook, book: SiteOwnerBook, clock: EndpointClock, publicDirectory: String?) {
         self.ingest = ingest
         self.store = store
         self.rejections = rejections
@@ -28,7 +28,7 @@ struct EndpointRoutes: HTTPHandler {
         self.summary = summary
         self.book = book
         self.clock = clock
-        publicFiles = StaticFiles(directory: publicDirectory)
+        publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
     }
 
     /// The turn's reports and triggers go to disk together, and their answers go out in this turn.
@@ -78,7 +78,7 @@ struct EndpointRoutes: HTTPHandler {
             }
         default:
             guard request.method == "GET" || request.method == "HEAD",
-                  let file = publicFiles.response(path: path, ifNoneMatch: request.headers["If-None-Match"]) else {
+                  let file = publicFiles?.response(path: path, ifNoneMatch: request.headers["If-None-Match"]) else {
                 return responder.respond(notFound(path))
             }
             responder.respond(file)

@@ -14,6 +14,8 @@ public final class EndpointServer: Sendable {
     public let adminTokenFile: String?
     /// The one clock: manual with `--manual-clock`, else `systemClock`.
     public let clock: EndpointClock
+    /// The summary page's folder, or nil with `--no-page`.
+    public let publicDirectory: String?
     private let book: SiteOwnerBook
     private let summary: SummaryBook
     /// The log's size at start: the summary is rebuilt from what lies before it.
@@ -25,6 +27,7 @@ public final class EndpointServer: Sendable {
     public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         try configuration.check()
         self.configuration = configuration
+        publicDirectory = try configuration.resolvedPublicDirectory()
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
         (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
                                                               dataDirectory: configuration.dataDirectory)
@@ -54,7 +57,7 @@ public final class EndpointServer: Sendable {
                                          servedSites: Set(configuration.sites))
         let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
                                     adminToken: adminToken, siteOwners: siteOwners, summary: summary, book: book,
-                                    clock: clock, publicDirectory: configuration.publicDirectory)
+                                    clock: clock, publicDirectory: publicDirectory)
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
@@ -110,10 +113,8 @@ public final class EndpointServer: Sendable {
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
             ("manual_clock", .bool(configuration.manualClock)), ("triggers", .number(String(book.triggerCount))),
-            // Where the summary page comes from, or null when that folder has no page: then `/`
-            // answers 404 and the --public flag is what to look at.
-            ("page", FileManager.default.fileExists(atPath: configuration.publicDirectory + "/index.html")
-                ? .string(configuration.publicDirectory) : .null),
+            // Where the summary page comes from; null only with --no-page.
+            ("page", publicDirectory.map { .string($0) } ?? .null),
         ]
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
         EventLog.write("listening", fields)
