@@ -13,12 +13,15 @@ struct EndpointRoutes: HTTPHandler {
     let adminToken: String
     let siteOwners: SiteOwnerRoutes
     let summary: SummaryBook
+    /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
+    let checkpointer: SummaryCheckpointer?
     let book: SiteOwnerBook
     let clock: EndpointClock
     let publicFiles: StaticFiles?
 
     init(ingest: ReportIngest, store: ReportStore, rejections: RejectionLog, metrics: EndpointMetrics, adminToken: String,
-         siteOwners: SiteOwnerRoutes, summary: SummaryBook, book: SiteOwnerBook, clock: EndpointClock, publicDirectory: String?) {
+         siteOwners: SiteOwnerRoutes, summary: SummaryBook, book: SiteOwnerBook, clock: EndpointClock, publicDirectory: String?,
+         checkpointer: SummaryCheckpointer? = nil) {
         self.ingest = ingest
         self.store = store
         self.rejections = rejections
@@ -26,6 +29,7 @@ struct EndpointRoutes: HTTPHandler {
         self.adminToken = adminToken
         self.siteOwners = siteOwners
         self.summary = summary
+        self.checkpointer = checkpointer
         self.book = book
         self.clock = clock
         publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
@@ -34,6 +38,7 @@ struct EndpointRoutes: HTTPHandler {
     /// The turn's reports and triggers go to disk together, and their answers go out in this turn.
     func finishTurn() {
         store.commitQueued()
+        checkpointer?.turnEnded()
     }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {

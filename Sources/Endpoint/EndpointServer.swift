@@ -18,9 +18,13 @@ public final class EndpointServer: Sendable {
     public let publicDirectory: String?
     private let book: SiteOwnerBook
     private let summary: SummaryBook
+    private let checkpointer: SummaryCheckpointer
+    /// The prefix the summary's checkpoint claimed at start, and what the log held there.
+    private let claimedCheckpoint: LogPrefix?
     /// The log's size at start: the summary is rebuilt from what lies before it.
     private let summaryRebuildEnd: Int
     private let rebuildDone = DispatchGroup()
+    private let checkpointOutcome = Locked<String?>(nil)
     private let stopping = Locked(false)
     private let http: HTTPServer
 
@@ -35,9 +39,15 @@ public final class EndpointServer: Sendable {
         self.clock = clock
         let summary = SummaryBook()
         self.summary = summary
+        // The checkpoint's header names the log prefix it was built from; replay fingerprints the
+        // log there, so the checkpoint can be checked without a second pass over the log.
+        let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
+        claimedCheckpoint = claimed
         // The event loop commits at the end of each turn (EndpointRoutes.finishTurn).
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
-                                preallocation: configuration.logPreallocationMB << 20, clock: { clock.now() })
+                                preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
+                                clock: { clock.now() })
+        checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary)
         summaryRebuildEnd = store.bytesOnDisk
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
@@ -57,7 +67,7 @@ public final class EndpointServer: Sendable {
                                          servedSites: Set(configuration.sites))
         let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
                                     adminToken: adminToken, siteOwners: siteOwners, summary: summary, book: book,
-                                    clock: clock, publicDirectory: publicDirectory)
+                                    clock: clock, publicDirectory: publicDirectory, checkpointer: checkpointer)
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
@@ -104,10 +114,33 @@ public final class EndpointServer: Sendable {
         // Serving first, the summary after: a restart with ten million reports takes reports
         // at once, and the summary API answers 503 with its progress until it is ready.
         let (summary, store, end, stopping) = (self.summary, self.store, summaryRebuildEnd, self.stopping)
+        let (claimed, checkpointer, checkpointOutcome) = (claimedCheckpoint, self.checkpointer, self.checkpointOutcome)
         rebuildDone.startThread(named: "summary-rebuild") {
             let started = Date()
-            summary.rebuild(from: store, through: end, shouldStop: { stopping.withLock { $0 } })
-            EventLog.write("summary_rebuilt", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started)))])
+            // The checkpoint if the log still begins with what it was built from, else nothing.
+            var base = SummaryAggregates(), from = 0
+            let outcome: String
+            if claimed == nil {
+                outcome = FileManager.default.fileExists(atPath: checkpointer.path) ? "damaged" : "missing"
+            } else if store.replay.prefixAtFingerprint != claimed {
+                outcome = "stale"
+            } else {
+                switch SummaryCheckpoint.read(atPath: checkpointer.path) {
+                case .success(let (prefix, aggregates)) where prefix == claimed:
+                    (base, from) = (aggregates, prefix.end)
+                    checkpointer.adopt(prefix)
+                    outcome = "used"
+                case .success: outcome = "stale"
+                case .failure(.missing): outcome = "missing"
+                case .failure(.damaged(let why)): outcome = "damaged: " + why
+                }
+            }
+            guard summary.rebuild(from: store, base: base, start: from, through: end, shouldStop: { stopping.withLock { $0 } }) else { return }
+            checkpointOutcome.withLock { $0 = outcome }
+            EventLog.write("summary_rebuilt", [
+                "seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started))),
+                "checkpoint": .string(outcome), "bytes_read": .number(String(max(0, end - from))),
+            ])
         }
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
@@ -126,6 +159,10 @@ public final class EndpointServer: Sendable {
         rebuildDone.wait()
     }
 
+    /// What became of the summary's checkpoint at start, once the summary is ready: `used`,
+    /// `missing`, `stale` (the log no longer begins as it did) or `damaged…`.
+    public var summaryCheckpoint: String? { checkpointOutcome.withLock { $0 } }
+
     /// Stops accepting connections and lets requests in flight finish. Returns at once.
     public func shutdown() {
         http.shutdown()
@@ -137,6 +174,7 @@ public final class EndpointServer: Sendable {
         stopping.withLock { $0 = true }
         rebuildDone.wait()
         store.close()
+        checkpointer.finish()
         EventLog.write("stopped", ["reports": .number(String(store.count))])
     }
 

@@ -29,7 +29,7 @@ struct SummaryAggregates: Sendable {
         var role: ReportRole
     }
 
-    struct Totals: Sendable {
+    struct Totals: Sendable, Equatable {
         var accepted = 0
         var quarantined = 0
         var late = 0
@@ -94,6 +94,16 @@ struct SummaryAggregates: Sendable {
     private var ids: [String: Name] = [:]
     /// Sites with reports, as names.
     private(set) var sites: Set<Name> = []
+
+    init() {}
+
+    /// Aggregates as a checkpoint saved them.
+    init(names: [String], days: [Int32: Day], sites: Set<Name>) {
+        self.names = names
+        self.days = days
+        self.sites = sites
+        for (id, name) in names.enumerated() { ids[name] = Name(id) }
+    }
 
     static func day(of time: Timestamp) -> Int32 {
         let ms = time.millisecondsSinceEpoch

@@ -75,6 +75,8 @@ public final class ReportStore: Sendable {
         var end: Int
         var count: Int
         var index: [(time: Int64, offset: Int)]
+        /// Every record on disk, folded: what derived state checks itself against.
+        var prefix: LogPrefix
         var lastError: StoreError?
         var failedBatches: Int
         var flushes: Int
@@ -87,13 +89,18 @@ public final class ReportStore: Sendable {
         /// Bytes of an incomplete last record that were cut off.
         public var tornTailBytes: Int
         public var seconds: Double
+        /// The log's first `fingerprintAt` bytes (the `init` argument) as replay found them, or
+        /// nil if no record ends exactly there.
+        public var prefixAtFingerprint: LogPrefix?
     }
 
     /// Opens (or creates) `directory/reports.log` and replays it.
     /// `preallocation`: bytes of zeros to keep written ahead of the data (0: none), so that a
     /// commit overwrites blocks already on disk instead of growing the file (`LogPreallocator`).
+    /// `fingerprintAt`: an offset whose `LogPrefix` replay should note (`ReplaySummary.prefixAtFingerprint`),
+    /// so that state derived from the log up to there can be checked against it.
     public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
-                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+                fingerprintAt: Int? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         self.directory = directory
         self.committer = committer
         self.logPath = directory + "/reports.log"
@@ -118,9 +125,13 @@ public final class ReportStore: Sendable {
         defer { scanner.deallocate() }
         var offset = 0
         var tornTail = 0
+        var prefix = LogPrefix.empty
+        var fingerprinted: LogPrefix? = fingerprintAt == 0 ? prefix : nil
         scan: while true {
             switch try scanner.step(at: offset) {
-            case .record(let at, let kind, let payload, let recordSize):
+            case .record(let at, let kind, let payload, let recordSize, let checksum):
+                prefix.fold(checksum: checksum, size: recordSize, end: at + recordSize)
+                if prefix.end == fingerprintAt { fingerprinted = prefix }
                 if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
                     if count % Self.indexStride == 0 { index.append((time, at)) }
                     count += 1
@@ -159,9 +170,9 @@ public final class ReportStore: Sendable {
         pending.nextTriggerID = lastTriggerID + 1
         replayedTriggers = Locked(triggers)
         pending.lastTime = lastTime
-        state = Locked(DurableState(end: offset, count: count, index: index, lastError: nil, failedBatches: 0, flushes: 0))
+        state = Locked(DurableState(end: offset, count: count, index: index, prefix: prefix, lastError: nil, failedBatches: 0, flushes: 0))
         replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
-                               seconds: Date().timeIntervalSince(started))
+                               seconds: Date().timeIntervalSince(started), prefixAtFingerprint: fingerprinted)
         preallocator = preallocation > 0
             ? LogPreallocator(file: file, window: preallocation, dataEnd: offset, zeroedEnd: zeroedEnd) : nil
 
@@ -287,6 +298,7 @@ public final class ReportStore: Sendable {
                 s.count += 1
             }
             s.end = start + bytes.count
+            s.prefix.fold(records: bytes, at: start)
             s.lastError = nil
             s.flushes += 1
         }
@@ -330,17 +342,21 @@ public final class ReportStore: Sendable {
 
     public var bytesOnDisk: Int { state.withLock { $0.end } }
 
-    /// Calls `visit` with every report in the log up to offset `end`, in order, bodies included;
+    /// Everything on disk as of the last flush: record a derived state's prefix with this, at a
+    /// moment when that state has taken in exactly the records flushed so far.
+    public var durablePrefix: LogPrefix { state.withLock { $0.prefix } }
+
+    /// Calls `visit` with every report in the log from offset `start` (a record boundary) up to `end`, in order, bodies included;
     /// stops early when `visit` returns false. For rebuilding derived state (the summary) on a
     /// thread of its own while the endpoint already serves: reads with `pread`, never writes.
-    public func scanReports(through end: Int, _ visit: (StoredReport) -> Bool) {
+    public func scanReports(from start: Int = 0, through end: Int, _ visit: (StoredReport) -> Bool) {
         var scanner = LogScanner(file: file, end: end)
         defer { scanner.deallocate() }
         var strings = InternedStrings()
-        var offset = 0
+        var offset = start
         while let step = try? scanner.step(at: offset) {
             switch step {
-            case .record(let at, let kind, let payload, let size):
+            case .record(let at, let kind, let payload, let size, _):
                 offset = at + size
                 guard kind == LogRecord.Kind.report.rawValue,
                       var report = StoredReport.decodePayload(payload, strings: &strings) else { continue }
@@ -399,7 +415,7 @@ public final class ReportCursor: @unchecked Sendable {
         while !finished {
             guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
             switch step {
-            case .record(let at, let kind, let payload, let size):
+            case .record(let at, let kind, let payload, let size, _):
                 offset = at + size
                 guard kind == LogRecord.Kind.report.rawValue, let report = StoredReport.decodePayload(payload) else { continue }
                 if let since, report.receivedAt < since { continue }
