@@ -82,9 +82,11 @@ struct EndpointRoutes: HTTPHandler {
                                                body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8)))
             }
         default:
-            guard request.method == "GET" || request.method == "HEAD",
-                  let file = publicFiles?.response(path: path, ifNoneMatch: request.headers["If-None-Match"]) else {
+            guard let file = publicFiles?.response(path: path, ifNoneMatch: request.headers["If-None-Match"]) else {
                 return responder.respond(notFound(path))
+            }
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
             }
             responder.respond(file)
         }
