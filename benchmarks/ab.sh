@@ -5,7 +5,8 @@
 # report. Prints, per run: req/s, p90 and p99, how busy the server's core was (user and kernel,
 # from /proc/PID/stat), and reports per flush (from /metrics).
 # Usage: benchmarks/ab.sh [-r ROUNDS] [-d SECONDS] BINARY [BINARY...]
-# Environment: ENDPOINT_ARGS adds arguments (e.g. "--log-preallocation-mb 0").
+# Environment: ENDPOINT_ARGS adds arguments (e.g. "--log-preallocation-mb 0"); ACCESS_LOG=1 keeps
+# the default access log on (stderr to a file) instead of passing --no-access-log.
 set -euo pipefail
 rounds=3 seconds=6
 while getopts "r:d:" opt; do
@@ -30,7 +31,7 @@ wrk.headers["Host"] = "shop.example"
 LUA
   # shellcheck disable=SC2086
   taskset -c 0 "$1" --port "$port" --site news.example --site shop.example --data "$work/data" --token ab \
-    --no-access-log ${ENDPOINT_ARGS:-} 2>"$work/stderr" &
+    $([ "${ACCESS_LOG:-0}" = 1 ] || echo --no-access-log) ${ENDPOINT_ARGS:-} 2>"$work/stderr" &
   pid=$!
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
   read -r u0 s0 < <(awk '{print $14, $15}' "/proc/$pid/stat")

@@ -31,6 +31,9 @@ public struct EndpointConfiguration: Sendable {
     /// Megabytes of zeros kept written ahead of the log's end, so that each flush overwrites
     /// blocks already on disk instead of growing the file (0: none).
     public var logPreallocationMB = 4
+    /// Seconds between the summary's checkpoints while reports arrive: what a crash costs in
+    /// rebuilding at the next start (a stop always writes one).
+    public var summaryCheckpointInterval: Double = 60
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []
     public var campaigns: [Campaign] = []
@@ -61,7 +64,8 @@ public struct EndpointConfiguration: Sendable {
       --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
                                "request_timeout", "idle_timeout", "max_report_bytes",
-                               "late_cutoff_days", "manual_clock" (bool), "public",
+                               "late_cutoff_days", "log_preallocation_mb",
+                               "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
                                registrations "conversions" and "campaigns" (arrays of the
                                objects the admin API takes), added at start if missing.
@@ -87,6 +91,10 @@ public struct EndpointConfiguration: Sendable {
       --max-report-bytes N     Largest report body accepted (default 8192).
       --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
                                does not grow the file (default 4; 0 for none).
+      --summary-checkpoint-interval SECS
+                               How often the summary's aggregates are saved while reports
+                               arrive (default 60): after a crash, only the reports since are
+                               read again. A stop always saves them.
       --no-access-log          Do not write one JSON line per request to stderr.
       --public DIR             The summary page's folder, served at /. By default it is found
                                beside the binary: PREFIX/share/attribution-endpoint/Public for
@@ -163,6 +171,7 @@ public struct EndpointConfiguration: Sendable {
             case "--manual-clock": configuration.manualClock = true
             case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
             case "--log-preallocation-mb": configuration.logPreallocationMB = try number(flag, Int.self)
+            case "--summary-checkpoint-interval": configuration.summaryCheckpointInterval = try number(flag, Double.self)
             default: throw ParseError(description: "unknown option '\(flag)' (see --help)")
             }
             i += 1
@@ -198,6 +207,7 @@ public struct EndpointConfiguration: Sendable {
             case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
             case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
             case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
+            case "summary_checkpoint_interval": guard let v = value as? Double else { throw bad() }; summaryCheckpointInterval = v
             case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
             case "public": guard let v = value as? String else { throw bad() }; publicDirectory = v
             case "page": guard let v = value as? Bool else { throw bad() }; servePage = v
@@ -249,8 +259,8 @@ public struct EndpointConfiguration: Sendable {
             throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
         }
         if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
-            || !(0...1024).contains(logPreallocationMB) {
-            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024)")
+            || !(0...1024).contains(logPreallocationMB) || !(0.1...86_400).contains(summaryCheckpointInterval) {
+            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
         }
     }
 }

@@ -47,7 +47,8 @@ public final class EndpointServer: Sendable {
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
                                 clock: { clock.now() })
-        checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary)
+        checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
+                                           interval: configuration.summaryCheckpointInterval)
         summaryRebuildEnd = store.bytesOnDisk
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)

@@ -66,9 +66,6 @@ public final class LineWriter: Sendable {
     /// Lines dropped since start because the reader did not keep up.
     public var droppedLines: Int { state.withLock { $0.dropped } }
 
-    /// Bytes queued and not yet written.
-    public var pendingBytes: Int { state.withLock { $0.pending.count } }
-
     /// Writes what is queued, waiting at most `timeout`, then stops taking lines. Returns false if
     /// the reader did not take everything in time; the writer thread is then left blocked in its
     /// write, and ends with the process.

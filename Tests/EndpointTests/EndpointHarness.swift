@@ -106,8 +106,10 @@ final class EndpointProcess {
     private let exited = DispatchSemaphore(value: 0)
 
     /// `accessLog`: keep the endpoint's default access log on stderr (the tests turn it off).
-    init(arguments: [String], accessLog: Bool = false) throws {
-        process.executableURL = try endpointExecutable()
+    /// `executable` and `workingDirectory`: another copy of the binary, run from another folder.
+    init(arguments: [String], accessLog: Bool = false, executable: URL? = nil, workingDirectory: String? = nil) throws {
+        process.executableURL = try executable ?? endpointExecutable()
+        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         process.arguments = ["--port", "0"] + (accessLog ? [] : ["--no-access-log"]) + arguments
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
@@ -144,9 +146,10 @@ final class EndpointProcess {
     }
 }
 
-func runEndpoint(_ arguments: [String]) throws -> (status: Int32, output: String) {
+func runEndpoint(_ arguments: [String], executable: URL? = nil, workingDirectory: String? = nil) throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = try endpointExecutable()
+    process.executableURL = try executable ?? endpointExecutable()
+    if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
     process.arguments = arguments
     let pipe = Pipe()
     process.standardOutput = pipe

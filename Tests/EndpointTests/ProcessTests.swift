@@ -113,12 +113,67 @@ import TestSupport
         _ = export.wait()
     }
 
+    /// Killed with SIGKILL, the endpoint cannot write its checkpoint at the stop: the one written
+    /// during the run is used, and the reports after it are read from the log.
+    @Test func afterACrashThePeriodicCheckpointIsUsedAndTheNumbersAreTheLogs() throws {
+        let directory = temporaryDirectory()
+        let arguments = ["--data", directory, "--site", "news.example", "--site", "shop.example", "--token", "t"]
+        let server = try EndpointProcess(arguments: arguments + ["--summary-checkpoint-interval", "0.1"])
+        func post(_ n: Int) throws {
+            let response = try httpRequest(port: server.port, method: "POST", path: "/.well-known/private-click-measurement/report-attribution/",
+                                           host: n % 3 == 0 ? "shop.example" : "news.example", headers: [("Content-Type", "application/json")],
+                                           body: Array(reportBody(sourceID: n % 256, triggerData: n % 16).utf8))
+            #expect(response.status == 201)
+        }
+        for n in 0..<60 { try post(n) }
+        // The checkpoint thread writes within a tenth of a second of a turn; wait (bounded) until
+        // one covers some of the reports, then send more that only the log will have.
+        let checkpoint = directory + "/" + SummaryCheckpoint.fileName
+        let deadline = Date().addingTimeInterval(20)
+        while (SummaryCheckpoint.claimedPrefix(atPath: checkpoint)?.records ?? 0) < 60 && Date() < deadline {
+            try post(1000)
+            Thread.sleep(forTimeInterval: 0.05)  // polling a file for an effect, bounded by the deadline
+        }
+        #expect((SummaryCheckpoint.claimedPrefix(atPath: checkpoint)?.records ?? 0) >= 60, "a checkpoint was written while running")
+        for n in 60..<90 { try post(n) }
+        server.signal(SIGKILL)
+        _ = server.wait()
+
+        func summaryAfterRestart(_ directory: String) throws -> (String, String) {
+            let restarted = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--site", "shop.example", "--token", "t"])
+            var response = try httpRequest(port: restarted.port, method: "GET", path: "/api/summary.csv?from=2026-01-01&to=2027-12-31",
+                                           headers: [("Authorization", "Bearer t")])
+            let deadline = Date().addingTimeInterval(20)
+            while response.status == 503 && Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.05)  // polling the API until the rebuild is done, bounded
+                response = try httpRequest(port: restarted.port, method: "GET", path: "/api/summary.csv?from=2026-01-01&to=2027-12-31",
+                                           headers: [("Authorization", "Bearer t")])
+            }
+            restarted.signal(SIGTERM)
+            let (_, stderr) = restarted.wait()
+            let rebuilt = stderr.split(separator: "\n").first { $0.contains("\"event\":\"summary_rebuilt\"") }.map(String.init) ?? ""
+            return (response.bodyText, rebuilt)
+        }
+        let full = temporaryDirectory()
+        try FileManager.default.removeItem(atPath: full)
+        try FileManager.default.copyItem(atPath: directory, toPath: full)
+        try FileManager.default.removeItem(atPath: full + "/" + SummaryCheckpoint.fileName)
+
+        let (afterCrash, howAfterCrash) = try summaryAfterRestart(directory)
+        let (rebuilt, howRebuilt) = try summaryAfterRestart(full)
+        #expect(howAfterCrash.contains("\"checkpoint\":\"used\""), "\(howAfterCrash)")
+        #expect(howRebuilt.contains("\"checkpoint\":\"missing\""), "\(howRebuilt)")
+        #expect(afterCrash == rebuilt)
+        #expect(afterCrash.split(whereSeparator: \.isNewline).count > 10, "the summary has the reports: \(afterCrash)")
+    }
+
     @Test func helpDocumentsEveryOption() throws {
         let (status, output) = try runEndpoint(["--help"])
         #expect(status == 0)
         for option in ["--host", "--port", "--data", "--site", "--config", "--trusted-proxy", "--token", "--dev",
                        "--max-connections", "--request-timeout", "--idle-timeout", "--max-report-bytes",
-                       "--no-access-log", "--log-preallocation-mb", "--manual-clock", "--late-cutoff-days", "--public",
+                       "--no-access-log", "--log-preallocation-mb", "--manual-clock", "--late-cutoff-days", "--public", "--no-page",
+                       "--summary-checkpoint-interval",
                        "--help", EndpointConfiguration.environmentTokenName] {
             #expect(output.contains(option), "\(option)")
         }
