@@ -19,7 +19,7 @@ public final class EndpointServer: Sendable {
     private let book: SiteOwnerBook
     private let summary: SummaryBook
     private let checkpointer: SummaryCheckpointer
-    /// The prefix the summary's checkpoint claimed at start, and what the log held there.
+    /// The log prefix the summary's checkpoint claimed at start (read from its header).
     private let claimedCheckpoint: LogPrefix?
     /// The log's size at start: the summary is rebuilt from what lies before it.
     private let summaryRebuildEnd: Int
@@ -118,24 +118,9 @@ public final class EndpointServer: Sendable {
         let (claimed, checkpointer, checkpointOutcome) = (claimedCheckpoint, self.checkpointer, self.checkpointOutcome)
         rebuildDone.startThread(named: "summary-rebuild") {
             let started = Date()
-            // The checkpoint if the log still begins with what it was built from, else nothing.
-            var base = SummaryAggregates(), from = 0
-            let outcome: String
-            if claimed == nil {
-                outcome = FileManager.default.fileExists(atPath: checkpointer.path) ? "damaged" : "missing"
-            } else if store.replay.prefixAtFingerprint != claimed {
-                outcome = "stale"
-            } else {
-                switch SummaryCheckpoint.read(atPath: checkpointer.path) {
-                case .success(let (prefix, aggregates)) where prefix == claimed:
-                    (base, from) = (aggregates, prefix.end)
-                    checkpointer.adopt(prefix)
-                    outcome = "used"
-                case .success: outcome = "stale"
-                case .failure(.missing): outcome = "missing"
-                case .failure(.damaged(let why)): outcome = "damaged: " + why
-                }
-            }
+            let (base, from, outcome) = SummaryCheckpoint.restore(atPath: checkpointer.path, claimed: claimed,
+                                                                  replayed: store.replay.prefixAtFingerprint)
+            if outcome == "used", let claimed { checkpointer.adopt(claimed) }
             guard summary.rebuild(from: store, base: base, start: from, through: end, shouldStop: { stopping.withLock { $0 } }) else { return }
             checkpointOutcome.withLock { $0 = outcome }
             EventLog.write("summary_rebuilt", [

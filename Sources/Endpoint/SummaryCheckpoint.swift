@@ -34,6 +34,24 @@ enum SummaryCheckpoint {
         return LogPrefix(end: Int(end), records: Int(records), digest: digest)
     }
 
+    /// What the summary is rebuilt from at start: the checkpoint's aggregates and the log offset
+    /// after them when the log, as replay found it (`replayed`, fingerprinted at the `claimed`
+    /// offset), still begins with the prefix the checkpoint names; else nothing and offset 0.
+    /// `outcome` says which for the log: `used`, `missing`, `stale` or `damaged…`.
+    static func restore(atPath path: String, claimed: LogPrefix?, replayed: LogPrefix?)
+        -> (aggregates: SummaryAggregates, from: Int, outcome: String) {
+        guard let claimed else {
+            return (SummaryAggregates(), 0, FileManager.default.fileExists(atPath: path) ? "damaged: no readable header" : "missing")
+        }
+        guard replayed == claimed else { return (SummaryAggregates(), 0, "stale") }
+        switch read(atPath: path) {
+        case .success(let (prefix, aggregates)) where prefix == claimed: return (aggregates, prefix.end, "used")
+        case .success: return (SummaryAggregates(), 0, "stale")  // replaced since its header was read
+        case .failure(.missing): return (SummaryAggregates(), 0, "missing")
+        case .failure(.damaged(let why)): return (SummaryAggregates(), 0, "damaged: " + why)
+        }
+    }
+
     static func read(atPath path: String) -> Result<(LogPrefix, SummaryAggregates), ReadError> {
         guard let data = FileManager.default.contents(atPath: path) else { return .failure(.missing) }
         let bytes = Array(data)
