@@ -20,13 +20,30 @@ extension HTTPHandler {
 /// Answers one request, once, from any thread. Responses on a connection go out in request order
 /// whatever order they are completed in.
 public struct HTTPResponder: Sendable {
-    let loop: EventLoop
-    let fd: Int32
-    let generation: UInt64
-    let sequence: UInt64
+    private enum Destination {
+        /// A connection of the event loop's.
+        case connection(EventLoop, fd: Int32, generation: UInt64, sequence: UInt64)
+        /// Whoever asked without a socket (`Router.respond(to:)`, tests).
+        case closure(@Sendable (HTTPResponse) -> Void)
+    }
+    private let destination: Destination
+
+    init(loop: EventLoop, fd: Int32, generation: UInt64, sequence: UInt64) {
+        destination = .connection(loop, fd: fd, generation: generation, sequence: sequence)
+    }
+
+    /// A responder that hands the answer to `deliver`, for requests that come from no socket.
+    public init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) {
+        destination = .closure(deliver)
+    }
 
     public func respond(_ response: HTTPResponse) {
-        loop.complete(Completion(fd: fd, generation: generation, sequence: sequence, response: response))
+        switch destination {
+        case .connection(let loop, let fd, let generation, let sequence):
+            loop.complete(Completion(fd: fd, generation: generation, sequence: sequence, response: response))
+        case .closure(let deliver):
+            deliver(response)
+        }
     }
 }
 

@@ -2,6 +2,7 @@ import Dispatch
 import AttributionCore
 import Foundation
 import Locking
+import HTTPServer
 import TestSupport
 @testable import Endpoint
 
@@ -55,13 +56,31 @@ final class LiveEndpoint {
               headers: [(String, String)] = []) throws -> RawResponse {
         var all = headers
         if let contentType { all.append(("Content-Type", contentType)) }
-        return try httpRequest(port: port, method: "POST", path: path, host: host, headers: all, body: Array(body.utf8))
+        return request("POST", path, host: host, headers: all, body: Array(body.utf8))
     }
 
     func get(_ path: String, token: String? = "test-token", method: String = "GET") throws -> RawResponse {
         var headers: [(String, String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
-        return try httpRequest(port: port, method: method, path: path, headers: headers)
+        return request(method, path, headers: headers)
+    }
+
+    /// A request handed to the route table in process, as it would come off a socket from
+    /// 127.0.0.1: what the endpoint answers, without HTTP framing (tests of framing, pipelining,
+    /// timeouts and shutdown use a socket).
+    func request(_ method: String, _ path: String, host: String = "localhost", headers: [(String, String)] = [],
+                 body: [UInt8] = []) -> RawResponse {
+        var all = HTTPHeaders()
+        all.add(name: "Host", value: host)
+        for (name, value) in headers { all.add(name: name, value: value) }
+        let response = server.respond(to: HTTPRequest(method: method, target: path, headers: all, body: body, remoteAddress: "127.0.0.1"))
+        var bytes: [UInt8] = []
+        switch response.body {
+        case .bytes(let b): bytes = b
+        case .stream(let stream): while let piece = stream.next(maxBytes: 64 << 10) { bytes += piece }
+        }
+        return RawResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) },
+                           body: method == "HEAD" ? [] : bytes)
     }
 
     /// The export as JSON objects.

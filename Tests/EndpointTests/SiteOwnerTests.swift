@@ -24,7 +24,7 @@ private final class SiteOwnerEndpoint {
         var headers: [(String, String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         if body != nil { headers.append(("Content-Type", "application/json")) }
-        return try httpRequest(port: port, method: method, path: path, host: host, headers: headers, body: Array((body ?? "").utf8))
+        return endpoint.request(method, path, host: host, headers: headers, body: Array((body ?? "").utf8))
     }
 
     func setClock(_ time: String) throws {

@@ -5,7 +5,8 @@ import ReportStore
 /// The report path: from a POST to a stored report and its answer.
 ///
 /// Everything up to the store runs inline on the event loop (validation is pure and takes
-/// microseconds); the answer is sent from the store's writer thread once the report is on disk.
+/// microseconds); the answer is sent from the report's completion, on the event loop at the end
+/// of the turn, once the report is on disk.
 struct ReportIngest: Sendable {
     let validator: PCMReportValidator
     let roles: RoleResolver
@@ -37,8 +38,7 @@ struct ReportIngest: Sendable {
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
                     metrics.storeFailed(error)
-                    responder.respond(Problem(status: 503, rule: error.isDiskFull ? "disk_full" : "store_unavailable",
-                                              detail: "the report could not be stored: \(error)").response)
+                    responder.respond(Problem.storeFailed(error, "the report could not be stored").response)
                 }
             }
         }
@@ -61,7 +61,7 @@ struct ReportIngest: Sendable {
         case .failure(let rejection): return .failure(Problem(rejection))
         }
         let resolution: RoleResolver.Resolution
-        switch roles.resolve(report, host: sentTo(request)) {
+        switch roles.resolve(report, host: RequestedHost.of(request, trustedProxies: trustedProxies)) {
         case .success(let r): resolution = r
         case .failure(let rejection): return .failure(Problem(rejection))
         }
@@ -73,11 +73,6 @@ struct ReportIngest: Sendable {
                                        reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
                                        campaign: judgement.campaign?.name, triggerRecordedAt: judgement.trigger?.recordedAt)
         return .success((draft, ReportFacts(report)))
-    }
-
-    /// The host the browser sent the report to: `Host`, or `X-Forwarded-Host` from a trusted proxy.
-    private func sentTo(_ request: HTTPRequest) -> String? {
-        RequestedHost.of(request, trustedProxies: trustedProxies)
     }
 
     /// `application/json`, any case, optionally followed by parameters.

@@ -1,5 +1,6 @@
 import AttributionCore
 import HTTPServer
+import ReportStore
 
 /// An RFC 9457 problem: what went wrong, for whom to fix, as `application/problem+json`.
 ///
@@ -59,4 +60,17 @@ extension Problem {
     init(_ problem: RequestProblem) {
         self.init(status: problem.status, rule: problem.rule, field: problem.field, detail: problem.detail)
     }
+
+    /// 503 when the log cannot be written: `disk_full` when freeing disk is the fix.
+    /// `what` finishes "… could not be stored", e.g. "the report".
+    static func storeFailed(_ error: StoreError, _ what: String) -> Problem {
+        Problem(status: 503, rule: error.isDiskFull ? "disk_full" : "store_unavailable", detail: "\(what): \(error)")
+    }
+
+    static func notFound(_ path: Substring) -> Problem {
+        Problem(status: 404, rule: "not_found", detail: "no resource at \(path)")
+    }
+
+    static let unauthorized = Problem(status: 401, rule: "unauthorized",
+        detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured")
 }

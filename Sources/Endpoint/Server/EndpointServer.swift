@@ -27,6 +27,7 @@ public final class EndpointServer: Sendable {
     private let checkpointOutcome = Locked<String?>(nil)
     private let stopping = Locked(false)
     private let http: HTTPServer
+    private let routes: EndpointRoutes
 
     public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         try configuration.check()
@@ -64,11 +65,15 @@ public final class EndpointServer: Sendable {
             trustedProxies: trustedProxies,
             maxReportBytes: configuration.maxReportBytes,
             store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, clock: { clock.now() })
-        let siteOwners = SiteOwnerRoutes(book: book, store: store, clock: clock, trustedProxies: trustedProxies,
-                                         servedSites: Set(configuration.sites))
-        let routes = EndpointRoutes(ingest: ingest, store: store, rejections: rejections, metrics: metrics,
-                                    adminToken: adminToken, siteOwners: siteOwners, summary: summary, book: book,
-                                    clock: clock, publicDirectory: publicDirectory, checkpointer: checkpointer)
+        let bearer = AdminToken.gate(adminToken)
+        let triggers = TriggerIngest(book: book, store: store, trustedProxies: trustedProxies, servedSites: Set(configuration.sites))
+        let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
+            + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
+            + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
+            + ExportRoutes(store: store).routes(bearer: bearer)
+            + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock).routes(bearer: bearer)
+        let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer)
+        self.routes = routes
 
         var http = HTTPServerConfiguration()
         http.host = configuration.host
@@ -148,6 +153,22 @@ public final class EndpointServer: Sendable {
     /// What became of the summary's checkpoint at start, once the summary is ready: `used`,
     /// `missing`, `stale` (the log no longer begins as it did) or `damaged…`.
     public var summaryCheckpoint: String? { checkpointOutcome.withLock { $0 } }
+
+    /// Answers `request` as the route table does, without a socket: for tests of what the endpoint
+    /// answers, not of HTTP framing. An answer that waits for a commit (a report, a trigger) gets
+    /// it here, as the event loop's turn would.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let answer = Locked<HTTPResponse?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        routes.handle(request, responder: HTTPResponder { response in
+            answer.withLock { $0 = response }
+            answered.signal()
+        })
+        // The loop's own turn may commit it first; either way the completion signals.
+        if answer.withLock({ $0 == nil }) { routes.finishTurn() }
+        answered.wait()
+        return answer.withLock { $0! }
+    }
 
     /// Stops accepting connections and lets requests in flight finish. Returns at once.
     public func shutdown() {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 
 /// The bearer token that guards the export and the other `/api` paths.
 enum AdminToken {
@@ -21,6 +22,11 @@ enum AdminToken {
             throw EndpointConfiguration.ParseError(description: "cannot write \(path)")
         }
         return (token, path)
+    }
+
+    /// The route groups' gate for everything that needs the token: 401 without it.
+    static func gate(_ token: String) -> @Sendable (HTTPRequest) -> HTTPResponse? {
+        { request in matches(request.headers["Authorization"], token: token) ? nil : Problem.unauthorized.response }
     }
 
     /// Compares in time independent of where the strings differ.

@@ -1,0 +1,42 @@
+import AttributionCore
+import HTTPServer
+import ReportStore
+
+/// Every stored report, as NDJSON or CSV, filtered by receive time. Needs the token.
+struct ExportRoutes: Sendable {
+    let store: ReportStore
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("export", gate: bearer, routes: [
+                Route(.exact("/api/reports"), methods: ["GET", "HEAD"]) { export($0, csv: false) },
+                Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { export($0, csv: true) },
+            ]),
+        ]
+    }
+
+    func export(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
+        var since: Timestamp?, until: Timestamp?
+        for (name, value) in request.queryItems {
+            switch name {
+            case "since", "until":
+                guard let time = Timestamp(rfc3339: value) else {
+                    return Problem(status: 400, rule: "invalid_time", field: name,
+                                   detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z").response
+                }
+                if name == "since" { since = time } else { until = time }
+            default:
+                return Problem(status: 400, rule: "unknown_parameter", field: name,
+                               detail: "unknown query parameter \"\(name)\"; use since and until").response
+            }
+        }
+        let cursor = store.reports(since: since, until: until)
+        if csv {
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"reports.csv\""],
+                                stream: ReportExportStream(cursor: cursor, format: .csv))
+        }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
+                            stream: ReportExportStream(cursor: cursor, format: .ndjson))
+    }
+}

@@ -1,0 +1,69 @@
+import AttributionCore
+import HTTPServer
+import ReportStore
+
+/// What operators and their tools call: health (open to load balancers), metrics, the refusals,
+/// and the manual clock (which exists only with `--manual-clock`).
+struct OperationsRoutes: Sendable {
+    let store: ReportStore
+    let metrics: EndpointMetrics
+    let rejections: RejectionLog
+    let clock: EndpointClock
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("health", routes: [
+                Route(.exact("/healthz"), methods: ["GET", "HEAD"], answer: health),
+            ]),
+            RouteGroup("operations", gate: bearer, routes: [
+                Route(.exact("/metrics"), methods: ["GET", "HEAD"], answer: prometheus),
+                Route(.exact("/api/rejections"), methods: ["GET", "HEAD"], answer: rejectionsResponse),
+            ] + (clock.isManual ? [Route(.exact("/admin/clock"), methods: ["POST"], answer: setClock)] : [])),
+        ]
+    }
+
+    func health(_ request: HTTPRequest) -> HTTPResponse {
+        if metrics.storeIsFailing(store), let error = store.writeError {
+            return Problem.storeFailed(error, "reports cannot be stored right now").response
+        }
+        return JSONResponse.make(200, "{\"status\":\"ok\",\"reports\":\(store.count)}")
+    }
+
+    func prometheus(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                     body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8))
+    }
+
+    /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.
+    func setClock(_ request: HTTPRequest) -> HTTPResponse {
+        guard case .object(let members)? = try? JSONParser().parse(request.body),
+              let member = members.first(where: { $0.key == "now" }), case .string(let text) = member.value,
+              let time = Timestamp(rfc3339: text) else {
+            return Problem(status: 400, rule: "invalid_time", field: "now",
+                           detail: "send {\"now\": \"2026-11-20T10:00:00Z\"} (RFC 3339)").response
+        }
+        clock.set(time)
+        return JSONResponse.make(200, "{\"now\":\"\(time.rfc3339)\"}")
+    }
+
+    func rejectionsResponse(_ request: HTTPRequest) -> HTTPResponse {
+        var json = "{\"counts\":{"
+        for (i, (rule, count)) in rejections.counts.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { json += "," }
+            json += "\"\(rule)\":\(count)"
+        }
+        json += "},\"recent\":["
+        for (i, entry) in rejections.recent.enumerated() {
+            if i > 0 { json += "," }
+            json += "{\"time\":\"\(entry.time.rfc3339)\",\"status\":\(entry.status),\"rule\":\"\(entry.rule)\",\"field\":"
+            if let field = entry.field { JSONValue.writeString(field, to: &json) } else { json += "null" }
+            json += ",\"detail\":"
+            JSONValue.writeString(entry.detail, to: &json)
+            json += ",\"body\":"
+            JSONValue.writeString(String(decoding: entry.body, as: UTF8.self), to: &json)
+            json += ",\"body_truncated\":\(entry.bodyTruncated)}"
+        }
+        json += "]}"
+        return JSONResponse.make(200, json)
+    }
+}

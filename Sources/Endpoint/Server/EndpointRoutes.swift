@@ -1,0 +1,56 @@
+import AttributionCore
+import HTTPServer
+import ReportStore
+
+/// The route table: every surface's groups, each declared in its surface's folder. Reading the
+/// `routes` of each shows every path, its methods and whether it needs the token:
+///
+/// | surface | path | methods | token |
+/// |---|---|---|---|
+/// | PCM (`PCMRoutes`) | `/.well-known/private-click-measurement/report-attribution/` (and without the slash) | POST | no |
+/// | | `/.well-known/private-click-measurement/trigger-attribution/…` | GET, HEAD | no |
+/// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
+/// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
+/// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |
+/// | export (`ExportRoutes`) | `/api/reports`, `/api/reports.csv` | GET, HEAD | yes |
+/// | operations (`OperationsRoutes`) | `/healthz` | GET, HEAD | no |
+/// | | `/metrics`, `/api/rejections` | GET, HEAD | yes |
+/// | | `/admin/clock` (with `--manual-clock` only) | POST | yes |
+/// | the page (fallback) | `/`, `/app.js`, `/app.css`, … from its folder | GET, HEAD | no |
+///
+/// Anything else is 404; a known path with another method is 405 with `Allow`. Never sets or
+/// reads a cookie.
+struct EndpointRoutes: HTTPHandler {
+    let router: Router
+    let store: ReportStore
+    /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
+    let checkpointer: SummaryCheckpointer?
+
+    init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?) {
+        let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
+        router = Router(surfaces, methodNotAllowed: { request, allow in
+            Problem(status: 405, rule: "method_not_allowed", detail: "\(request.method) is not allowed here; use \(allow)").response
+        }, fallback: { request, responder in
+            // The summary page's files; a method they do not take is 405, any other path 404.
+            guard let file = publicFiles?.response(path: request.path, ifNoneMatch: request.headers["If-None-Match"]) else {
+                return responder.respond(Problem.notFound(request.path).response)
+            }
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
+            }
+            responder.respond(file)
+        })
+        self.store = store
+        self.checkpointer = checkpointer
+    }
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        router.route(request, responder: responder)
+    }
+
+    /// The turn's reports and triggers go to disk together, and their answers go out in this turn.
+    func finishTurn() {
+        store.commitQueued()
+        checkpointer?.turnEnded()
+    }
+}

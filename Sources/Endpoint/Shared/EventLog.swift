@@ -1,0 +1,24 @@
+import AttributionCore
+import HTTPServer
+
+/// Structured lines on stderr for things that are not requests: start, replay, failures, stop.
+enum EventLog {
+    static func write(_ event: String, _ fields: [(String, JSONValue)] = []) {
+        var line = "{\"time\":\"\(Timestamp.now().rfc3339)\",\"event\":"
+        JSONValue.writeString(event, to: &line)
+        for (key, value) in fields {
+            line += ","
+            JSONValue.writeString(key, to: &line)
+            line += ":"
+            value.write(to: &line)
+        }
+        line += "}"
+        // Through the shared writer, never straight to stderr: a stalled reader must not stop a
+        // signal handler, a failure report or the shutdown.
+        LineWriter.standardError.writeLine(line)
+    }
+
+    static func write(_ event: String, _ fields: KeyValuePairs<String, JSONValue>) {
+        write(event, fields.map { ($0.key, $0.value) })
+    }
+}

@@ -1,0 +1,12 @@
+import HTTPServer
+
+/// The one way the endpoint answers with JSON it wrote itself: `application/json`, never cached.
+/// (Problems have their own type, `Problem`; the report acknowledgement writes bytes directly.)
+enum JSONResponse {
+    static let headers: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
+
+    /// `json` is a complete JSON text; a newline is added.
+    static func make(_ status: Int, _ json: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, body: Array((json + "\n").utf8))
+    }
+}

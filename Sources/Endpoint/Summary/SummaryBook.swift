@@ -1,0 +1,85 @@
+import AttributionCore
+import Locking
+import ReportStore
+
+/// The aggregates behind a lock: each stored report is added by its completion on the event
+/// loop, and the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
+/// already takes reports: those go to `live` and are merged in when the rebuild is done.
+final class SummaryBook: Sendable {
+    private struct State {
+        var main = SummaryAggregates()
+        var live = SummaryAggregates()
+        /// Until the first rebuild from the log is done, the counts are not the log's.
+        var rebuilding = true
+        var rebuildStart = 0
+        var rebuildEnd = 0
+        var rebuildScanned = 0
+    }
+    private let state = Locked(State())
+
+    /// A report the store acknowledged, with the facts ingest read from its body.
+    func add(_ report: StoredReport, _ facts: ReportFacts) {
+        state.withLock { s in
+            if s.rebuilding { s.live.add(report, facts) } else { s.main.add(report, facts) }
+        }
+    }
+
+    /// Rebuilds from `base` (nothing, or a checkpoint's aggregates of the log up to `start`) and
+    /// every report in the log from `start` to `end` (the log's size when the endpoint started),
+    /// while reports stored meanwhile are counted apart and merged at the end. Returns false when
+    /// `shouldStop` ended it early (shutdown): the summary then stays unavailable, never partial.
+    @discardableResult
+    func rebuild(from store: ReportStore, base: SummaryAggregates = SummaryAggregates(), start: Int = 0, through end: Int,
+                 shouldStop: @escaping () -> Bool) -> Bool {
+        state.withLock { s in
+            s.rebuilding = true
+            s.rebuildStart = start
+            s.rebuildEnd = end
+            s.rebuildScanned = start
+            // Anything counted before the rebuild began is kept apart like what comes during it.
+            s.live.merge(s.main)
+            s.main = SummaryAggregates()
+        }
+        var built = base
+        var sites = InternedStrings()
+        var count = 0
+        var stopped = false
+        if end > start {
+            store.scanReports(from: start, through: end) { report in
+                if let facts = ReportFacts.scan(report.body, sites: &sites) { built.add(report, facts) }
+                count += 1
+                if count % 65536 == 0 {
+                    state.withLock { $0.rebuildScanned = report.recordEnd }
+                    stopped = shouldStop()
+                    return !stopped
+                }
+                return true
+            }
+        }
+        if stopped { return false }
+        state.withLock { s in
+            built.merge(s.live)
+            s.main = built
+            s.live = SummaryAggregates()
+            s.rebuilding = false
+        }
+        return true
+    }
+
+    /// The aggregates as they stand, or nil while the rebuild after a start is running: a
+    /// checkpoint takes this at a moment when they hold exactly the reports on disk.
+    func snapshot() -> SummaryAggregates? {
+        state.withLock { $0.rebuilding ? nil : $0.main }
+    }
+
+    /// The aggregates, or nil with the fraction done while the rebuild at start is running.
+    func read<T>(_ body: (SummaryAggregates) -> T) -> Result<T, RebuildProgress> {
+        state.withLock { s in
+            s.rebuilding
+                ? .failure(RebuildProgress(fraction: Double(s.rebuildScanned - s.rebuildStart) / Double(max(1, s.rebuildEnd - s.rebuildStart))))
+                : .success(body(s.main))
+        }
+    }
+
+    struct RebuildProgress: Error { var fraction: Double }
+}

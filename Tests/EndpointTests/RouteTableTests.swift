@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import Endpoint
+
+/// The endpoint's route table, in process: every path, the methods it takes, and the token.
+@Suite struct RouteTableTests {
+    /// Each path with the methods it answers and whether the token is needed (`/admin/clock`
+    /// exists only with the manual clock, which this endpoint has).
+    static let table: [(path: String, allow: String, token: Bool)] = [
+        ("/.well-known/private-click-measurement/report-attribution/", "POST", false),
+        ("/.well-known/private-click-measurement/report-attribution", "POST", false),
+        ("/.well-known/private-click-measurement/trigger-attribution/05", "GET, HEAD", false),
+        ("/conversion-pixel", "GET, HEAD", false),
+        ("/api/conversions", "GET, HEAD, POST, DELETE", true),
+        ("/api/campaigns", "GET, HEAD, POST, DELETE", true),
+        ("/api/summary", "GET, HEAD", true),
+        ("/api/summary.csv", "GET, HEAD", true),
+        ("/api/reports", "GET, HEAD", true),
+        ("/api/reports.csv", "GET, HEAD", true),
+        ("/healthz", "GET, HEAD", false),
+        ("/metrics", "GET, HEAD", true),
+        ("/api/rejections", "GET, HEAD", true),
+        ("/admin/clock", "POST", true),
+    ]
+
+    @Test func everyPathRefusesOtherMethodsWithAllowAndGuardsWithTheToken() throws {
+        let endpoint = try LiveEndpoint { $0.manualClock = true }
+        defer { endpoint.stop() }
+        for (path, allow, token) in Self.table {
+            let wrong = endpoint.request("PUT", path, headers: [("Authorization", "Bearer test-token")])
+            #expect(wrong.status == 405, "\(path)")
+            #expect(wrong.header("Allow") == allow, "\(path)")
+            #expect(json(wrong)["rule"] as? String == "method_not_allowed")
+            let method = String(allow.split(separator: ",")[0])
+            let anonymous = endpoint.request(method, path)
+            if token {
+                #expect(anonymous.status == 401, "\(path) without the token")
+                #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+                #expect(endpoint.request("PUT", path).status == 401, "\(path): the token is checked before the method")
+            } else {
+                #expect(anonymous.status != 401, "\(path) needs no token")
+            }
+        }
+    }
+
+    @Test func unknownPathsAre404AndTheClockNeedsTheFlag() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        for path in ["/admin/clock", "/api", "/api/unknown", "/.well-known/private-click-measurement/", "/.well-known/skadnetwork/report-attribution/"] {
+            let response = endpoint.request("POST", path, headers: [("Authorization", "Bearer test-token")])
+            #expect(response.status == 404, "\(path)")
+            #expect(json(response)["rule"] as? String == "not_found")
+        }
+    }
+
+    @Test func noRouteSetsACookie() throws {
+        let endpoint = try LiveEndpoint { $0.manualClock = true }
+        defer { endpoint.stop() }
+        for (path, allow, _) in Self.table {
+            let response = endpoint.request(String(allow.split(separator: ",")[0]), path, host: "news.example",
+                                            headers: [("Authorization", "Bearer test-token"), ("Cookie", "a=b")])
+            #expect(response.header("Set-Cookie") == nil, "\(path)")
+        }
+    }
+}
