@@ -38,8 +38,6 @@ public final class EndpointServer: Sendable {
                                                               dataDirectory: configuration.dataDirectory)
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
         self.clock = clock
-        let summary = SummaryBook()
-        self.summary = summary
         // The checkpoint's header names the log prefix it was built from; replay fingerprints the
         // log there, so the checkpoint can be checked without a second pass over the log.
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
@@ -48,6 +46,9 @@ public final class EndpointServer: Sendable {
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
                                 clock: { clock.now() })
+        // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
+        let summary = SummaryBook(complete: store.bytesOnDisk == 0)
+        self.summary = summary
         checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
                                            interval: configuration.summaryCheckpointInterval)
         summaryRebuildEnd = store.bytesOnDisk

@@ -15,7 +15,15 @@ final class SummaryBook: Sendable {
         var rebuildEnd = 0
         var rebuildScanned = 0
     }
-    private let state = Locked(State())
+    private let state: Locked<State>
+
+    /// `complete`: the counts start out as the log's (an empty log); otherwise the summary is
+    /// unavailable until `rebuild` has read the log.
+    init(complete: Bool) {
+        var state = State()
+        state.rebuilding = !complete
+        self.state = Locked(state)
+    }
 
     /// A report the store acknowledged, with the facts ingest read from its body.
     func add(_ report: StoredReport, _ facts: ReportFacts) {
@@ -31,6 +39,17 @@ final class SummaryBook: Sendable {
     @discardableResult
     func rebuild(from store: ReportStore, base: SummaryAggregates = SummaryAggregates(), start: Int = 0, through end: Int,
                  shouldStop: @escaping () -> Bool) -> Bool {
+        guard end > start else {
+            // Nothing to read: the base and what was counted so far, in one step, so that the
+            // summary is never unavailable for it.
+            state.withLock { s in
+                var built = base
+                built.merge(s.live)
+                built.merge(s.main)
+                (s.main, s.live, s.rebuilding) = (built, SummaryAggregates(), false)
+            }
+            return true
+        }
         state.withLock { s in
             s.rebuilding = true
             s.rebuildStart = start
@@ -44,17 +63,15 @@ final class SummaryBook: Sendable {
         var sites = InternedStrings()
         var count = 0
         var stopped = false
-        if end > start {
-            store.scanReports(from: start, through: end) { report in
-                if let facts = ReportFacts.scan(report.body, sites: &sites) { built.add(report, facts) }
-                count += 1
-                if count % 65536 == 0 {
-                    state.withLock { $0.rebuildScanned = report.recordEnd }
-                    stopped = shouldStop()
-                    return !stopped
-                }
-                return true
+        store.scanReports(from: start, through: end) { report in
+            if let facts = ReportFacts.scan(report.body, sites: &sites) { built.add(report, facts) }
+            count += 1
+            if count % 65536 == 0 {
+                state.withLock { $0.rebuildScanned = report.recordEnd }
+                stopped = shouldStop()
+                return !stopped
             }
+            return true
         }
         if stopped { return false }
         state.withLock { s in
