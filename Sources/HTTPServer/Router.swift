@@ -1,4 +1,9 @@
 import Locking
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A route: a path (exact, or every path under a prefix), the methods it takes, and its handler.
 public struct Route: Sendable {
@@ -44,7 +49,9 @@ public struct RouteGroup: Sendable {
 /// learns nothing about the path.
 public struct Router: Sendable {
     public let groups: [RouteGroup]
-    private let exact: [String: Entry]
+    /// Exact paths as bytes, searched in order: with a dozen paths of different lengths, comparing
+    /// lengths then bytes costs less than hashing the path for a dictionary.
+    private let exact: [(path: [UInt8], entry: Entry)]
     private let prefixes: [(prefix: String, entry: Entry)]
     private let fallback: @Sendable (HTTPRequest, HTTPResponder) -> Void
     private let methodNotAllowed: @Sendable (HTTPRequest, _ allow: String) -> HTTPResponse
@@ -59,7 +66,7 @@ public struct Router: Sendable {
     /// the 405, whose `Allow` header the router adds.
     public init(_ groups: [RouteGroup], methodNotAllowed: @escaping @Sendable (HTTPRequest, _ allow: String) -> HTTPResponse,
                 fallback: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) {
-        var exact: [String: Entry] = [:]
+        var exact: [(path: [UInt8], entry: Entry)] = []
         var prefixes: [(String, Entry)] = []
         var owner: [Route.Path: String] = [:]
         for group in groups {
@@ -69,7 +76,11 @@ public struct Router: Sendable {
                 owner[route.path] = group.name
                 switch route.path {
                 case .exact(let path):
-                    exact[path, default: Entry(gate: group.gate, routes: [], allow: "")].routes.append(route)
+                    if let i = exact.firstIndex(where: { $0.path == Array(path.utf8) }) {
+                        exact[i].entry.routes.append(route)
+                    } else {
+                        exact.append((Array(path.utf8), Entry(gate: group.gate, routes: [route], allow: "")))
+                    }
                 case .prefix(let prefix):
                     if let i = prefixes.firstIndex(where: { $0.0 == prefix }) {
                         prefixes[i].1.routes.append(route)
@@ -80,7 +91,7 @@ public struct Router: Sendable {
             }
         }
         func allow(_ entry: inout Entry) { entry.allow = entry.routes.flatMap(\.methods).joined(separator: ", ") }
-        for key in exact.keys { allow(&exact[key]!) }
+        for i in exact.indices { allow(&exact[i].entry) }
         for i in prefixes.indices { allow(&prefixes[i].1) }
         self.groups = groups
         self.exact = exact
@@ -91,7 +102,7 @@ public struct Router: Sendable {
 
     public func route(_ request: HTTPRequest, responder: HTTPResponder) {
         let path = request.path
-        guard let entry = exact[String(path)] ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.entry else {
+        guard let entry = exactEntry(path) ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.entry else {
             return fallback(request, responder)
         }
         if let gate = entry.gate, let refusal = gate(request) { return responder.respond(refusal) }
@@ -101,6 +112,18 @@ public struct Router: Sendable {
             return responder.respond(response)
         }
         route.handler(request, responder)
+    }
+
+    private func exactEntry(_ path: Substring) -> Entry? {
+        var path = path
+        return path.withUTF8 { bytes in
+            for candidate in exact where candidate.path.count == bytes.count {
+                if candidate.path.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+                    return candidate.entry
+                }
+            }
+            return nil
+        }
     }
 
     /// Routes `request` without a socket and returns the answer, if it was given before this
