@@ -33,7 +33,8 @@ let package = Package(
         .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Locking"]),
-        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "TestSupport", "Locking", "attribution-endpoint"]),
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "TestSupport", "Locking", "attribution-endpoint"],
+                    resources: [.copy("Resources/log-2026-11-23")]),
     ],
     swiftLanguageModes: [.v6]
 )
