@@ -145,7 +145,7 @@ struct LogScanner {
     func deallocate() { buffer.deallocate() }
 
     enum Step {
-        case record(offset: Int, kind: UInt8, payload: UnsafeRawBufferPointer, size: Int, checksum: UInt32)
+        case record(offset: Int, kind: UInt8, tag: UInt8, payload: UnsafeRawBufferPointer, size: Int, checksum: UInt32)
         case corrupt(offset: Int, length: Int)
         case tornTail(offset: Int)
         case end
@@ -155,10 +155,10 @@ struct LogScanner {
     mutating func step(at offset: Int) throws(StoreError) -> Step {
         guard offset < end else { return .end }
         switch try decode(at: offset) {
-        case .record(let kind, let payload, let size):
+        case .record(let kind, let tag, let payload, let size):
             // The header sits just before the payload in the buffer; its last field is the checksum.
             let checksum = UnsafeRawBufferPointer(start: payload.baseAddress! - 4, count: 4).loadLE(UInt32.self, at: 0)
-            return .record(offset: offset, kind: kind, payload: payload, size: size, checksum: checksum)
+            return .record(offset: offset, kind: kind, tag: tag, payload: payload, size: size, checksum: checksum)
         case .incomplete, .corrupt:
             var candidate = offset + 1
             while candidate + LogRecord.headerSize <= end {

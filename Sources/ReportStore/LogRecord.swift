@@ -3,7 +3,8 @@
 /// ```
 /// 0  u16  magic 0xA77E
 /// 2  u8   kind (1 = stored report, 2 = trigger)
-/// 3  u8   reserved, 0
+/// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in records written
+///         before 2026-11-23, all PCM). The store keeps it and hands it back, nothing more.
 /// 4  u32  payload length
 /// 8  u32  CRC-32C of bytes 0..<8 and of the payload
 /// 12 ...  payload
@@ -23,17 +24,17 @@ public enum LogRecord {
     }
 
     /// Appends one framed record to `out`.
-    public static func append(kind: Kind, payload: [UInt8], to out: inout [UInt8]) {
-        append(kind: kind, to: &out) { $0.append(contentsOf: payload) }
+    public static func append(kind: Kind, tag: UInt8, payload: [UInt8], to out: inout [UInt8]) {
+        append(kind: kind, tag: tag, to: &out) { $0.append(contentsOf: payload) }
     }
 
     /// Appends one framed record whose payload `writePayload` appends in place, so the payload
     /// is never built in a buffer of its own.
-    public static func append(kind: Kind, to out: inout [UInt8], writePayload: (inout [UInt8]) -> Void) {
+    public static func append(kind: Kind, tag: UInt8, to out: inout [UInt8], writePayload: (inout [UInt8]) -> Void) {
         let start = out.count
         out.appendLE(magic)
         out.append(kind.rawValue)
-        out.append(0)
+        out.append(tag)
         out.appendLE(UInt32(0))  // length, filled in below
         out.appendLE(UInt32(0))  // checksum, filled in below
         writePayload(&out)
@@ -47,7 +48,7 @@ public enum LogRecord {
     }
 
     public enum Decoded {
-        case record(kind: UInt8, payload: UnsafeRawBufferPointer, size: Int)
+        case record(kind: UInt8, tag: UInt8, payload: UnsafeRawBufferPointer, size: Int)
         /// The bytes so far are a valid beginning but the record does not fit in what was given.
         case incomplete
         case corrupt
@@ -60,14 +61,14 @@ public enum LogRecord {
             if bytes.count >= 2 && bytes.loadLE(UInt16.self, at: 0) != magic { return .corrupt }
             return .incomplete
         }
-        guard bytes.loadLE(UInt16.self, at: 0) == magic, bytes[3] == 0 else { return .corrupt }
+        guard bytes.loadLE(UInt16.self, at: 0) == magic else { return .corrupt }
         let length = Int(bytes.loadLE(UInt32.self, at: 4))
         guard length <= maxPayload else { return .corrupt }
         guard bytes.count >= headerSize + length else { return .incomplete }
         let head = CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize..<headerSize + length])
         guard CRC32C.checksum(payload, seed: head) == bytes.loadLE(UInt32.self, at: 8) else { return .corrupt }
-        return .record(kind: bytes[2], payload: payload, size: headerSize + length)
+        return .record(kind: bytes[2], tag: bytes[3], payload: payload, size: headerSize + length)
     }
 }
 

@@ -129,7 +129,7 @@ public final class ReportStore: Sendable {
         var fingerprinted: LogPrefix? = fingerprintAt == 0 ? prefix : nil
         scan: while true {
             switch try scanner.step(at: offset) {
-            case .record(let at, let kind, let payload, let recordSize, let checksum):
+            case .record(let at, let kind, _, let payload, let recordSize, let checksum):
                 prefix.fold(checksum: checksum, size: recordSize, end: at + recordSize)
                 if prefix.end == fingerprintAt { fingerprinted = prefix }
                 if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
@@ -196,11 +196,11 @@ public final class ReportStore: Sendable {
         // Receive times never go backwards in the log, so `since` can binary-search the index.
         let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
         pending.lastTime = time
-        let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: draft.role,
+        let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: draft.protocol, role: draft.role,
                                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
                                   triggerID: draft.triggerID, campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
         let at = pending.bytes.count
-        LogRecord.append(kind: .report, to: &pending.bytes) {
+        LogRecord.append(kind: .report, tag: draft.protocol.rawValue, to: &pending.bytes) {
             StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
         }
         pending.entries.append(.report(report, at: at, completion))
@@ -223,7 +223,9 @@ public final class ReportStore: Sendable {
         let trigger = Trigger(id: pending.nextTriggerID, recordedAt: Timestamp(millisecondsSinceEpoch: time), site: site,
                               triggerData: triggerData, priority: priority, attributionSource: attributionSource)
         pending.nextTriggerID += 1
-        LogRecord.append(kind: .trigger, to: &pending.bytes) { StoredTrigger.encodePayload(trigger, into: &$0) }
+        LogRecord.append(kind: .trigger, tag: AttributionProtocol.pcm.rawValue, to: &pending.bytes) {
+            StoredTrigger.encodePayload(trigger, into: &$0)
+        }
         pending.entries.append(.trigger(trigger, completion))
         if pending.entries.count == 1 && committer == .writerThread { queue.signal() }
         queue.unlock()
@@ -356,10 +358,10 @@ public final class ReportStore: Sendable {
         var offset = start
         while let step = try? scanner.step(at: offset) {
             switch step {
-            case .record(let at, let kind, let payload, let size, _):
+            case .record(let at, let kind, let tag, let payload, let size, _):
                 offset = at + size
                 guard kind == LogRecord.Kind.report.rawValue,
-                      var report = StoredReport.decodePayload(payload, strings: &strings) else { continue }
+                      var report = StoredReport.decodePayload(payload, tag: tag, strings: &strings) else { continue }
                 report.recordEnd = offset
                 if !visit(report) { return }
             case .corrupt(let at, let length):
@@ -415,9 +417,9 @@ public final class ReportCursor: @unchecked Sendable {
         while !finished {
             guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
             switch step {
-            case .record(let at, let kind, let payload, let size, _):
+            case .record(let at, let kind, let tag, let payload, let size, _):
                 offset = at + size
-                guard kind == LogRecord.Kind.report.rawValue, let report = StoredReport.decodePayload(payload) else { continue }
+                guard kind == LogRecord.Kind.report.rawValue, let report = StoredReport.decodePayload(payload, tag: tag) else { continue }
                 if let since, report.receivedAt < since { continue }
                 if let until, report.receivedAt >= until { finished = true; return nil }
                 return report

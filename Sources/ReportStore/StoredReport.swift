@@ -7,6 +7,8 @@ import AttributionCore
 public struct StoredReport: Sendable, Equatable {
     public var id: UInt64
     public var receivedAt: Timestamp
+    /// From the record's header.
+    public var `protocol`: AttributionProtocol
     public var role: ReportRole
     public var verdict: Verdict
     /// Notes and quarantine reasons, e.g. `role_from_body`, `dash_keys_normalized`.
@@ -29,10 +31,11 @@ public struct StoredReport: Sendable, Equatable {
         public var name: String { self == .accepted ? "accepted" : "quarantined" }
     }
 
-    public init(id: UInt64, receivedAt: Timestamp, role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8],
-                triggerID: UInt64? = nil, campaign: String? = nil, triggerRecordedAt: Timestamp? = nil) {
+    public init(id: UInt64, receivedAt: Timestamp, protocol: AttributionProtocol = .pcm, role: ReportRole, verdict: Verdict,
+                reasons: [String], body: [UInt8], triggerID: UInt64? = nil, campaign: String? = nil, triggerRecordedAt: Timestamp? = nil) {
         self.id = id
         self.receivedAt = receivedAt
+        self.protocol = `protocol`
         self.role = role
         self.verdict = verdict
         self.reasons = reasons
@@ -44,6 +47,7 @@ public struct StoredReport: Sendable, Equatable {
 
     /// What the endpoint knows before the store assigns an id and a time.
     public struct Draft: Sendable {
+        public var `protocol`: AttributionProtocol = .pcm
         public var role: ReportRole
         public var verdict: Verdict
         public var reasons: [String]
@@ -102,15 +106,17 @@ public struct StoredReport: Sendable, Equatable {
     }
 
     /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
-    static func decodePayload(_ p: UnsafeRawBufferPointer) -> StoredReport? {
+    /// `tag`: the record header's protocol byte.
+    static func decodePayload(_ p: UnsafeRawBufferPointer, tag: UInt8) -> StoredReport? {
         var strings = InternedStrings()
-        return decodePayload(p, strings: &strings)
+        return decodePayload(p, tag: tag, strings: &strings)
     }
 
     /// `strings` reuses the Strings of reasons and campaigns seen before (a log holds a few of
     /// them millions of times).
-    static func decodePayload(_ p: UnsafeRawBufferPointer, strings: inout InternedStrings) -> StoredReport? {
-        guard p.count >= 23 else { return nil }
+    static func decodePayload(_ p: UnsafeRawBufferPointer, tag: UInt8, strings: inout InternedStrings) -> StoredReport? {
+        // A report of a protocol this release does not know is not one it can decode.
+        guard p.count >= 23, let recordProtocol = AttributionProtocol(logTag: tag) else { return nil }
         let id = p.loadLE(UInt64.self, at: 0)
         let time = p.loadLE(Int64.self, at: 8)
         guard let role: ReportRole = p[16] == 1 ? .source : p[16] == 2 ? .destination : nil,
@@ -130,8 +136,8 @@ public struct StoredReport: Sendable, Equatable {
         guard offset + bodyLength <= p.count else { return nil }
         let body = Array(p[offset..<(offset + bodyLength)])
         offset += bodyLength
-        var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), role: role, verdict: verdict,
-                                  reasons: reasons, body: body)
+        var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: recordProtocol,
+                                  role: role, verdict: verdict, reasons: reasons, body: body)
         while offset < p.count {
             switch p[offset] {
             case 1:

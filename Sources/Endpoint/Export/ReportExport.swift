@@ -28,7 +28,7 @@ enum ExportLine {
             }
         }
         let siteKey = report.role == .source ? "source_site" : "attributed_on_site"
-        out += "{\"id\":\(report.id),\"received_at\":\"\(report.receivedAt.rfc3339)\",\"protocol\":\"pcm\",\"role\":\"\(report.role.rawValue)\",\"site\":"
+        out += "{\"id\":\(report.id),\"received_at\":\"\(report.receivedAt.rfc3339)\",\"protocol\":\"\(report.protocol.name)\",\"role\":\"\(report.role.rawValue)\",\"site\":"
         (fields[siteKey] ?? .null).write(to: &out)
         out += ",\"verdict\":\"\(report.verdict.name)\",\"reasons\":["
         for (i, reason) in report.reasons.enumerated() {
@@ -103,7 +103,7 @@ enum CSVLine {
             }
         }
         let site = report.role == .source ? text("source_site") : text("attributed_on_site")
-        let row = [String(report.id), report.receivedAt.rfc3339, "pcm", report.role.rawValue, site, report.verdict.name,
+        let row = [String(report.id), report.receivedAt.rfc3339, report.protocol.name, report.role.rawValue, site, report.verdict.name,
                    report.reasons.joined(separator: ";"), text("source_site"), text("source_id"), text("attributed_on_site"),
                    text("trigger_data"), text("version"), report.campaign ?? "", report.triggerID.map(String.init) ?? ""]
         out += row.map(CSV.field).joined(separator: ",") + "\r\n"

@@ -17,12 +17,13 @@ final class EndpointMetrics: Sendable {
     /// What stored reports are counted by. A struct key rather than a "role/verdict" string: this
     /// runs for every report.
     private struct Kind: Hashable {
+        var `protocol`: AttributionProtocol
         var role: ReportRole
         var verdict: StoredReport.Verdict
     }
 
     func stored(_ report: StoredReport) {
-        let kind = Kind(role: report.role, verdict: report.verdict)
+        let kind = Kind(protocol: report.protocol, role: report.role, verdict: report.verdict)
         counts.withLock { $0.stored[kind, default: 0] += 1 }
     }
 
@@ -48,9 +49,9 @@ final class EndpointMetrics: Sendable {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"
-        let stored = c.stored.map { (role: $0.key.role.rawValue, verdict: $0.key.verdict.name, count: $0.value) }
-        for (role, verdict, value) in stored.sorted(by: { ($0.role, $0.verdict) < ($1.role, $1.verdict) }) {
-            out += "attribution_reports_stored_total{protocol=\"pcm\",role=\"\(role)\",verdict=\"\(verdict)\"} \(value)\n"
+        let stored = c.stored.map { (protocol: $0.key.protocol.name, role: $0.key.role.rawValue, verdict: $0.key.verdict.name, count: $0.value) }
+        for (name, role, verdict, value) in stored.sorted(by: { ($0.protocol, $0.role, $0.verdict) < ($1.protocol, $1.role, $1.verdict) }) {
+            out += "attribution_reports_stored_total{protocol=\"\(name)\",role=\"\(role)\",verdict=\"\(verdict)\"} \(value)\n"
         }
         out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
         out += "# TYPE attribution_requests_rejected_total counter\n"
