@@ -24,16 +24,18 @@ let package = Package(
         .target(name: "ReportStore", dependencies: ["AttributionCore", "Locking"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "AttributionCore", "ReportStore", "Locking"]),
-        // Wires configuration, storage and the server together.
-        .executableTarget(name: "attribution-endpoint", dependencies: ["Endpoint"]),
+        // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
+        .target(name: "Demo", dependencies: ["Endpoint", "AttributionCore", "RawHTTPClient"]),
+        // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
+        .target(name: "RawHTTPClient"),
+        // Wires the server and the demo to the command line.
+        .executableTarget(name: "attribution-endpoint", dependencies: ["Endpoint", "Demo"]),
 
-        // A raw-socket HTTP client for live-server tests: it sends exactly the bytes it is given.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport", "Locking"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
         .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Locking"]),
-        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "HTTPServer", "TestSupport", "Locking", "attribution-endpoint"],
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
                     resources: [.copy("Resources/log-2026-11-23")]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,7 +3,7 @@ import AttributionCore
 import Foundation
 import Locking
 import HTTPServer
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 /// A clock the test moves by hand.

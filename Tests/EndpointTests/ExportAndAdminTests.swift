@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 @Suite struct ExportAndAdminTests {

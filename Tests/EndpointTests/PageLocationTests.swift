@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 /// The binary serves the summary page whatever folder it is started from, as systemd, a

@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 /// The real executable, driven with signals.

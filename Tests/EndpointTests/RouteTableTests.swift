@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 /// The endpoint's route table, in process: every path, the methods it takes, and the token.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import Endpoint
 
 /// The site owners' endpoint over real HTTP, with `--manual-clock` walked through days by

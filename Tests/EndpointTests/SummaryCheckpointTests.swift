@@ -2,7 +2,8 @@ import AttributionCore
 import Foundation
 import ReportStore
 import Testing
-import TestSupport
+import RawHTTPClient
+@testable import Demo
 @testable import Endpoint
 
 /// What a marketer sees, in every form the API gives it: the JSON summary for a month, one site's

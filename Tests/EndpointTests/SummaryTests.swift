@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TestSupport
+import RawHTTPClient
+@testable import Demo
 @testable import Endpoint
 
 /// An endpoint filled by the demo's traffic, through real HTTP.

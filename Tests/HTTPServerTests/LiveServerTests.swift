@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
-import TestSupport
+import RawHTTPClient
 @testable import HTTPServer
 
 /// Starts a real server on port 0 with `handler`, runs `body`, then shuts it down.

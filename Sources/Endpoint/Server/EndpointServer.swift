@@ -188,7 +188,6 @@ public final class EndpointServer: Sendable {
 
     /// The command-line program: parse, start, run until SIGINT or SIGTERM, stop cleanly.
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
-        if arguments.first == "demo" { return Demo.main(arguments: Array(arguments.dropFirst()), environment: environment) }
         let configuration: EndpointConfiguration
         do {
             switch try EndpointConfiguration.parse(arguments: arguments, environment: environment) {
@@ -214,7 +213,7 @@ public final class EndpointServer: Sendable {
     }
 
     /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code.
-    static func serveUntilSignalled(_ server: EndpointServer) -> Int32 {
+    public static func serveUntilSignalled(_ server: EndpointServer) -> Int32 {
         // Signals are taken as dispatch events, not handlers, so shutdown runs as ordinary code.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)

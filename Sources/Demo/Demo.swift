@@ -1,5 +1,7 @@
 import AttributionCore
+import Endpoint
 import Foundation
+import RawHTTPClient
 
 /// `attribution-endpoint demo`: the product in one command. It starts the endpoint with a demo
 /// publisher (news.example), an app developer (app.example) and an advertiser (shop.example) on a
@@ -151,35 +153,38 @@ public enum Demo {
     /// Registers the demo sites' campaigns and conversions, then plays the traffic, moving the
     /// manual clock to each event's moment.
     static func drive(port: UInt16, token: String) throws {
-        let client = DemoClient(port: port)
-        let admin = ["Authorization": "Bearer \(token)", "Content-Type": "application/json"]
-        func expect(_ response: DemoClient.Response, _ statuses: ClosedRange<Int>, _ what: String) throws {
+        let admin = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
+        // Over loopback, through the same sockets and parser a browser's requests meet.
+        func send(_ method: String, _ path: String, host: String, headers: [(String, String)] = [], body: String = "") throws -> RawResponse {
+            try httpRequest(port: port, method: method, path: path, host: host, headers: headers, body: Array(body.utf8))
+        }
+        func expect(_ response: RawResponse, _ statuses: ClosedRange<Int>, _ what: String) throws {
             guard statuses.contains(response.status) else {
-                throw DemoClient.Failure(description: "\(what) answered \(response.status): \(response.body)")
+                throw RawHTTPError("\(what) answered \(response.status): \(response.bodyText)")
             }
         }
         func setClock(_ time: Timestamp) throws {
-            try expect(client.send("POST", "/admin/clock", host: "localhost", headers: admin, body: #"{"now":"\#(time.rfc3339)"}"#), 200...200, "the clock")
+            try expect(send("POST", "/admin/clock", host: "localhost", headers: admin, body: #"{"now":"\#(time.rfc3339)"}"#), 200...200, "the clock")
         }
         try setClock(start)
-        for c in conversions { try expect(client.send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
-        for c in campaigns { try expect(client.send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
+        for c in conversions { try expect(send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
+        for c in campaigns { try expect(send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
         var counts = (pixels: 0, reports: 0, refused: 0)
         for (time, event) in traffic() {
             try setClock(time)
             switch event {
             case .pixel(let host, let query):
                 // The browser follows the pixel's redirect to the trigger URL on the same host.
-                let redirect = try client.send("GET", "/conversion-pixel?" + query, host: host)
+                let redirect = try send("GET", "/conversion-pixel?" + query, host: host)
                 try expect(redirect, 302...302, "the pixel")
-                guard let location = redirect.headers["location"], let url = URL(string: location) else {
-                    throw DemoClient.Failure(description: "the pixel gave no Location")
+                guard let location = redirect.header("Location"), let url = URL(string: location) else {
+                    throw RawHTTPError("the pixel gave no Location")
                 }
-                try expect(client.send("GET", url.path + (url.query.map { "?" + $0 } ?? ""), host: host), 200...200, "the trigger")
+                try expect(send("GET", url.path + (url.query.map { "?" + $0 } ?? ""), host: host), 200...200, "the trigger")
                 counts.pixels += 1
             case .report(let host, let body, let type):
-                let response = try client.send("POST", "/.well-known/private-click-measurement/report-attribution/", host: host,
-                                               headers: ["Content-Type": type], body: body)
+                let response = try send("POST", "/.well-known/private-click-measurement/report-attribution/", host: host,
+                                               headers: [("Content-Type", type)], body: body)
                 if response.status == 201 { counts.reports += 1 } else { counts.refused += 1 }
             }
         }
