@@ -32,53 +32,66 @@ struct PCMReportFastPath {
     private enum Value { case absent, integer(Int), string(Range<Int>) }
 
     private func read(_ b: UnsafeBufferPointer<UInt8>, into values: UnsafeMutableBufferPointer<Value>) -> PCMReport? {
+        guard Self.scanMembers(b, into: values) else { return nil }
+        return report(b, values)
+    }
+
+    /// Reads `"key":value` pairs between the braces into their slots; false for anything else.
+    private static func scanMembers(_ b: UnsafeBufferPointer<UInt8>, into values: UnsafeMutableBufferPointer<Value>) -> Bool {
         var seen = 0
         var i = 1
         let end = b.count - 1
         while i < end {
             // "key"
-            guard b[i] == UInt8(ascii: "\"") else { return nil }
+            guard b[i] == UInt8(ascii: "\"") else { return false }
             let keyStart = i + 1
-            var j = keyStart
-            while j < end && b[j] != UInt8(ascii: "\"") {
-                guard b[j] >= 0x20 && b[j] < 0x7F && b[j] != UInt8(ascii: "\\") else { return nil }
-                j += 1
-            }
-            guard j < end, let slot = Self.slot(b, keyStart..<j), seen & (1 << slot) == 0 else { return nil }
+            guard let keyEnd = plainStringEnd(b, from: keyStart, before: end),
+                  let slot = slot(b, keyStart..<keyEnd), seen & (1 << slot) == 0 else { return false }
             seen |= 1 << slot
-            i = j + 1
-            guard i < end, b[i] == UInt8(ascii: ":") else { return nil }
+            i = keyEnd + 1
+            guard i < end, b[i] == UInt8(ascii: ":") else { return false }
             i += 1
-            guard i < end else { return nil }
-            if b[i] == UInt8(ascii: "\"") {
-                // A string value: printable ASCII, no escapes.
-                let valueStart = i + 1
-                var k = valueStart
-                while k < end && b[k] != UInt8(ascii: "\"") {
-                    guard b[k] >= 0x20 && b[k] < 0x7F && b[k] != UInt8(ascii: "\\") else { return nil }
-                    k += 1
-                }
-                guard k < end else { return nil }
-                values[slot] = .string(valueStart..<k)
-                i = k + 1
-            } else {
-                // An integer value: one to three digits, no leading zero.
-                var k = i
-                var value = 0
-                while k < end, b[k] >= UInt8(ascii: "0"), b[k] <= UInt8(ascii: "9") {
-                    guard k - i < 3 else { return nil }  // a long number is the general path's to refuse
-                    value = value * 10 + Int(b[k] - UInt8(ascii: "0"))
-                    k += 1
-                }
-                let digits = k - i
-                guard digits >= 1, digits <= 3, !(digits > 1 && b[i] == UInt8(ascii: "0")) else { return nil }
-                values[slot] = .integer(value)
-                i = k
-            }
+            guard i < end, let (value, next) = scanValue(b, at: i, before: end) else { return false }
+            values[slot] = value
+            i = next
             if i == end { break }
-            guard b[i] == UInt8(ascii: ","), i + 1 < end else { return nil }
+            guard b[i] == UInt8(ascii: ","), i + 1 < end else { return false }
             i += 1
         }
+        return true
+    }
+
+    /// A string value (printable ASCII, no escapes) or an integer (one to three digits, no leading
+    /// zero) at `i`, and where the next byte is.
+    private static func scanValue(_ b: UnsafeBufferPointer<UInt8>, at i: Int, before end: Int) -> (Value, Int)? {
+        if b[i] == UInt8(ascii: "\"") {
+            guard let close = plainStringEnd(b, from: i + 1, before: end) else { return nil }
+            return (.string((i + 1)..<close), close + 1)
+        }
+        var k = i
+        var value = 0
+        while k < end, b[k] >= UInt8(ascii: "0"), b[k] <= UInt8(ascii: "9") {
+            guard k - i < 3 else { return nil }  // a long number is the general path's to refuse
+            value = value * 10 + Int(b[k] - UInt8(ascii: "0"))
+            k += 1
+        }
+        let digits = k - i
+        guard digits >= 1, digits <= 3, !(digits > 1 && b[i] == UInt8(ascii: "0")) else { return nil }
+        return (.integer(value), k)
+    }
+
+    /// The closing quote of a string of printable ASCII without escapes that starts at `start`.
+    private static func plainStringEnd(_ b: UnsafeBufferPointer<UInt8>, from start: Int, before end: Int) -> Int? {
+        var k = start
+        while k < end && b[k] != UInt8(ascii: "\"") {
+            guard b[k] >= 0x20 && b[k] < 0x7F && b[k] != UInt8(ascii: "\\") else { return nil }
+            k += 1
+        }
+        return k < end ? k : nil
+    }
+
+    /// The report the slots hold, if each has the type and range the rules want.
+    private func report(_ b: UnsafeBufferPointer<UInt8>, _ values: UnsafeMutableBufferPointer<Value>) -> PCMReport? {
         func integer(_ slot: Int, in range: ClosedRange<Int>) -> Int? {
             if case .integer(let v) = values[slot], range.contains(v) { return v }
             return nil
@@ -96,7 +109,7 @@ struct PCMReportFastPath {
             }
         }
         // Slots: 0 engagement, 1 source_site, 2 source_id, 3 attributed_on_site, 4 trigger_data,
-        // 5 version, 6–9 tokens. Each must have the type the rules want.
+        // 5 version, 6–9 tokens.
         guard case .string(let engagementRange) = values[0], engagementRange.count == 5,
               memcmp(b.baseAddress! + engagementRange.lowerBound, "click", 5) == 0,
               let sourceSite = string(1), let attributedOnSite = string(3),

@@ -27,8 +27,9 @@ public struct PCMReportValidator: Sendable {
     ]
 
     /// The known fields of one body. A handful of string compares beats hashing every key.
-    struct Fields {
-        static let names = [
+    public struct Fields {
+        /// Every field a report may carry, in WebKit's order.
+        public static let names = [
             "source_engagement_type", "source_site", "source_id", "attributed_on_site", "trigger_data", "version",
             "source_secret_token", "source_secret_token_signature",
             "destination_secret_token", "destination_secret_token_signature",

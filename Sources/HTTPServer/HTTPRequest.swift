@@ -1,8 +1,6 @@
 public enum HTTPVersion: Sendable, Equatable {
     case http1_0
     case http1_1
-
-    var text: String { self == .http1_0 ? "HTTP/1.0" : "HTTP/1.1" }
 }
 
 /// One complete request: head and decoded body.

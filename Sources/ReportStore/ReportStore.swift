@@ -19,14 +19,13 @@ public final class ReportStore: Sendable {
     private let preallocator: LogPreallocator?
     private let clock: @Sendable () -> Timestamp
     private let committer: Committer
-    /// Guards `pending` and `stopping`; held only to queue or to take a batch, never across I/O.
-    private let queue = NSCondition()
-    private nonisolated(unsafe) var pending = PendingBatch()
-    private nonisolated(unsafe) var stopping = false
-    /// Held for a whole commit, so commits never overlap: the log has one writer at a time.
-    private let commitLock = NSLock()
-    /// The batch being committed; swapped with `pending` so neither buffer is copied.
-    private nonisolated(unsafe) var committing = (bytes: [UInt8](), entries: [Entry]())
+    /// What is queued for the next commit; held only to queue or to take a batch, never across I/O.
+    private let queue: Locked<Queue>
+    /// Wakes the writer thread (`.writerThread` only) when a batch starts or the store closes.
+    private let wake = DispatchSemaphore(value: 0)
+    /// The batch being committed, swapped with the queue's so neither buffer is copied. Its lock
+    /// is held for a whole commit, so commits never overlap: the log has one writer at a time.
+    private let committing = Locked<(bytes: [UInt8], entries: [Entry])>(([], []))
     private let stopped = DispatchGroup()
     private let state: Locked<DurableState>
 
@@ -49,12 +48,17 @@ public final class ReportStore: Sendable {
         case owner
     }
 
+    private struct Queue {
+        var pending: PendingBatch
+        var stopping = false
+    }
+
     private struct PendingBatch {
         var bytes: [UInt8] = []
         var entries: [Entry] = []
-        var nextID: UInt64 = 1
-        var nextTriggerID: UInt64 = 1
-        var lastTime: Int64 = 0
+        var nextID: UInt64
+        var nextTriggerID: UInt64
+        var lastTime: Int64
     }
 
     /// A queued record: where its bytes start in the batch, and whom to tell once it is on disk.
@@ -78,7 +82,6 @@ public final class ReportStore: Sendable {
         /// Every record on disk, folded: what derived state checks itself against.
         var prefix: LogPrefix
         var lastError: StoreError?
-        var failedBatches: Int
         var flushes: Int
     }
 
@@ -111,70 +114,23 @@ public final class ReportStore: Sendable {
         if !existed { LogFile.syncDirectory(directory) }
 
         let started = Date()
-        var index: [(Int64, Int)] = []
-        var corrupt: [(Int, Int)] = []
-        var count = 0, lastID: UInt64 = 0, lastTime: Int64 = 0, lastTriggerID: UInt64 = 0
-        var triggers = ReplayedTriggers()
-        let size = try file.size()
-        // Zeros after the last record are free space: preallocated, or blocks a crash kept from
-        // being written (never acknowledged ones: those were flushed). The scan stops a little
-        // past the last non-zero byte, where any record that ends in zero bytes is still whole.
-        let zerosFrom = try file.endOfNonZeroBytes(size: size)
-        let scanEnd = min(size, zerosFrom + LogRecord.headerSize + LogRecord.maxPayload)
-        var scanner = LogScanner(file: file, end: scanEnd)
-        defer { scanner.deallocate() }
-        var offset = 0
-        var tornTail = 0
-        var prefix = LogPrefix.empty
-        var fingerprinted: LogPrefix? = fingerprintAt == 0 ? prefix : nil
-        scan: while true {
-            switch try scanner.step(at: offset) {
-            case .record(let at, let kind, _, let payload, let recordSize, let checksum):
-                prefix.fold(checksum: checksum, size: recordSize, end: at + recordSize)
-                if prefix.end == fingerprintAt { fingerprinted = prefix }
-                if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
-                    if count % Self.indexStride == 0 { index.append((time, at)) }
-                    count += 1
-                    lastID = max(lastID, id)
-                    lastTime = max(lastTime, time)
-                    if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
-                } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
-                    triggers.triggers.append(trigger)
-                    lastTriggerID = max(lastTriggerID, trigger.id)
-                    lastTime = max(lastTime, trigger.recordedAt.millisecondsSinceEpoch)
-                }
-                offset = at + recordSize
-            case .corrupt(let at, let length):
-                corrupt.append((at, length))
-                offset = at + length
-            case .tornTail(let at):
-                offset = at
-                if at < zerosFrom {
-                    tornTail = size - at
-                    try file.truncate(to: at)
-                    try file.sync()
-                }
-                break scan
-            case .end:
-                break scan
-            }
-        }
+        let found = try LogReplay(file: file, fingerprintAt: fingerprintAt)
         // Free space is kept only when more zeros would be written anyway.
         var zeroedEnd = try file.size()
-        if zeroedEnd > offset && preallocation == 0 {
-            try file.truncate(to: offset)
+        if zeroedEnd > found.end && preallocation == 0 {
+            try file.truncate(to: found.end)
             try file.sync()
-            zeroedEnd = offset
+            zeroedEnd = found.end
         }
-        pending.nextID = lastID + 1
-        pending.nextTriggerID = lastTriggerID + 1
-        replayedTriggers = Locked(triggers)
-        pending.lastTime = lastTime
-        state = Locked(DurableState(end: offset, count: count, index: index, prefix: prefix, lastError: nil, failedBatches: 0, flushes: 0))
-        replay = ReplaySummary(records: count, corruptRecords: corrupt, tornTailBytes: tornTail,
-                               seconds: Date().timeIntervalSince(started), prefixAtFingerprint: fingerprinted)
+        queue = Locked(Queue(pending: PendingBatch(nextID: found.lastID + 1, nextTriggerID: found.lastTriggerID + 1,
+                                                   lastTime: found.lastTime)))
+        replayedTriggers = Locked(found.triggers)
+        state = Locked(DurableState(end: found.end, count: found.reports, index: found.index, prefix: found.prefix,
+                                    lastError: nil, flushes: 0))
+        replay = ReplaySummary(records: found.reports, corruptRecords: found.corrupt, tornTailBytes: found.tornTailBytes,
+                               seconds: Date().timeIntervalSince(started), prefixAtFingerprint: found.fingerprinted)
         preallocator = preallocation > 0
-            ? LogPreallocator(file: file, window: preallocation, dataEnd: offset, zeroedEnd: zeroedEnd) : nil
+            ? LogPreallocator(file: file, window: preallocation, dataEnd: found.end, zeroedEnd: zeroedEnd) : nil
 
         guard committer == .writerThread else { return }
         stopped.startThread(named: "report-store-writer") { [self] in writerLoop() }
@@ -185,50 +141,46 @@ public final class ReportStore: Sendable {
     /// Queues a report. `completion` runs on the committing thread once the report is on disk
     /// (with its id and receive time) or could not be written.
     public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
-        queue.lock()
-        if stopping {
-            queue.unlock()
-            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
-            return
+        let (queued, first) = queue.withLock { q -> (Bool, Bool) in
+            guard !q.stopping else { return (false, false) }
+            let id = q.pending.nextID
+            q.pending.nextID += 1
+            // Receive times never go backwards in the log, so `since` can binary-search the index.
+            let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
+            q.pending.lastTime = time
+            let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: draft.protocol, role: draft.role,
+                                      verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
+                                      triggerID: draft.triggerID, campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
+            let at = q.pending.bytes.count
+            LogRecord.append(kind: .report, tag: draft.protocol.rawValue, to: &q.pending.bytes) {
+                StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
+            }
+            q.pending.entries.append(.report(report, at: at, completion))
+            return (true, q.pending.entries.count == 1)
         }
-        let id = pending.nextID
-        pending.nextID += 1
-        // Receive times never go backwards in the log, so `since` can binary-search the index.
-        let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
-        pending.lastTime = time
-        let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: draft.protocol, role: draft.role,
-                                  verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
-                                  triggerID: draft.triggerID, campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
-        let at = pending.bytes.count
-        LogRecord.append(kind: .report, tag: draft.protocol.rawValue, to: &pending.bytes) {
-            StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
-        }
-        pending.entries.append(.report(report, at: at, completion))
-        if pending.entries.count == 1 && committer == .writerThread { queue.signal() }
-        queue.unlock()
+        guard queued else { return completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN))) }
+        if first && committer == .writerThread { wake.signal() }
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
     /// `completion` runs on the committing thread once it is on disk or could not be written.
     public func appendTrigger(site: String, triggerData: UInt8, priority: UInt8, attributionSource: String?,
                               completion: @escaping TriggerCompletion) {
-        queue.lock()
-        if stopping {
-            queue.unlock()
-            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
-            return
+        let (queued, first) = queue.withLock { q -> (Bool, Bool) in
+            guard !q.stopping else { return (false, false) }
+            let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
+            q.pending.lastTime = time
+            let trigger = Trigger(id: q.pending.nextTriggerID, recordedAt: Timestamp(millisecondsSinceEpoch: time), site: site,
+                                  triggerData: triggerData, priority: priority, attributionSource: attributionSource)
+            q.pending.nextTriggerID += 1
+            LogRecord.append(kind: .trigger, tag: AttributionProtocol.pcm.rawValue, to: &q.pending.bytes) {
+                StoredTrigger.encodePayload(trigger, into: &$0)
+            }
+            q.pending.entries.append(.trigger(trigger, completion))
+            return (true, q.pending.entries.count == 1)
         }
-        let time = max(clock().millisecondsSinceEpoch, pending.lastTime)
-        pending.lastTime = time
-        let trigger = Trigger(id: pending.nextTriggerID, recordedAt: Timestamp(millisecondsSinceEpoch: time), site: site,
-                              triggerData: triggerData, priority: priority, attributionSource: attributionSource)
-        pending.nextTriggerID += 1
-        LogRecord.append(kind: .trigger, tag: AttributionProtocol.pcm.rawValue, to: &pending.bytes) {
-            StoredTrigger.encodePayload(trigger, into: &$0)
-        }
-        pending.entries.append(.trigger(trigger, completion))
-        if pending.entries.count == 1 && committer == .writerThread { queue.signal() }
-        queue.unlock()
+        guard queued else { return completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN))) }
+        if first && committer == .writerThread { wake.signal() }
     }
 
     /// What replay found for the trigger ledger; handed out once, then forgotten here.
@@ -243,30 +195,30 @@ public final class ReportStore: Sendable {
     /// again if those queued more (a pipelined request answered by a completion), until nothing is
     /// left. Completions must not call this themselves.
     public func commitQueued() {
-        commitLock.lock()
-        defer { commitLock.unlock() }
-        while true {
-            queue.lock()
-            if pending.entries.isEmpty {
-                queue.unlock()
-                return
+        committing.withLock { batch in
+            while true {
+                let empty = queue.withLock { q -> Bool in
+                    guard !q.pending.entries.isEmpty else { return true }
+                    swap(&q.pending.bytes, &batch.bytes)
+                    swap(&q.pending.entries, &batch.entries)
+                    return false
+                }
+                if empty { return }
+                commit(bytes: batch.bytes, entries: batch.entries)
+                batch.bytes.removeAll(keepingCapacity: true)
+                batch.entries.removeAll(keepingCapacity: true)
             }
-            swap(&pending.bytes, &committing.bytes)
-            swap(&pending.entries, &committing.entries)
-            queue.unlock()
-            commit(bytes: committing.bytes, entries: committing.entries)
-            committing.bytes.removeAll(keepingCapacity: true)
-            committing.entries.removeAll(keepingCapacity: true)
         }
     }
 
     private func writerLoop() {
         while true {
-            queue.lock()
-            while pending.entries.isEmpty && !stopping { queue.wait() }
-            let finished = pending.entries.isEmpty && stopping
-            queue.unlock()
-            if finished { return }
+            let (empty, stopping) = queue.withLock { ($0.pending.entries.isEmpty, $0.stopping) }
+            if empty {
+                if stopping { return }
+                wake.wait()
+                continue
+            }
             commitQueued()
         }
     }
@@ -284,7 +236,6 @@ public final class ReportStore: Sendable {
             preallocator?.cutBack(to: start)
             state.withLock {
                 $0.lastError = error
-                $0.failedBatches += 1
             }
             for entry in entries {
                 switch entry {
@@ -316,11 +267,11 @@ public final class ReportStore: Sendable {
 
     /// Finishes every queued write and stops the writer. Appends after this fail.
     public func close() {
-        queue.lock()
-        let alreadyClosing = stopping
-        stopping = true
-        queue.signal()
-        queue.unlock()
+        let alreadyClosing = queue.withLock { q in
+            defer { q.stopping = true }
+            return q.stopping
+        }
+        wake.signal()
         if committer == .owner { commitQueued() }
         stopped.wait()
         if !alreadyClosing {
@@ -336,8 +287,6 @@ public final class ReportStore: Sendable {
 
     /// The last write error, until a later write succeeds: the store is refusing reports.
     public var writeError: StoreError? { state.withLock { $0.lastError } }
-
-    public var failedBatches: Int { state.withLock { $0.failedBatches } }
 
     /// Successful write-and-flush rounds; with group commit, fewer than reports stored.
     public var flushes: Int { state.withLock { $0.flushes } }

@@ -11,11 +11,7 @@ import ReportStore
 /// normalized); fields the endpoint does not know sit under `extra`, so they can never collide
 /// with the endpoint's own keys.
 enum ExportLine {
-    static let reportKeys = [
-        "source_engagement_type", "source_site", "source_id", "attributed_on_site", "trigger_data", "version",
-        "source_secret_token", "source_secret_token_signature", "destination_secret_token",
-        "destination_secret_token_signature",
-    ]
+    static let reportKeys = PCMReportValidator.Fields.names
 
     static func write(_ report: StoredReport, to out: inout String) {
         var fields: [String: JSONValue] = [:]

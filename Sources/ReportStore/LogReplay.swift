@@ -1,0 +1,71 @@
+import AttributionCore
+import Foundation
+
+/// What reading the whole log at open finds: where the data ends, the damage, the time index,
+/// the ids to continue from, the triggers for the ledger, and the log's fingerprints.
+struct LogReplay {
+    /// Just after the last whole record: where the next commit writes.
+    var end = 0
+    var reports = 0
+    var index: [(time: Int64, offset: Int)] = []
+    var corrupt: [(offset: Int, length: Int)] = []
+    var tornTailBytes = 0
+    var lastID: UInt64 = 0
+    var lastTriggerID: UInt64 = 0
+    var lastTime: Int64 = 0
+    var triggers = ReportStore.ReplayedTriggers()
+    /// Every record, folded.
+    var prefix = LogPrefix.empty
+    /// The prefix at the offset asked for, if a record ends exactly there.
+    var fingerprinted: LogPrefix?
+
+    /// Reads `file` from the start; a torn tail is cut off the file (and flushed) on the way.
+    init(file: LogFile, fingerprintAt: Int?) throws(StoreError) {
+        let size = try file.size()
+        // Zeros after the last record are free space: preallocated, or blocks a crash kept from
+        // being written (never acknowledged ones: those were flushed). The scan stops a little
+        // past the last non-zero byte, where any record that ends in zero bytes is still whole.
+        let zerosFrom = try file.endOfNonZeroBytes(size: size)
+        var scanner = LogScanner(file: file, end: min(size, zerosFrom + LogRecord.headerSize + LogRecord.maxPayload))
+        defer { scanner.deallocate() }
+        if fingerprintAt == 0 { fingerprinted = prefix }
+        var offset = 0
+        scan: while true {
+            switch try scanner.step(at: offset) {
+            case .record(let at, let kind, _, let payload, let size, let checksum):
+                prefix.fold(checksum: checksum, size: size, end: at + size)
+                if prefix.end == fingerprintAt { fingerprinted = prefix }
+                take(kind: kind, payload: payload, at: at)
+                offset = at + size
+            case .corrupt(let at, let length):
+                corrupt.append((at, length))
+                offset = at + length
+            case .tornTail(let at):
+                offset = at
+                if at < zerosFrom {
+                    tornTailBytes = size - at
+                    try file.truncate(to: at)
+                    try file.sync()
+                }
+                break scan
+            case .end:
+                break scan
+            }
+        }
+        end = offset
+    }
+
+    private mutating func take(kind: UInt8, payload: UnsafeRawBufferPointer, at offset: Int) {
+        if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
+            if reports % ReportStore.indexStride == 0 { index.append((time, offset)) }
+            reports += 1
+            lastID = max(lastID, id)
+            lastTime = max(lastTime, time)
+            if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
+        } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
+            triggers.triggers.append(trigger)
+            lastTriggerID = max(lastTriggerID, trigger.id)
+            lastTime = max(lastTime, trigger.recordedAt.millisecondsSinceEpoch)
+        }
+    }
+}
