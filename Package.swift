@@ -18,24 +18,29 @@ let package = Package(
         .target(name: "Locking"),
         // epoll's header, which the Glibc module does not export.
         .target(name: "CSystemShims"),
-        // Protocol rules as pure value types: JSON scanning, the Public Suffix List, PCM report validation.
-        .target(name: "AttributionCore", dependencies: ["Locking"], resources: [.copy("Resources/public_suffix_list.dat"), .copy("Resources/public_suffix_list.NOTICE.txt")]),
+        // Pure value types, no locks, no I/O but the list read once, no HTTP: a rule says what failed.
+        // The primitives every protocol uses: JSON, base64url, time, sites and the Public Suffix List.
+        .target(name: "Primitives", resources: [.copy("Resources/public_suffix_list.dat"), .copy("Resources/public_suffix_list.NOTICE.txt")]),
+        // Private Click Measurement's wire rules: reports, roles, the trigger path.
+        .target(name: "PCM", dependencies: ["Primitives"]),
+        // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
+        .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
-        .target(name: "ReportStore", dependencies: ["AttributionCore", "Locking"]),
+        .target(name: "ReportStore", dependencies: ["Primitives", "PCM", "SiteOwners", "Locking"]),
         // The application: routes, configuration, authentication, export.
-        .target(name: "Endpoint", dependencies: ["HTTPServer", "AttributionCore", "ReportStore", "Locking"]),
+        .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "Locking"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
-        .target(name: "Demo", dependencies: ["Endpoint", "AttributionCore", "RawHTTPClient"]),
+        .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
         .target(name: "RawHTTPClient"),
         // Wires the server and the demo to the command line.
         .executableTarget(name: "attribution-endpoint", dependencies: ["Endpoint", "Demo"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
-        .testTarget(name: "AttributionCoreTests", dependencies: ["AttributionCore"],
+        .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
-        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Locking"]),
-        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
+        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners", "Locking"]),
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
                     resources: [.copy("Resources/log-2026-11-23")]),
     ],
     swiftLanguageModes: [.v6]

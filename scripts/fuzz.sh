@@ -10,18 +10,21 @@ mkdir -p "$out/corpus-http" "$out/corpus-report"
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
   Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
   Sources/HTTPServer/HTTPHeaders.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
-# AttributionCore imports the Locking module: build it as a module of its own first.
-swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name Locking -emit-module \
-  -emit-module-path "$out/Locking.swiftmodule" -c Sources/Locking/Locked.swift -o "$out/Locking.o"
+# The report validator's modules, built as plain swiftc modules in dependency order. A plain
+# build has no generated Bundle.module, so Primitives gets a stand-in (the PSL is loaded by hand).
+printf 'import Foundation\nextension Bundle { static var module: Bundle { Bundle.main } }\n' > "$out/BundleModule.swift"
+swiftc -O -sanitize=fuzzer,address -parse-as-library -wmo -module-name Primitives -emit-module \
+  -emit-module-path "$out/Primitives.swiftmodule" -c Sources/Primitives/*.swift "$out/BundleModule.swift" -o "$out/Primitives.o" \
+  2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" -I "$out" \
-  "$out/Locking.o" Sources/AttributionCore/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
 printf '\x07POST /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n5;x=1\r\nhello\r\n0\r\nT: 1\r\n\r\n' > "$out/corpus-http/seed2"
 python3 -c "
 import json
-v = json.load(open('Tests/AttributionCoreTests/Resources/vectors/pcm_reports.json'))
+v = json.load(open('Tests/RulesTests/Resources/vectors/pcm_reports.json'))
 for i, (k, x) in enumerate(v.items()):
     open('$out/corpus-report/seed%d' % i, 'w').write(x['raw'])
 " 2>/dev/null || printf '{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}' > "$out/corpus-report/seed0"
@@ -29,5 +32,5 @@ for i, (k, x) in enumerate(v.items()):
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
 "$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
-PSL=Sources/AttributionCore/Resources/public_suffix_list.dat \
+PSL=Sources/Primitives/Resources/public_suffix_list.dat \
   "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12

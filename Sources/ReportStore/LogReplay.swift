@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Foundation
 
 /// What reading the whole log at open finds: where the data ends, the damage, the time index,

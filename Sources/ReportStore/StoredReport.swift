@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 
 /// A report as the log keeps it: the body exactly as received, plus what the endpoint decided.
 ///

@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 
 /// The log encoding of a `Trigger`. Triggers share the report log (and its single writer), so
 /// the order of triggers and reports on disk is the order they were decided in.

@@ -1,5 +1,7 @@
 import Dispatch
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Foundation
 import Locking
 import HTTPServer

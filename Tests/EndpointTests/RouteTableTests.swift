@@ -1,4 +1,6 @@
 import Foundation
+import PCM
+import Primitives
 import Testing
 import RawHTTPClient
 @testable import Endpoint
@@ -62,5 +64,22 @@ import RawHTTPClient
                                             headers: [("Authorization", "Bearer test-token"), ("Cookie", "a=b")])
             #expect(response.header("Set-Cookie") == nil, "\(path)")
         }
+    }
+}
+
+/// The rules say what failed; the endpoint says which HTTP status that is.
+@Suite struct ProblemStatusTests {
+    @Test func reportRejectionsMapToHTTPStatuses() {
+        #expect(Problem(ReportRejection(.malformedJSON, "x")).status == 400)
+        #expect(Problem(ReportRejection(.outOfRange, "x")).status == 422)
+        #expect(Problem(ReportRejection(.bodyTooLarge, "x")).status == 413)
+        #expect(Problem(ReportRejection(.unsupportedMediaType, "x")).status == 415)
+        #expect(Problem(ReportRejection(.siteNotServed, "x")).status == 421)
+        #expect(ReportRejection.Rule.allCases.allSatisfy { (400..<500).contains($0.httpStatus) })
+    }
+
+    @Test func requestProblemsMapByKind() {
+        func status(_ kind: RequestProblem.Kind) -> Int { Problem(RequestProblem(kind, rule: "r", field: nil, detail: "d")).status }
+        #expect(status(.malformed) == 400 && status(.invalid) == 422 && status(.conflict) == 409 && status(.unavailable) == 503)
     }
 }

@@ -2,14 +2,10 @@
 // Properties: no crash; the fast path agrees with the general path; an accepted report's fields
 // are in range; any parsed JSON value survives serialize → parse unchanged.
 import Foundation
-
-extension Bundle {
-    // SwiftPM generates Bundle.module; a plain swiftc build has none. The list is loaded by hand below.
-    static var module: Bundle { Bundle.main }
-}
+import Primitives
 
 private let validator: PCMReportValidator = {
-    let path = ProcessInfo.processInfo.environment["PSL"] ?? "Sources/AttributionCore/Resources/public_suffix_list.dat"
+    let path = ProcessInfo.processInfo.environment["PSL"] ?? "Sources/Primitives/Resources/public_suffix_list.dat"
     let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "com\nexample\nco.uk\n"
     return PCMReportValidator(siteRules: SiteRules(publicSuffixList: PublicSuffixList(text: text), developmentMode: false))
 }()
@@ -18,7 +14,7 @@ private let validator: PCMReportValidator = {
 public func fuzzReportValidator(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: count))
     // The fast path may accept only what the general path accepts, with the same result.
-    if let fast = PCMReportFastPath(siteRules: validator.siteRules).read(bytes) {
+    if let fast = PCMReportFastPath(sites: validator.siteRules).read(bytes) {
         precondition(validator.validateGeneral(body: bytes) == .success(fast), "fast path disagrees")
     }
     if case .success(let report) = validator.validate(body: bytes) {

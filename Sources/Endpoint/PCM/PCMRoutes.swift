@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import HTTPServer
 
 /// Private Click Measurement's well-known paths, as browsers call them: reports and the trigger.

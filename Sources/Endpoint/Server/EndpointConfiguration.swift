@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Foundation
 
 /// Everything the endpoint can be told, from flags, a JSON config file and the environment.

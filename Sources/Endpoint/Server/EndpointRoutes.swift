@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import HTTPServer
 import ReportStore
 

@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Dispatch
 import Foundation
 import HTTPServer
@@ -61,7 +63,7 @@ public final class EndpointServer: Sendable {
         let metrics = EndpointMetrics()
         let rejections = RejectionLog()
         let ingest = ReportIngest(
-            validator: PCMReportValidator(siteRules: siteRules),
+            validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
             roles: RoleResolver(servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode),
             trustedProxies: trustedProxies,
             maxReportBytes: configuration.maxReportBytes,

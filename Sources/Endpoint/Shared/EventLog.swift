@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import HTTPServer
 
 /// Structured lines on stderr for things that are not requests: start, replay, failures, stop.

@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import HTTPServer
 import ReportStore
 
@@ -58,7 +60,13 @@ extension Problem {
     }
 
     init(_ problem: RequestProblem) {
-        self.init(status: problem.status, rule: problem.rule, field: problem.field, detail: problem.detail)
+        let status = switch problem.kind {
+        case .malformed: 400
+        case .invalid: 422
+        case .conflict: 409
+        case .unavailable: 503
+        }
+        self.init(status: status, rule: problem.rule, field: problem.field, detail: problem.detail)
     }
 
     /// 503 when the log cannot be written: `disk_full` when freeing disk is the fix.
@@ -73,4 +81,17 @@ extension Problem {
 
     static let unauthorized = Problem(status: 401, rule: "unauthorized",
         detail: "send Authorization: Bearer <token>; the token is in the data directory's admin-token file unless configured")
+}
+
+extension ReportRejection.Rule {
+    /// The rules say what failed; which HTTP status that is, is the endpoint's business.
+    var httpStatus: Int {
+        switch self {
+        case .unsupportedMediaType: 415
+        case .bodyTooLarge: 413
+        case .siteNotServed: 421
+        case .malformedJSON, .invalidUTF8, .tooDeep, .duplicateKey, .notAnObject: 400
+        default: 422
+        }
+    }
 }

@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Foundation
 
 /// The registry's home on disk: `registry.json` in the data directory, replaced atomically

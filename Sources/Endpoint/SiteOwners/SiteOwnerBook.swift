@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import Locking
 import ReportStore
 
@@ -85,7 +87,7 @@ final class SiteOwnerBook: Sendable {
             do {
                 try file.save(registry)
             } catch {
-                throw RequestProblem(status: 503, rule: "registry_unavailable", field: nil,
+                throw RequestProblem(.unavailable, rule: "registry_unavailable", field: nil,
                                      detail: "the registry could not be saved: \(error)")
             }
             s.registry = registry

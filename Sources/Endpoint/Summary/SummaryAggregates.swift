@@ -1,4 +1,6 @@
-import AttributionCore
+import PCM
+import Primitives
+import SiteOwners
 import ReportStore
 
 /// The summary's counts, kept up to date as reports are stored (and rebuilt from the log at

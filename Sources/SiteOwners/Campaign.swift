@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// A publisher's campaign: what one of its 256 source ids meant during a period.
 ///
 /// Source ids are reused over time, so the registry keeps, per source site and id, campaigns

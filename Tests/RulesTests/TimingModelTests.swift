@@ -1,5 +1,7 @@
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 private let t0 = Timestamp(rfc3339: "2026-11-20T10:00:00Z")!
 private let second: Int64 = 1000

@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// The site owners' registrations: advertisers' conversions and publishers' campaigns.
 ///
 /// A value type with every rule of a registration and no I/O; the endpoint keeps one behind a
@@ -23,7 +26,7 @@ public struct Registry: Sendable, Equatable, Codable {
             throw .invalid("priority", "out_of_range", "must be 0–63 (6 bits); got \(conversion.priority)")
         }
         guard !conversions.contains(where: { $0.site == conversion.site && $0.name == conversion.name }) else {
-            throw RequestProblem(status: 409, rule: "duplicate_name", field: "name",
+            throw RequestProblem(.conflict, rule: "duplicate_name", field: "name",
                                   detail: "\(conversion.site) already has a conversion named \"\(conversion.name)\"")
         }
         conversions.append(conversion)
@@ -64,12 +67,12 @@ public struct Registry: Sendable, Equatable, Codable {
             throw .invalid("ends_at", "ends_before_start", "(\(end.rfc3339)) is before starts_at (\(campaign.startsAt.rfc3339))")
         }
         guard !campaigns.contains(where: { $0.sourceSite == campaign.sourceSite && $0.name == campaign.name }) else {
-            throw RequestProblem(status: 409, rule: "duplicate_name", field: "name",
+            throw RequestProblem(.conflict, rule: "duplicate_name", field: "name",
                                   detail: "\(campaign.sourceSite) already has a campaign named \"\(campaign.name)\"")
         }
         let sameID = campaigns.filter { $0.sourceSite == campaign.sourceSite && $0.sourceID == campaign.sourceID }
         if let clash = sameID.first(where: { $0.overlaps(campaign) }) {
-            throw RequestProblem(status: 409, rule: "source_id_in_use", field: "source_id",
+            throw RequestProblem(.conflict, rule: "source_id_in_use", field: "source_id",
                                   detail: Self.clashDetail(campaign, clash, sameID))
         }
         campaigns.append(campaign)

@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// PCM's timing model, applied to each report at receipt (PROTOCOLS.md §1.1).
 ///
 /// A click lives 7 days; the browser sends each copy of a report 24 to 48 hours after the

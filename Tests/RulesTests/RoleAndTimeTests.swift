@@ -1,5 +1,7 @@
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 private let sample = PCMReport(sourceSite: "news.example", sourceID: 1, attributedOnSite: "shop.example", triggerData: 2)
 

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 @Suite struct PublicSuffixListTests {
     /// The list's own conformance tests (test_psl.txt, CC0), in the registrable-domain sense:

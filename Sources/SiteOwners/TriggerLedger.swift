@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// The triggers recorded by this endpoint, and which of them already back a destination copy.
 ///
 /// A value type: the endpoint keeps one behind a lock, rebuilds it from the log at start, and

@@ -1,15 +1,21 @@
+import Primitives
+
 /// Turns a request body into a `PCMReport`, or says exactly which field broke which rule.
 ///
 /// Pure: no I/O, no clock. Everything a body alone can prove wrong is checked here; what needs
 /// the endpoint's configuration (which sites it serves) is checked by `ReportRole`.
 public struct PCMReportValidator: Sendable {
     public let siteRules: SiteRules
+    let sites: any SiteChecking
     public let maxDepth: Int
 
     private let parser: JSONParser
 
-    public init(siteRules: SiteRules = SiteRules(), maxDepth: Int = 16) {
+    /// `sites`: how the report's sites are checked; `siteRules` itself unless given (the
+    /// endpoint gives a memo in front of it).
+    public init(siteRules: SiteRules = SiteRules(), sites: (any SiteChecking)? = nil, maxDepth: Int = 16) {
         self.siteRules = siteRules
+        self.sites = sites ?? siteRules
         self.maxDepth = maxDepth
         // Every report repeats these; sharing them saves allocations on the hot path.
         parser = JSONParser(maxDepth: maxDepth, interning: Fields.names + ["click"])
@@ -71,7 +77,7 @@ public struct PCMReportValidator: Sendable {
 
     public func validate(body: some Collection<UInt8>) -> Result<PCMReport, ReportRejection> {
         let bytes = body as? [UInt8] ?? Array(body)
-        if let report = PCMReportFastPath(siteRules: siteRules).read(bytes) { return .success(report) }
+        if let report = PCMReportFastPath(sites: sites).read(bytes) { return .success(report) }
         return validateGeneral(body: bytes)
     }
 
@@ -199,7 +205,7 @@ public struct PCMReportValidator: Sendable {
 
     private func site(_ fields: Fields, _ name: String) throws(ReportRejection) -> String {
         let value = try string(fields, name)
-        if let violation = siteRules.checkRemembered(value) {
+        if let violation = sites.check(value) {
             throw ReportRejection(.notRegistrableDomain, field: name, "\(name) \(quoted(value)) \(violation.detail)")
         }
         return value

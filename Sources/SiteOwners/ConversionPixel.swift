@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// Where the conversion pixel sends the browser: the well-known trigger URL on the same host,
 /// in the form WebKit accepts.
 ///

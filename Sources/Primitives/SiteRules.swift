@@ -1,25 +1,13 @@
-import Locking
-
 /// What may stand in a report's `source_site` or `attributed_on_site`: a lowercase registrable
 /// domain (eTLD+1) in ASCII, as WebKit writes it. `localhost` and IP literals are what WebKit's
 /// own tests and Safari's Debug Mode use; they are accepted only in development mode.
 public struct SiteRules: Sendable {
     public let publicSuffixList: PublicSuffixList
     public let developmentMode: Bool
-    private let memory = SiteMemory()
 
     public init(publicSuffixList: PublicSuffixList = .shipped, developmentMode: Bool = false) {
         self.publicSuffixList = publicSuffixList
         self.developmentMode = developmentMode
-    }
-
-    /// `check`, remembering answers: an endpoint sees the same few sites in report after report,
-    /// and the list lookup is most of a report's validation cost.
-    public func checkRemembered(_ site: String) -> Violation? {
-        if let known = memory.answer(for: site) { return known }
-        let answer = check(site)
-        memory.remember(site, answer)
-        return answer
     }
 
     /// Why a value is not a site, in words a site owner can act on.
@@ -110,20 +98,9 @@ public struct SiteRules: Sendable {
     }
 }
 
-/// A bounded memo of site checks. It forgets everything when full rather than tracking use:
-/// real traffic names few sites, and a flood of random names must not grow memory.
-final class SiteMemory: Sendable {
-    private let answers = Locked<[String: SiteRules.Violation?]>([:])
-    static let capacity = 4096
-
-    func answer(for site: String) -> SiteRules.Violation?? {
-        answers.withLock { $0[site] }
-    }
-
-    func remember(_ site: String, _ answer: SiteRules.Violation?) {
-        answers.withLock {
-            if $0.count >= Self.capacity { $0.removeAll(keepingCapacity: true) }
-            $0[site] = .some(answer)
-        }
-    }
+/// Checks a site (`SiteRules` does, purely; the endpoint adds a memo in front of it).
+public protocol SiteChecking: Sendable {
+    func check(_ site: String) -> SiteRules.Violation?
 }
+
+extension SiteRules: SiteChecking {}

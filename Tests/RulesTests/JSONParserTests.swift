@@ -1,5 +1,7 @@
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 private func parse(_ text: String) throws(JSONParser.Failure) -> JSONValue {
     try JSONParser().parse(Array(text.utf8))

@@ -1,11 +1,13 @@
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 /// The fast path must agree with the general path on every body it accepts, and must accept the
 /// shape WebKit sends (or it saves nothing).
 @Suite struct PCMReportFastPathTests {
     let validator = PCMReportValidator(siteRules: SiteRules(developmentMode: false))
-    var fast: PCMReportFastPath { PCMReportFastPath(siteRules: validator.siteRules) }
+    var fast: PCMReportFastPath { PCMReportFastPath(sites: validator.siteRules) }
 
     static let token = "7JgS5aIQPUm9T5DcT2a91NC1lt2xq5bLjuaJi4A_Wbg"
     static let bodies: [String] = [

@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// A conversion trigger as the ledger records it: the browser fetched the well-known
 /// trigger-attribution URL of `site` at `recordedAt`.
 public struct Trigger: Sendable, Equatable {

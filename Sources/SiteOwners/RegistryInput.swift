@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// Reading registrations from the admin API's JSON, naming the field whenever one is wrong.
 public enum RegistryInput {
     /// `{"site": "shop.example", "name": "purchase", "trigger_data": 5, "priority": 40}`
@@ -25,7 +28,7 @@ public enum RegistryInput {
 
         init(_ json: JSONValue, known: Set<String>) throws(RequestProblem) {
             guard case .object(let list) = json else {
-                throw RequestProblem(status: 400, rule: "not_an_object", field: nil, detail: "the body must be a JSON object")
+                throw RequestProblem(.malformed, rule: "not_an_object", field: nil, detail: "the body must be a JSON object")
             }
             var members: [String: JSONValue] = [:]
             for member in list {

@@ -1,3 +1,5 @@
+import Primitives
+
 /// A Private Click Measurement (Web AdAttributionKit) attribution report, as a browser POSTs it
 /// to `/.well-known/private-click-measurement/report-attribution/`. Field names are the wire's.
 public struct PCMReport: Sendable, Equatable {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 private let production = PCMReportValidator(siteRules: SiteRules(developmentMode: false))
 private let development = PCMReportValidator(siteRules: SiteRules(developmentMode: true))
@@ -190,14 +192,6 @@ private func report(_ text: String, _ validator: PCMReportValidator = production
         #expect(rejection(body(["source_site": "\"n\\u0065ws.example\""])) == nil, "escapes decode to the same site")
         #expect(rejection(body(["source_site": "\"😀.example\""]))?.rule == .notRegistrableDomain)
         #expect(rejection(body(extra: ",\"note\":\"日本語 😀\"")) == nil)
-    }
-
-    @Test func rejectionsMapToHTTPStatuses() {
-        #expect(ReportRejection.Rule.malformedJSON.httpStatus == 400)
-        #expect(ReportRejection.Rule.outOfRange.httpStatus == 422)
-        #expect(ReportRejection.Rule.bodyTooLarge.httpStatus == 413)
-        #expect(ReportRejection.Rule.unsupportedMediaType.httpStatus == 415)
-        #expect(ReportRejection.Rule.allCases.allSatisfy { (400..<500).contains($0.httpStatus) })
     }
 }
 

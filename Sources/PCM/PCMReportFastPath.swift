@@ -1,3 +1,5 @@
+import Primitives
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,7 +14,7 @@ import Darwin
 /// it accepts it must give exactly what the general path gives; the differential fuzz target in
 /// `Tests/Fuzz` and `PCMReportFastPathTests` hold it to that.
 struct PCMReportFastPath {
-    let siteRules: SiteRules
+    let sites: any SiteChecking
 
     func read(_ body: [UInt8]) -> PCMReport? {
         body.withUnsafeBufferPointer { read($0) }
@@ -118,7 +120,7 @@ struct PCMReportFastPath {
               let sourceToken = optionalString(6), let sourceSignature = optionalString(7),
               let destinationToken = optionalString(8), let destinationSignature = optionalString(9),
               sourceSite != attributedOnSite,
-              siteRules.checkRemembered(sourceSite) == nil, siteRules.checkRemembered(attributedOnSite) == nil,
+              sites.check(sourceSite) == nil, sites.check(attributedOnSite) == nil,
               (sourceToken == nil) == (sourceSignature == nil), (destinationToken == nil) == (destinationSignature == nil),
               Self.isToken(sourceToken), Self.isToken(sourceSignature),
               Self.isToken(destinationToken), Self.isToken(destinationSignature)

@@ -1,3 +1,6 @@
+import PCM
+import Primitives
+
 /// An advertiser's named conversion: what a pixel hit on `site` reports to the browser.
 /// "purchase" = trigger data 5 with priority 40 is the usual shape.
 public struct Conversion: Sendable, Equatable, Codable {

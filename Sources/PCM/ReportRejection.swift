@@ -1,3 +1,5 @@
+import Primitives
+
 /// Why a request cannot be stored as a report: the field at fault, the rule it broke, and a
 /// sentence for the site owner. The HTTP layer turns it into `application/problem+json`.
 public struct ReportRejection: Error, Sendable, Equatable {
@@ -36,17 +38,5 @@ public struct ReportRejection: Error, Sendable, Equatable {
         case sameSite = "same_site"
         case unpairedToken = "unpaired_token"
         case invalidBase64URL = "invalid_base64url"
-
-        /// 400 when the request cannot be read at all, 413/415/421 for their own cases, and 422
-        /// when it is well-formed JSON that is not a true report.
-        public var httpStatus: Int {
-            switch self {
-            case .unsupportedMediaType: 415
-            case .bodyTooLarge: 413
-            case .siteNotServed: 421
-            case .malformedJSON, .invalidUTF8, .tooDeep, .duplicateKey, .notAnObject: 400
-            default: 422
-            }
-        }
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import AttributionCore
+@testable import PCM
+@testable import Primitives
+@testable import SiteOwners
 
 private let rules = SiteRules()
 
@@ -53,14 +55,14 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
         let problem = conversionProblem(json)
         #expect(problem?.field == field)
         #expect(problem?.rule == rule)
-        #expect(problem.map { (400..<500).contains($0.status) } == true)
+        #expect(problem.map { $0.kind == .invalid || $0.kind == .malformed } == true)
     }
 
     @Test func conversionNamesAreUniquePerSite() throws {
         var r = Registry()
         try r.add(Conversion(site: "shop.example", name: "purchase", triggerData: 5, priority: 40), siteRules: rules)
         let problem = conversionProblem(#"{"site":"shop.example","name":"purchase","trigger_data":6}"#, into: r)
-        #expect(problem?.status == 409)
+        #expect(problem?.kind == .conflict)
         #expect(problem?.rule == "duplicate_name")
         // Another site may use the name.
         #expect(conversionProblem(#"{"site":"store.example","name":"purchase","trigger_data":6}"#, into: r) == nil)
@@ -90,7 +92,7 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
         try r.add(try RegistryInput.campaign(from: parse(campaignJSON())), siteRules: rules)
         // Ends 2026-11-30: busy until 2026-12-09T00:00:00Z.
         let overlap = campaignProblem(campaignJSON(name: "Spring", starts: "2026-12-09T00:00:00Z", ends: nil), into: r)
-        #expect(overlap?.status == 409)
+        #expect(overlap?.kind == .conflict)
         #expect(overlap?.rule == "source_id_in_use")
         #expect(overlap?.detail.contains("free again from 2026-12-09T00:00:00.001Z") == true)
         #expect(campaignProblem(campaignJSON(name: "Spring", starts: "2026-12-09T00:00:00.001Z", ends: nil), into: r) == nil)
@@ -152,7 +154,7 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
             Issue.record("accepted \(name)=\(value)")
         } catch {
             #expect(error.rule == rule)
-            #expect(error.status == 400)
+            #expect(error.kind == .malformed)
         }
     }
 

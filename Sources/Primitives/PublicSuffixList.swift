@@ -32,7 +32,7 @@ public struct PublicSuffixList: Sendable {
     public static let shipped: PublicSuffixList = {
         guard let url = Bundle.module.url(forResource: "public_suffix_list", withExtension: "dat"),
               let text = try? String(contentsOf: url, encoding: .utf8) else {
-            fatalError("public_suffix_list.dat is missing from the AttributionCore resources")
+            fatalError("public_suffix_list.dat is missing from the Primitives resources")
         }
         return PublicSuffixList(text: text)
     }()

@@ -1,3 +1,5 @@
+import Primitives
+
 /// The well-known trigger URL, read exactly as WebKit writes and accepts it (PROTOCOLS.md §1.1):
 /// `/.well-known/private-click-measurement/trigger-attribution/DD[/PP]`, two digits each, trigger
 /// data 00–15 and priority 00–63, no trailing slash, and only `attributionSource` and
@@ -49,7 +51,7 @@ public struct TriggerPath: Sendable, Equatable {
     }
 
     /// `https://news.example`: a bare https origin of a registrable domain.
-    static func sourceSite(_ origin: String, field: String = "attributionSource", siteRules: SiteRules) throws(RequestProblem) -> String {
+    public static func sourceSite(_ origin: String, field: String = "attributionSource", siteRules: SiteRules) throws(RequestProblem) -> String {
         guard origin.hasPrefix("https://") else {
             throw problem(field, "invalid_source", "\(field) must be an https origin such as https://news.example; got \"\(origin.prefix(60))\"")
         }
@@ -62,7 +64,7 @@ public struct TriggerPath: Sendable, Equatable {
     }
 
     static func problem(_ field: String?, _ rule: String, _ detail: String) -> RequestProblem {
-        RequestProblem(status: 400, rule: rule, field: field, detail: detail)
+        RequestProblem(.malformed, rule: rule, field: field, detail: detail)
     }
 
     /// `/.well-known/…/trigger-attribution/05/40`

@@ -1,0 +1,31 @@
+/// Why a site owner's request (a registration, a pixel hit, a trigger) was refused, naming the
+/// field and the rule; the endpoint answers it as problem+json, with the status its kind maps to.
+public struct RequestProblem: Error, Sendable, Equatable {
+    /// What kind of failure it is; the endpoint, not the rules, knows the HTTP status for each.
+    public enum Kind: Sendable, Equatable {
+        /// The request cannot be read: not JSON, not an object, a malformed path.
+        case malformed
+        /// Readable, but a value breaks a rule.
+        case invalid
+        /// Valid alone, but clashes with what is registered.
+        case conflict
+        /// Valid, but could not be kept (the disk refused it): try again.
+        case unavailable
+    }
+
+    public var kind: Kind
+    public var rule: String
+    public var field: String?
+    public var detail: String
+
+    public init(_ kind: Kind, rule: String, field: String?, detail: String) {
+        self.kind = kind
+        self.rule = rule
+        self.field = field
+        self.detail = detail
+    }
+
+    public static func invalid(_ field: String, _ rule: String, _ detail: String) -> RequestProblem {
+        RequestProblem(.invalid, rule: rule, field: field, detail: "\(field) \(detail)")
+    }
+}
