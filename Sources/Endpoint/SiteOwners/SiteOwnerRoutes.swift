@@ -20,47 +20,33 @@ struct SiteOwnerRoutes: Sendable {
                 Route(.exact(Self.pixelPath), methods: ["GET", "HEAD"], answer: pixel),
             ]),
             RouteGroup("registrations", gate: bearer, routes: [
-                Route(.exact("/api/conversions"), methods: ["GET", "HEAD", "POST", "DELETE"], answer: conversions),
-                Route(.exact("/api/campaigns"), methods: ["GET", "HEAD", "POST", "DELETE"], answer: campaigns),
+                Route(.exact("/api/conversions"), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry.conversions)) },
+                Route(.exact("/api/conversions"), methods: ["POST"]) { request in
+                    register(request) { json, registry throws(RequestProblem) in
+                        let conversion = try RegistryInput.conversion(from: json)
+                        try registry.add(conversion, siteRules: book.siteRules)
+                        return Self.encode(conversion)
+                    }
+                },
+                Route(.exact("/api/conversions"), methods: ["DELETE"]) { request in
+                    remove(request, keys: ("site", "name")) { $0.removeConversion(site: $1, name: $2) }
+                },
+                Route(.exact("/api/campaigns"), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry.campaigns)) },
+                Route(.exact("/api/campaigns"), methods: ["POST"]) { request in
+                    register(request) { json, registry throws(RequestProblem) in
+                        let campaign = try RegistryInput.campaign(from: json)
+                        try registry.add(campaign, siteRules: book.siteRules)
+                        return Self.encode(campaign)
+                    }
+                },
+                Route(.exact("/api/campaigns"), methods: ["DELETE"]) { request in
+                    remove(request, keys: ("source_site", "name")) { $0.removeCampaign(sourceSite: $1, name: $2) }
+                },
             ]),
         ]
     }
 
-    // MARK: - Admin API (the caller has checked the token)
-
-    func conversions(_ request: HTTPRequest) -> HTTPResponse {
-        switch request.method {
-        case "GET", "HEAD":
-            return JSONResponse.make(200, Self.encode(book.registry.conversions))
-        case "POST":
-            return register(request) { json, registry throws(RequestProblem) in
-                let conversion = try RegistryInput.conversion(from: json)
-                try registry.add(conversion, siteRules: book.siteRules)
-                return Self.encode(conversion)
-            }
-        case "DELETE":
-            return remove(request, keys: ("site", "name")) { registry, site, name in registry.removeConversion(site: site, name: name) }
-        default:
-            preconditionFailure("the route table lets only its methods through")
-        }
-    }
-
-    func campaigns(_ request: HTTPRequest) -> HTTPResponse {
-        switch request.method {
-        case "GET", "HEAD":
-            return JSONResponse.make(200, Self.encode(book.registry.campaigns))
-        case "POST":
-            return register(request) { json, registry throws(RequestProblem) in
-                let campaign = try RegistryInput.campaign(from: json)
-                try registry.add(campaign, siteRules: book.siteRules)
-                return Self.encode(campaign)
-            }
-        case "DELETE":
-            return remove(request, keys: ("source_site", "name")) { registry, site, name in registry.removeCampaign(sourceSite: site, name: name) }
-        default:
-            preconditionFailure("the route table lets only its methods through")
-        }
-    }
+    // MARK: - Admin API (the route table has checked the token and the method)
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) -> HTTPResponse {
         let parsed: JSONValue
