@@ -9,8 +9,8 @@ import ReportStore
 /// that is true: at the end of a turn, after the turn's commit, every report on disk has been
 /// counted by its completion and no other is. So the loop takes the snapshot (a copy-on-write copy
 /// of the aggregates, no bytes copied) and this type's own thread encodes and writes it. At most
-/// one a minute by default (`--summary-checkpoint-interval`) while reports arrive, so a crash costs at most that much rebuilding; and one at
-/// shutdown, so a planned restart rebuilds nothing.
+/// one a minute by default (`--summary-checkpoint-interval`) while reports arrive, so a crash
+/// costs at most that much rebuilding; and one at shutdown, so a planned restart rebuilds nothing.
 final class SummaryCheckpointer: Sendable {
     let path: String
     private let store: ReportStore
