@@ -8,7 +8,7 @@ let package = Package(
     products: [
         .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
         // For the benchmark tools in benchmarks/, which write logs through the real store.
-        .library(name: "ReportStore", targets: ["ReportStore"]),
+        .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
     ],
     targets: [
         // A generic HTTP/1.1 server on non-blocking POSIX sockets. Knows nothing about attribution.
@@ -26,9 +26,11 @@ let package = Package(
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
-        .target(name: "ReportStore", dependencies: ["Primitives", "PCM", "SiteOwners", "Locking"]),
+        .target(name: "ReportStore", dependencies: ["Primitives", "Locking"]),
+        // PCM's records in the log: reports and triggers, encoded and decoded above the store.
+        .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
-        .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "Locking"]),
+        .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
@@ -39,8 +41,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
         .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
-        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners", "Locking"]),
-        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
+        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
+        .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
                     resources: [.copy("Resources/log-2026-11-23")]),
     ],
     swiftLanguageModes: [.v6]

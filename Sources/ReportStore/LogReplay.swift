@@ -1,10 +1,9 @@
-import PCM
-import Primitives
-import SiteOwners
 import Foundation
+import Primitives
 
 /// What reading the whole log at open finds: where the data ends, the damage, the time index,
-/// the ids to continue from, the triggers for the ledger, and the log's fingerprints.
+/// the ids to continue from and the log's fingerprints; every record is shown to the owner's
+/// `visit` on the way (the endpoint rebuilds its trigger ledger from them).
 struct LogReplay {
     /// Just after the last whole record: where the next commit writes.
     var end = 0
@@ -12,17 +11,16 @@ struct LogReplay {
     var index: [(time: Int64, offset: Int)] = []
     var corrupt: [(offset: Int, length: Int)] = []
     var tornTailBytes = 0
-    var lastID: UInt64 = 0
-    var lastTriggerID: UInt64 = 0
+    /// The highest id of each kind (reports and triggers count apart).
+    var lastIDs = [UInt64](repeating: 0, count: 256)
     var lastTime: Int64 = 0
-    var triggers = ReportStore.ReplayedTriggers()
     /// Every record, folded.
     var prefix = LogPrefix.empty
     /// The prefix at the offset asked for, if a record ends exactly there.
     var fingerprinted: LogPrefix?
 
     /// Reads `file` from the start; a torn tail is cut off the file (and flushed) on the way.
-    init(file: LogFile, fingerprintAt: Int?) throws(StoreError) {
+    init(file: LogFile, fingerprintAt: Int?, visit: (ReportStore.RecordView) -> Void) throws(StoreError) {
         let size = try file.size()
         // Zeros after the last record are free space: preallocated, or blocks a crash kept from
         // being written (never acknowledged ones: those were flushed). The scan stops a little
@@ -34,10 +32,13 @@ struct LogReplay {
         var offset = 0
         scan: while true {
             switch try scanner.step(at: offset) {
-            case .record(let at, let kind, _, let payload, let size, let checksum):
+            case .record(let at, let kind, let tag, let payload, let size, let checksum):
                 prefix.fold(checksum: checksum, size: size, end: at + size)
                 if prefix.end == fingerprintAt { fingerprinted = prefix }
-                take(kind: kind, payload: payload, at: at)
+                if let record = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, end: at + size) {
+                    take(record, at: at)
+                    visit(record)
+                }
                 offset = at + size
             case .corrupt(let at, let length):
                 corrupt.append((at, length))
@@ -57,17 +58,13 @@ struct LogReplay {
         end = offset
     }
 
-    private mutating func take(kind: UInt8, payload: UnsafeRawBufferPointer, at offset: Int) {
-        if kind == LogRecord.Kind.report.rawValue, let (id, time) = StoredReport.peekIDAndTime(payload) {
+    private mutating func take(_ record: ReportStore.RecordView, at offset: Int) {
+        let time = record.time.millisecondsSinceEpoch
+        if record.kind == LogRecord.Kind.report.rawValue {
             if reports % ReportStore.indexStride == 0 { index.append((time, offset)) }
             reports += 1
-            lastID = max(lastID, id)
-            lastTime = max(lastTime, time)
-            if let used = StoredReport.peekTriggerID(payload) { triggers.consumed.insert(used) }
-        } else if kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decodePayload(payload) {
-            triggers.triggers.append(trigger)
-            lastTriggerID = max(lastTriggerID, trigger.id)
-            lastTime = max(lastTime, trigger.recordedAt.millisecondsSinceEpoch)
         }
+        lastIDs[Int(record.kind)] = max(lastIDs[Int(record.kind)], record.id)
+        lastTime = max(lastTime, time)
     }
 }

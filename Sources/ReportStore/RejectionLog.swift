@@ -1,6 +1,6 @@
-import PCM
+
 import Primitives
-import SiteOwners
+
 import Locking
 
 /// What was refused and why: a counter per rule, and the last few hundred refused bodies, so a

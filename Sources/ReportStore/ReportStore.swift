@@ -1,14 +1,16 @@
-import PCM
-import Primitives
-import SiteOwners
 import Foundation
 import Locking
+import Primitives
 
-/// The durable home of every report: one append-only, checksummed log file, one writer at a time.
+/// The durable home of every record: one append-only, checksummed log file, one writer at a time.
 ///
-/// `append` queues a report and returns at once; a commit takes everything queued, writes it with
-/// one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls each report's
-/// completion. Reports queued together so share one flush (group commit), and nothing is
+/// A record says what it is (its kind: a report or a trigger) and whose it is (its protocol tag),
+/// and carries the id and receive time the store gives it; the rest is its owner's payload, which
+/// the store keeps and hands back but never reads (`PCMRecords` encodes PCM's).
+///
+/// `append` queues a record and returns at once; a commit takes everything queued, writes it with
+/// one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls each record's
+/// completion. Records queued together so share one flush (group commit), and nothing is
 /// acknowledged before it is on disk. Who commits is the `Committer` chosen at open.
 public final class ReportStore: Sendable {
     public let directory: String
@@ -35,8 +37,42 @@ public final class ReportStore: Sendable {
     /// keeping every record's position in memory.
     static let indexStride = 1024
 
-    public typealias Completion = @Sendable (Result<StoredReport, StoreError>) -> Void
-    public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
+    /// Told once the record is on disk (with the id and time it got), or could not be written.
+    public typealias RecordCompletion = @Sendable (Result<AppendedRecord, StoreError>) -> Void
+
+    /// What the store gave a record: its id (counted per kind), its time, and where it ends.
+    public struct AppendedRecord: Sendable {
+        public var id: UInt64
+        public var time: Timestamp
+        public var recordEnd: Int
+    }
+
+    /// A record as replay and scans see it. `payload` is the owner's bytes, valid during the call.
+    public struct RecordView {
+        public var kind: UInt8
+        public var tag: UInt8
+        public var id: UInt64
+        public var time: Timestamp
+        public var payload: UnsafeRawBufferPointer
+        public var end: Int
+
+        public init(kind: UInt8, tag: UInt8, id: UInt64, time: Timestamp, payload: UnsafeRawBufferPointer, end: Int) {
+            (self.kind, self.tag, self.id, self.time, self.payload, self.end) = (kind, tag, id, time, payload, end)
+        }
+    }
+
+    /// A record read back, its payload copied.
+    public struct StoredRecord: Sendable {
+        public var kind: UInt8
+        public var tag: UInt8
+        public var id: UInt64
+        public var time: Timestamp
+        public var payload: [UInt8]
+        public var recordEnd: Int
+    }
+
+    /// The bytes every payload starts with, the store's own: u64 id, i64 time in milliseconds.
+    static let envelopeSize = 16
 
     /// Who writes queued records to disk.
     public enum Committer: Sendable {
@@ -58,23 +94,19 @@ public final class ReportStore: Sendable {
     private struct PendingBatch {
         var bytes: [UInt8] = []
         var entries: [Entry] = []
-        var nextID: UInt64
-        var nextTriggerID: UInt64
+        /// The next id of each kind (reports and triggers count apart).
+        var nextIDs: [UInt64]
         var lastTime: Int64
     }
 
     /// A queued record: where its bytes start in the batch, and whom to tell once it is on disk.
-    private enum Entry {
-        case report(StoredReport, at: Int, Completion)
-        case trigger(Trigger, TriggerCompletion)
+    private struct Entry {
+        var kind: UInt8
+        var at: Int
+        var id: UInt64
+        var time: Int64
+        var completion: RecordCompletion
     }
-
-    /// The triggers replay found, and the ids of those a stored report already used.
-    public struct ReplayedTriggers: Sendable {
-        public var triggers: [Trigger] = []
-        public var consumed: Set<UInt64> = []
-    }
-    private let replayedTriggers: Locked<ReplayedTriggers?>
 
     /// What is on disk, as of the last successful flush.
     private struct DurableState {
@@ -104,8 +136,11 @@ public final class ReportStore: Sendable {
     /// commit overwrites blocks already on disk instead of growing the file (`LogPreallocator`).
     /// `fingerprintAt`: an offset whose `LogPrefix` replay should note (`ReplaySummary.prefixAtFingerprint`),
     /// so that state derived from the log up to there can be checked against it.
+    /// `replaying`: called with every record replay finds, in order, so that the owner can rebuild
+    /// what it keeps in memory (the trigger ledger).
     public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
-                fingerprintAt: Int? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
+                fingerprintAt: Int? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
+                replaying visit: (RecordView) -> Void = { _ in }) throws {
         self.directory = directory
         self.committer = committer
         self.logPath = directory + "/reports.log"
@@ -116,7 +151,7 @@ public final class ReportStore: Sendable {
         if !existed { LogFile.syncDirectory(directory) }
 
         let started = Date()
-        let found = try LogReplay(file: file, fingerprintAt: fingerprintAt)
+        let found = try LogReplay(file: file, fingerprintAt: fingerprintAt, visit: visit)
         // Free space is kept only when more zeros would be written anyway.
         var zeroedEnd = try file.size()
         if zeroedEnd > found.end && preallocation == 0 {
@@ -124,9 +159,7 @@ public final class ReportStore: Sendable {
             try file.sync()
             zeroedEnd = found.end
         }
-        queue = Locked(Queue(pending: PendingBatch(nextID: found.lastID + 1, nextTriggerID: found.lastTriggerID + 1,
-                                                   lastTime: found.lastTime)))
-        replayedTriggers = Locked(found.triggers)
+        queue = Locked(Queue(pending: PendingBatch(nextIDs: found.lastIDs.map { $0 + 1 }, lastTime: found.lastTime)))
         state = Locked(DurableState(end: found.end, count: found.reports, index: found.index, prefix: found.prefix,
                                     lastError: nil, flushes: 0))
         replay = ReplaySummary(records: found.reports, corruptRecords: found.corrupt, tornTailBytes: found.tornTailBytes,
@@ -140,57 +173,29 @@ public final class ReportStore: Sendable {
 
     // MARK: - Writing
 
-    /// Queues a report. `completion` runs on the committing thread once the report is on disk
-    /// (with its id and receive time) or could not be written.
-    public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
+    /// Queues a record of `kind` for `tag`'s owner: the store writes its id and time, then `payload`
+    /// writes the owner's bytes in place. `completion` runs on the committing thread once the record
+    /// is on disk, or could not be written.
+    public func append(kind: LogRecord.Kind, tag: UInt8, completion: @escaping RecordCompletion,
+                       payload: (inout [UInt8]) -> Void) {
         let (queued, first) = queue.withLock { q -> (Bool, Bool) in
             guard !q.stopping else { return (false, false) }
-            let id = q.pending.nextID
-            q.pending.nextID += 1
+            let id = q.pending.nextIDs[Int(kind.rawValue)]
+            q.pending.nextIDs[Int(kind.rawValue)] += 1
             // Receive times never go backwards in the log, so `since` can binary-search the index.
             let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
             q.pending.lastTime = time
-            let report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: draft.protocol, role: draft.role,
-                                      verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
-                                      triggerID: draft.triggerID, campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
             let at = q.pending.bytes.count
-            LogRecord.append(kind: .report, tag: draft.protocol.rawValue, to: &q.pending.bytes) {
-                StoredReport.encodePayload(draft, id: id, receivedAt: report.receivedAt, into: &$0)
+            LogRecord.append(kind: kind, tag: tag, to: &q.pending.bytes) { out in
+                out.appendLE(id)
+                out.appendLE(time)
+                payload(&out)
             }
-            q.pending.entries.append(.report(report, at: at, completion))
+            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, completion: completion))
             return (true, q.pending.entries.count == 1)
         }
         guard queued else { return completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN))) }
         if first && committer == .writerThread { wake.signal() }
-    }
-
-    /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
-    /// `completion` runs on the committing thread once it is on disk or could not be written.
-    public func appendTrigger(site: String, triggerData: UInt8, priority: UInt8, attributionSource: String?,
-                              completion: @escaping TriggerCompletion) {
-        let (queued, first) = queue.withLock { q -> (Bool, Bool) in
-            guard !q.stopping else { return (false, false) }
-            let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
-            q.pending.lastTime = time
-            let trigger = Trigger(id: q.pending.nextTriggerID, recordedAt: Timestamp(millisecondsSinceEpoch: time), site: site,
-                                  triggerData: triggerData, priority: priority, attributionSource: attributionSource)
-            q.pending.nextTriggerID += 1
-            LogRecord.append(kind: .trigger, tag: AttributionProtocol.pcm.rawValue, to: &q.pending.bytes) {
-                StoredTrigger.encodePayload(trigger, into: &$0)
-            }
-            q.pending.entries.append(.trigger(trigger, completion))
-            return (true, q.pending.entries.count == 1)
-        }
-        guard queued else { return completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN))) }
-        if first && committer == .writerThread { wake.signal() }
-    }
-
-    /// What replay found for the trigger ledger; handed out once, then forgotten here.
-    public func takeReplayedTriggers() -> ReplayedTriggers {
-        replayedTriggers.withLock { taken in
-            defer { taken = nil }
-            return taken ?? ReplayedTriggers()
-        }
     }
 
     /// Writes and flushes everything queued, on the calling thread, and calls the completions;
@@ -239,17 +244,12 @@ public final class ReportStore: Sendable {
             state.withLock {
                 $0.lastError = error
             }
-            for entry in entries {
-                switch entry {
-                case .report(_, _, let completion): completion(.failure(error))
-                case .trigger(_, let completion): completion(.failure(error))
-                }
-            }
+            for entry in entries { entry.completion(.failure(error)) }
             return
         }
         state.withLock { s in
-            for case .report(let report, let at, _) in entries {
-                if s.count % Self.indexStride == 0 { s.index.append((report.receivedAt.millisecondsSinceEpoch, start + at)) }
+            for entry in entries where entry.kind == LogRecord.Kind.report.rawValue {
+                if s.count % Self.indexStride == 0 { s.index.append((entry.time, start + entry.at)) }
                 s.count += 1
             }
             s.end = start + bytes.count
@@ -258,12 +258,9 @@ public final class ReportStore: Sendable {
             s.flushes += 1
         }
         for entry in entries {
-            switch entry {
-            case .report(var report, let at, let completion):
-                report.recordEnd = start + at + LogRecord.headerSize + StoredReport.payloadLength(at: at, in: bytes)
-                completion(.success(report))
-            case .trigger(let trigger, let completion): completion(.success(trigger))
-            }
+            let length = bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: entry.at + 4)) }
+            entry.completion(.success(AppendedRecord(id: entry.id, time: Timestamp(millisecondsSinceEpoch: entry.time),
+                                                     recordEnd: start + entry.at + LogRecord.headerSize + length)))
         }
     }
 
@@ -299,22 +296,20 @@ public final class ReportStore: Sendable {
     /// moment when that state has taken in exactly the records flushed so far.
     public var durablePrefix: LogPrefix { state.withLock { $0.prefix } }
 
-    /// Calls `visit` with every report in the log from offset `start` (a record boundary) up to `end`, in order, bodies included;
-    /// stops early when `visit` returns false. For rebuilding derived state (the summary) on a
-    /// thread of its own while the endpoint already serves: reads with `pread`, never writes.
-    public func scanReports(from start: Int = 0, through end: Int, _ visit: (StoredReport) -> Bool) {
+    /// Calls `visit` with every record of `kind` in the log from offset `start` (a record boundary)
+    /// up to `end`, in order; stops early when `visit` returns false. For rebuilding derived state
+    /// (the summary) on a thread of its own while the endpoint already serves: reads with `pread`,
+    /// never writes.
+    public func scanRecords(of kind: LogRecord.Kind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) {
         var scanner = LogScanner(file: file, end: end)
         defer { scanner.deallocate() }
-        var strings = InternedStrings()
         var offset = start
         while let step = try? scanner.step(at: offset) {
             switch step {
-            case .record(let at, let kind, let tag, let payload, let size, _):
+            case .record(let at, let recordKind, let tag, let payload, let size, _):
                 offset = at + size
-                guard kind == LogRecord.Kind.report.rawValue,
-                      var report = StoredReport.decodePayload(payload, tag: tag, strings: &strings) else { continue }
-                report.recordEnd = offset
-                if !visit(report) { return }
+                guard recordKind == kind.rawValue, let view = RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
+                if !visit(view) { return }
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:
@@ -323,8 +318,8 @@ public final class ReportStore: Sendable {
         }
     }
 
-    /// Reports received in `[since, until)`, oldest first, read lazily from disk.
-    public func reports(since: Timestamp? = nil, until: Timestamp? = nil) -> ReportCursor {
+    /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
+    public func records(of kind: LogRecord.Kind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in
             guard let since else { return (s.end, 0) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
@@ -335,10 +330,19 @@ public final class ReportStore: Sendable {
             }
             return (s.end, low == 0 ? 0 : s.index[low - 1].offset)
         }
-        return ReportCursor(file: file, start: startOffset, end: end, since: since, until: until)
+        return RecordCursor(file: file, kind: kind, start: startOffset, end: end, since: since, until: until)
     }
 }
 
+extension ReportStore.RecordView {
+    /// The view of a record's payload; nil if it is too short to hold the store's envelope.
+    init?(kind: UInt8, tag: UInt8, payload: UnsafeRawBufferPointer, end: Int) {
+        guard payload.count >= ReportStore.envelopeSize else { return nil }
+        self.init(kind: kind, tag: tag, id: payload.loadLE(UInt64.self, at: 0),
+                  time: Timestamp(millisecondsSinceEpoch: payload.loadLE(Int64.self, at: 8)),
+                  payload: UnsafeRawBufferPointer(rebasing: payload[ReportStore.envelopeSize...]), end: end)
+    }
+}
 
 extension Timestamp {
     public static func now() -> Timestamp {
@@ -346,16 +350,18 @@ extension Timestamp {
     }
 }
 
-/// Reads stored reports one at a time. Not shared between threads.
-public final class ReportCursor: @unchecked Sendable {
+/// Reads the records of one kind one at a time. Not shared between threads.
+public final class RecordCursor: @unchecked Sendable {
     private var scanner: LogScanner
+    private let kind: UInt8
     private var offset: Int
     private let since: Timestamp?
     private let until: Timestamp?
     private var finished = false
 
-    init(file: LogFile, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
+    init(file: LogFile, kind: LogRecord.Kind, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
         scanner = LogScanner(file: file, end: end)
+        self.kind = kind.rawValue
         offset = start
         self.since = since
         self.until = until
@@ -363,17 +369,18 @@ public final class ReportCursor: @unchecked Sendable {
 
     deinit { scanner.deallocate() }
 
-    /// The next report in range, or nil at the end.
-    public func next() -> StoredReport? {
+    /// The next record in range, or nil at the end.
+    public func next() -> ReportStore.StoredRecord? {
         while !finished {
             guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
             switch step {
-            case .record(let at, let kind, let tag, let payload, let size, _):
+            case .record(let at, let recordKind, let tag, let payload, let size, _):
                 offset = at + size
-                guard kind == LogRecord.Kind.report.rawValue, let report = StoredReport.decodePayload(payload, tag: tag) else { continue }
-                if let since, report.receivedAt < since { continue }
-                if let until, report.receivedAt >= until { finished = true; return nil }
-                return report
+                guard recordKind == kind, let view = ReportStore.RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
+                if let since, view.time < since { continue }
+                if let until, view.time >= until { finished = true; return nil }
+                return ReportStore.StoredRecord(kind: view.kind, tag: view.tag, id: view.id, time: view.time,
+                                                payload: Array(view.payload), recordEnd: view.end)
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
+@testable import PCMRecords
 @testable import ReportStore
 
 /// The `.owner` committer: nothing reaches the disk, and nobody is told it did, until the owner

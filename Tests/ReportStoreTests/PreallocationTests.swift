@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
+@testable import PCMRecords
 @testable import ReportStore
 
 private func fileSize(_ dir: String) throws -> Int {

@@ -3,9 +3,14 @@ import Primitives
 import SiteOwners
 import Foundation
 import Testing
+@testable import PCMRecords
 @testable import ReportStore
 
 /// Every record's header names its protocol; the store keeps the byte and hands it back.
+private func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+    withUnsafeBytes(of: value.littleEndian) { Array($0) }
+}
+
 @Suite struct RecordProtocolTests {
     private func tags(_ path: String) throws -> [UInt8] {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -29,11 +34,15 @@ import Testing
         var record = draft(2)
         record.protocol = .pcm
         LogRecord.append(kind: .report, tag: 0, to: &old) {
-            StoredReport.encodePayload(record, id: 2, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_000), into: &$0)
+            $0 += le(UInt64(2))
+            $0 += le(Int64(1_795_168_800_000))
+            StoredReport.encodePayload(record, into: &$0)
         }
         // And one of a protocol this release does not know (a later release's).
         LogRecord.append(kind: .report, tag: 200, to: &old) {
-            StoredReport.encodePayload(draft(3), id: 3, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_001), into: &$0)
+            $0 += le(UInt64(3))
+            $0 += le(Int64(1_795_168_800_001))
+            StoredReport.encodePayload(draft(3), into: &$0)
         }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))
         try log.seekToEnd()

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
+@testable import PCMRecords
 @testable import ReportStore
 
 /// A clock the test moves by hand.

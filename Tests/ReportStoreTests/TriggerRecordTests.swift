@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Locking
 import Testing
+@testable import PCMRecords
 @testable import ReportStore
 
 @discardableResult
@@ -40,12 +41,11 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
         #expect(all(store).map(\.id) == [1, 2])
         store.close()
 
-        store = try ReportStore(directory: dir, clock: clock.read)
+        var replayed = ReplayedTriggers()
+        store = try ReportStore(directory: dir, clock: clock.read, replaying: { replayed.take($0) })
         defer { store.close() }
-        let replayed = store.takeReplayedTriggers()
         #expect(replayed.triggers == [first, second])
         #expect(replayed.consumed == [1])
-        #expect(store.takeReplayedTriggers().triggers.isEmpty, "handed out once")
         let reports = all(store)
         #expect(reports[0].triggerID == 1)
         #expect(reports[0].campaign == "Winter sale")
@@ -66,8 +66,9 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
         let full = try Data(contentsOf: URL(fileURLWithPath: path))
         for end in cut..<full.count {
             try full.prefix(end).write(to: URL(fileURLWithPath: path))
-            let reopened = try ReportStore(directory: dir)
-            #expect(reopened.takeReplayedTriggers().triggers.isEmpty)
+            var replayed = ReplayedTriggers()
+            let reopened = try ReportStore(directory: dir, replaying: { replayed.take($0) })
+            #expect(replayed.triggers.isEmpty)
             #expect(reopened.replay.tornTailBytes == end - cut)
             #expect(all(reopened).count == 1)
             reopened.close()

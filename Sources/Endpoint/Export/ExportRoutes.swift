@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// Every stored report, as NDJSON or CSV, filtered by receive time. Needs the token.

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// One stored report as a line of the NDJSON export:

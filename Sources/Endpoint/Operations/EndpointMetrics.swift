@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import Foundation
+import PCMRecords
 import ReportStore
 import HTTPServer
 import Locking

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// What operators and their tools call: health (open to load balancers), metrics, the refusals,

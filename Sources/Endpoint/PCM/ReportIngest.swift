@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// The report path: from a POST to a stored report and its answer.

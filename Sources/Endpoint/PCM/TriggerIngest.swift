@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// The well-known trigger URL the conversion pixel redirects to: the trigger goes to the log and

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import Locking
+import PCMRecords
 import ReportStore
 
 /// The one clock every time-dependent part of the endpoint reads: the store's receive times,

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import Locking
+import PCMRecords
 import ReportStore
 
 /// The running endpoint: the store, the routes and the HTTP server, wired together.
@@ -44,10 +45,12 @@ public final class EndpointServer: Sendable {
         // log there, so the checkpoint can be checked without a second pass over the log.
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
         claimedCheckpoint = claimed
-        // The event loop commits at the end of each turn (EndpointRoutes.finishTurn).
+        // The event loop commits at the end of each turn (EndpointRoutes.finishTurn); the trigger
+        // ledger is rebuilt from the records replay shows on the way.
+        var replayed = ReplayedTriggers()
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
-                                clock: { clock.now() })
+                                clock: { clock.now() }, replaying: { replayed.take($0) })
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
         self.summary = summary
@@ -57,7 +60,7 @@ public final class EndpointServer: Sendable {
 
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
-                                 siteRules: siteRules, replayed: store.takeReplayedTriggers(), now: clock.now())
+                                 siteRules: siteRules, replayed: replayed, now: clock.now())
         try Self.ensureRegistered(configuration, in: book)
         let trustedProxies = configuration.trustedProxies.compactMap(AddressRange.init)
         let metrics = EndpointMetrics()

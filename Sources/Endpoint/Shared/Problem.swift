@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// An RFC 9457 problem: what went wrong, for whom to fix, as `application/problem+json`.

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import Locking
+import PCMRecords
 import ReportStore
 
 /// What the endpoint knows about its site owners: the registry (conversions and campaigns) and
@@ -21,7 +22,7 @@ final class SiteOwnerBook: Sendable {
         var lastPrune: Timestamp
     }
 
-    init(dataDirectory: String, model: TimingModel, siteRules: SiteRules, replayed: ReportStore.ReplayedTriggers,
+    init(dataDirectory: String, model: TimingModel, siteRules: SiteRules, replayed: ReplayedTriggers,
          now: Timestamp) throws {
         self.model = model
         self.siteRules = siteRules

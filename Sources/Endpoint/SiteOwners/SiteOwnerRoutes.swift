@@ -3,6 +3,7 @@ import Primitives
 import SiteOwners
 import Foundation
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// What site owners use: the registries' admin API and the conversion pixel (the well-known

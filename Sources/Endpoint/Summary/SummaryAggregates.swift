@@ -1,6 +1,7 @@
 import PCM
 import Primitives
 import SiteOwners
+import PCMRecords
 import ReportStore
 
 /// The summary's counts, kept up to date as reports are stored (and rebuilt from the log at

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import Locking
+import PCMRecords
 import ReportStore
 
 /// The aggregates behind a lock: each stored report is added by its completion on the event

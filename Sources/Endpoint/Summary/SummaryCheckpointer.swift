@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Locking
+import PCMRecords
 import ReportStore
 
 /// Decides when the summary's checkpoint is written, and writes it off the event loop.

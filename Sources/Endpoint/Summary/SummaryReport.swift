@@ -3,6 +3,7 @@ import Primitives
 import SiteOwners
 import Foundation
 import Locking
+import PCMRecords
 import ReportStore
 
 /// The summary API's answer for one site, period and role, built from `SummaryAggregates`.

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
+import PCMRecords
 import ReportStore
 
 /// The marketers' summary: the aggregates as JSON and CSV (the page itself is served from its

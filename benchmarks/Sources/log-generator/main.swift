@@ -3,6 +3,7 @@ import Primitives
 import SiteOwners
 import Dispatch
 import Foundation
+import PCMRecords
 import ReportStore
 
 // Usage: log-generator <data-directory> <count> [hours]

@@ -1,6 +1,6 @@
 import PCM
 import Primitives
-import SiteOwners
+import ReportStore
 
 /// A report as the log keeps it: the body exactly as received, plus what the endpoint decided.
 ///
@@ -72,14 +72,12 @@ public struct StoredReport: Sendable, Equatable {
 
     // MARK: - Payload encoding
     //
-    // u64 id, i64 received-at milliseconds, u8 role (1 source, 2 destination), u8 verdict,
-    // u8 reason count, each reason as u8 length + UTF-8, u32 body length, body; then optional
-    // tagged fields, which logs written before they existed simply do not have:
-    // tag 1 + u64 trigger id, tag 2 + u8 length + UTF-8 campaign name, tag 3 + i64 trigger recorded-at milliseconds.
+    // After the store's id and time: u8 role (1 source, 2 destination), u8 verdict, u8 reason
+    // count, each reason as u8 length + UTF-8, u32 body length, body; then optional tagged fields,
+    // which logs written before they existed simply do not have: tag 1 + u64 trigger id,
+    // tag 2 + u8 length + UTF-8 campaign name, tag 3 + i64 trigger recorded-at milliseconds.
 
-    static func encodePayload(_ draft: Draft, id: UInt64, receivedAt: Timestamp, into out: inout [UInt8]) {
-        out.appendLE(id)
-        out.appendLE(receivedAt.millisecondsSinceEpoch)
+    static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
         out.append(draft.role == .source ? 1 : 2)
         out.append(draft.verdict.rawValue)
         let reasons = draft.reasons.prefix(255)
@@ -107,25 +105,17 @@ public struct StoredReport: Sendable, Equatable {
         }
     }
 
-    /// Decodes a payload whose checksum has been verified; nil if its layout is still wrong.
-    /// `tag`: the record header's protocol byte.
-    static func decodePayload(_ p: UnsafeRawBufferPointer, tag: UInt8) -> StoredReport? {
-        var strings = InternedStrings()
-        return decodePayload(p, tag: tag, strings: &strings)
-    }
-
-    /// `strings` reuses the Strings of reasons and campaigns seen before (a log holds a few of
-    /// them millions of times).
-    static func decodePayload(_ p: UnsafeRawBufferPointer, tag: UInt8, strings: inout InternedStrings) -> StoredReport? {
-        // A report of a protocol this release does not know is not one it can decode.
-        guard p.count >= 23, let recordProtocol = AttributionProtocol(logTag: tag) else { return nil }
-        let id = p.loadLE(UInt64.self, at: 0)
-        let time = p.loadLE(Int64.self, at: 8)
-        guard let role: ReportRole = p[16] == 1 ? .source : p[16] == 2 ? .destination : nil,
-              let verdict = Verdict(rawValue: p[17]) else { return nil }
-        var offset = 19
+    /// The report a stored record holds; nil if its protocol is not one this release knows, or
+    /// its layout is wrong. `strings` reuses the Strings of reasons and campaigns seen before (a
+    /// log holds a few of them millions of times).
+    static func decode(_ record: ReportStore.RecordView, strings: inout InternedStrings) -> StoredReport? {
+        let p = record.payload
+        guard p.count >= 7, let recordProtocol = AttributionProtocol(logTag: record.tag),
+              let role: ReportRole = p[0] == 1 ? .source : p[0] == 2 ? .destination : nil,
+              let verdict = Verdict(rawValue: p[1]) else { return nil }
+        var offset = 3
         var reasons: [String] = []
-        for _ in 0..<Int(p[18]) {
+        for _ in 0..<Int(p[2]) {
             guard offset < p.count else { return nil }
             let length = Int(p[offset])
             guard offset + 1 + length <= p.count else { return nil }
@@ -138,8 +128,9 @@ public struct StoredReport: Sendable, Equatable {
         guard offset + bodyLength <= p.count else { return nil }
         let body = Array(p[offset..<(offset + bodyLength)])
         offset += bodyLength
-        var report = StoredReport(id: id, receivedAt: Timestamp(millisecondsSinceEpoch: time), protocol: recordProtocol,
+        var report = StoredReport(id: record.id, receivedAt: record.time, protocol: recordProtocol,
                                   role: role, verdict: verdict, reasons: reasons, body: body)
+        report.recordEnd = record.end
         while offset < p.count {
             switch p[offset] {
             case 1:
@@ -162,16 +153,11 @@ public struct StoredReport: Sendable, Equatable {
         return report
     }
 
-    /// The payload length of the record framed at `at` in a batch's bytes.
-    static func payloadLength(at: Int, in bytes: [UInt8]) -> Int {
-        bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: at + 4)) }
-    }
-
     /// The trigger id of a destination copy without decoding the rest, for replaying the ledger.
     static func peekTriggerID(_ p: UnsafeRawBufferPointer) -> UInt64? {
-        guard p.count >= 23 else { return nil }
-        var offset = 19
-        for _ in 0..<Int(p[18]) {
+        guard p.count >= 7 else { return nil }
+        var offset = 3
+        for _ in 0..<Int(p[2]) {
             guard offset < p.count else { return nil }
             offset += 1 + Int(p[offset])
         }
@@ -180,11 +166,16 @@ public struct StoredReport: Sendable, Equatable {
         guard offset + 9 <= p.count, p[offset] == 1 else { return nil }
         return p.loadLE(UInt64.self, at: offset + 1)
     }
+}
 
-    /// The id and receive time without decoding the rest, for the index.
-    static func peekIDAndTime(_ p: UnsafeRawBufferPointer) -> (UInt64, Int64)? {
-        guard p.count >= 16 else { return nil }
-        return (p.loadLE(UInt64.self, at: 0), p.loadLE(Int64.self, at: 8))
+extension Array where Element == UInt8 {
+    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }
 
+extension UnsafeRawBufferPointer {
+    func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
+    }
+}
