@@ -167,15 +167,3 @@ public struct StoredReport: Sendable, Equatable {
         return p.loadLE(UInt64.self, at: offset + 1)
     }
 }
-
-extension Array where Element == UInt8 {
-    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
-    }
-}
-
-extension UnsafeRawBufferPointer {
-    func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
-        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
-    }
-}

@@ -1,3 +1,5 @@
+import Primitives
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,3 +1,5 @@
+import Primitives
+
 /// What the first `end` bytes of the log hold, in a form that changes when any record in them
 /// changes: state derived from the log (the summary's checkpoint) keeps the prefix it was derived
 /// from, and is trusted only while the log still begins with exactly that prefix.

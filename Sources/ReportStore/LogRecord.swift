@@ -1,3 +1,5 @@
+import Primitives
+
 /// The on-disk framing of one log record.
 ///
 /// ```
@@ -69,17 +71,5 @@ public enum LogRecord {
         let payload = UnsafeRawBufferPointer(rebasing: bytes[headerSize..<headerSize + length])
         guard CRC32C.checksum(payload, seed: head) == bytes.loadLE(UInt32.self, at: 8) else { return .corrupt }
         return .record(kind: bytes[2], tag: bytes[3], payload: payload, size: headerSize + length)
-    }
-}
-
-extension Array where Element == UInt8 {
-    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
-    }
-}
-
-extension UnsafeRawBufferPointer {
-    func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
-        T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }

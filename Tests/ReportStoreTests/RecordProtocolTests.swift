@@ -7,10 +7,6 @@ import Testing
 @testable import ReportStore
 
 /// Every record's header names its protocol; the store keeps the byte and hands it back.
-private func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
-    withUnsafeBytes(of: value.littleEndian) { Array($0) }
-}
-
 @Suite struct RecordProtocolTests {
     private func tags(_ path: String) throws -> [UInt8] {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -34,14 +30,14 @@ private func le<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
         var record = draft(2)
         record.protocol = .pcm
         LogRecord.append(kind: .report, tag: 0, to: &old) {
-            $0 += le(UInt64(2))
-            $0 += le(Int64(1_795_168_800_000))
+            $0.appendLE(UInt64(2))
+            $0.appendLE(Int64(1_795_168_800_000))
             StoredReport.encodePayload(record, into: &$0)
         }
         // And one of a protocol this release does not know (a later release's).
         LogRecord.append(kind: .report, tag: 200, to: &old) {
-            $0 += le(UInt64(3))
-            $0 += le(Int64(1_795_168_800_001))
+            $0.appendLE(UInt64(3))
+            $0.appendLE(Int64(1_795_168_800_001))
             StoredReport.encodePayload(draft(3), into: &$0)
         }
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))

@@ -305,9 +305,3 @@ struct ByteReader {
     mutating func uint64() -> UInt64? { load(UInt64.self) }
     mutating func int64() -> Int64? { load(Int64.self) }
 }
-
-extension Array where Element == UInt8 {
-    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
-    }
-}
