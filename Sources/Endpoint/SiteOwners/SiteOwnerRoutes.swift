@@ -20,34 +20,40 @@ struct SiteOwnerRoutes: Sendable {
             RouteGroup("conversion pixel", routes: [
                 Route(.exact(Self.pixelPath), methods: ["GET", "HEAD"], answer: pixel),
             ]),
-            RouteGroup("registrations", gate: bearer, routes: [
-                Route(.exact("/api/conversions"), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry.conversions)) },
-                Route(.exact("/api/conversions"), methods: ["POST"]) { request in
-                    register(request) { json, registry throws(RequestProblem) in
-                        let conversion = try RegistryInput.conversion(from: json)
-                        try registry.add(conversion, siteRules: book.siteRules)
-                        return Self.encode(conversion)
-                    }
-                },
-                Route(.exact("/api/conversions"), methods: ["DELETE"]) { request in
-                    remove(request, keys: ("site", "name")) { $0.removeConversion(site: $1, name: $2) }
-                },
-                Route(.exact("/api/campaigns"), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry.campaigns)) },
-                Route(.exact("/api/campaigns"), methods: ["POST"]) { request in
-                    register(request) { json, registry throws(RequestProblem) in
-                        let campaign = try RegistryInput.campaign(from: json)
-                        try registry.add(campaign, siteRules: book.siteRules)
-                        return Self.encode(campaign)
-                    }
-                },
-                Route(.exact("/api/campaigns"), methods: ["DELETE"]) { request in
-                    remove(request, keys: ("source_site", "name")) { $0.removeCampaign(sourceSite: $1, name: $2) }
-                },
-            ]),
+            RouteGroup("registrations", gate: bearer, routes:
+                registrations("/api/conversions", list: \.conversions, keys: ("site", "name"),
+                              read: RegistryInput.conversion(from:),
+                              add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
+                              remove: { $0.removeConversion(site: $1, name: $2) })
+                + registrations("/api/campaigns", list: \.campaigns, keys: ("source_site", "name"),
+                                read: RegistryInput.campaign(from:),
+                                add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
+                                remove: { $0.removeCampaign(sourceSite: $1, name: $2) })),
         ]
     }
 
     // MARK: - Admin API (the route table has checked the token and the method)
+
+    /// One kind of registration's routes: list it, register one (checked against every rule and
+    /// the others, then saved), remove one by its two keys.
+    private func registrations<Item: Encodable & Sendable>(
+        _ path: String, list: KeyPath<Registry, [Item]> & Sendable, keys: (String, String),
+        read: @escaping @Sendable (JSONValue) throws(RequestProblem) -> Item,
+        add: @escaping @Sendable (inout Registry, Item, SiteRules) throws(RequestProblem) -> Void,
+        remove: @escaping @Sendable (inout Registry, String, String) -> Bool
+    ) -> [Route] {
+        [
+            Route(.exact(path), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry[keyPath: list])) },
+            Route(.exact(path), methods: ["POST"]) { request in
+                register(request) { json, registry throws(RequestProblem) in
+                    let item = try read(json)
+                    try add(&registry, item, book.siteRules)
+                    return Self.encode(item)
+                }
+            },
+            Route(.exact(path), methods: ["DELETE"]) { request in self.remove(request, keys: keys, remove) },
+        ]
+    }
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) -> HTTPResponse {
         let parsed: JSONValue
