@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -29,6 +30,8 @@ REPORT_PATH = "/.well-known/private-click-measurement/report-attribution/"
 BODY = ('{"source_engagement_type":"click","source_site":"news.example","source_id":42,'
         '"attributed_on_site":"shop.example","trigger_data":5,"version":3}')
 WORK = tempfile.mkdtemp(prefix="bench-")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from endpoint_process import wait_port  # noqa: E402  (the scripts' helper, shared)
 
 
 def free_port():
@@ -64,17 +67,6 @@ def run_wrk(port, close):
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {"rps": rps, "p50": to_ms(*p50.groups()), "p99": to_ms(*p99.groups()),
             "non2xx": int(errors.group(1)) if errors else 0}
-
-
-def wait_port(port, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError("nothing listening on %d" % port)
 
 
 def start(command, port, log_name):
@@ -159,6 +151,18 @@ def post_report(port):
         return None
 
 
+def seconds_until(port, data, log, ready):
+    """Starts the endpoint on `data` and polls `ready` until it holds: the process and the seconds
+    from its start."""
+    started = time.time()
+    process = subprocess.Popen(["taskset", "-c", "0"] + endpoint_command(port, data), stdout=log, stderr=log)
+    while not ready():
+        if process.poll() is not None:
+            raise RuntimeError("endpoint exited during start")
+        time.sleep(0.005)
+    return process, time.time() - started
+
+
 def summary_status(port):
     request = urllib.request.Request("http://127.0.0.1:%d/api/summary" % port, headers={"Authorization": "Bearer bench"})
     try:
@@ -184,14 +188,9 @@ def scale(count):
     log_bytes = os.path.getsize(os.path.join(data, "reports.log"))
     subprocess.run(["sync"])
     port = free_port()
-    started = time.time()
     log = open(os.path.join(WORK, "scale.log"), "w")
-    process = subprocess.Popen(["taskset", "-c", "0"] + endpoint_command(port, data), stdout=log, stderr=log)
-    while post_report(port) != 201:
-        if process.poll() is not None:
-            raise RuntimeError("endpoint exited during start")
-        time.sleep(0.005)
-    start_seconds = time.time() - started
+    process, start_seconds = seconds_until(port, data, log, lambda: post_report(port) == 201)
+    started = time.time() - start_seconds
     # The summary is rebuilt from the log after the start, while reports are already accepted.
     while True:
         try:
@@ -231,13 +230,7 @@ def scale(count):
     # A planned restart: the stop above wrote the summary's checkpoint; the summary API should now
     # answer within seconds of the process start instead of after a full rebuild.
     checkpoint_bytes = os.path.getsize(os.path.join(data, "summary.checkpoint"))
-    started = time.time()
-    process = subprocess.Popen(["taskset", "-c", "0"] + endpoint_command(port, data), stdout=log, stderr=log)
-    while summary_status(port) != 200:
-        if process.poll() is not None:
-            raise RuntimeError("endpoint exited during the restart")
-        time.sleep(0.01)
-    restart_summary = time.time() - started
+    process, restart_summary = seconds_until(port, data, log, lambda: summary_status(port) == 200)
     stop(process)
     shutil.rmtree(data, ignore_errors=True)
     result = {"count": count, "start": start_seconds, "rss_mb": rss / 1024, "hwm_mb": hwm / 1024,

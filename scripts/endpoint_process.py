@@ -4,9 +4,11 @@ The scripts print a closing line `N passed, N failed` that CI reads, and exit no
 """
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
 
 LISTENING = re.compile(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"')
 
@@ -58,6 +60,18 @@ class Endpoint:
         status = self.process.wait(timeout=timeout)
         self._reader.join(timeout=5)
         return status
+
+
+def wait_port(port, timeout=60):
+    """Returns once something accepts connections on 127.0.0.1:port; raises after `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.02)  # polling for a port to open, bounded by the deadline
+    raise RuntimeError("nothing listening on %d" % port)
 
 
 def finish(failures):

@@ -21,7 +21,8 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+from endpoint_process import wait_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITES = ["news.example", "shop.example"]
@@ -62,17 +63,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_port(port, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)  # polling for a port to open, bounded by the deadline
-    raise RuntimeError("nothing listening on %d" % port)
 
 
 def make_certificates(directory):

@@ -202,7 +202,7 @@ final class EventLoop: @unchecked Sendable {
     /// The turn's lines in one hand-off; the writer's own thread waits for the reader, never this one.
     private func flushLog() {
         guard let accessLog = configuration.accessLog, !logBuffer.isEmpty else { return }
-        accessLog.write(logBuffer, lines: logLines)
+        accessLog.enqueue(logBuffer, lines: logLines)
         logBuffer.removeAll(keepingCapacity: true)
         logLines = 0
     }

@@ -43,7 +43,7 @@ public final class LineWriter: Sendable {
 
     /// Queues `bytes`, which hold `lines` whole lines (each ending in a newline). Never blocks on
     /// the descriptor: if the buffer is full the lines are dropped and counted.
-    public func write(_ bytes: [UInt8], lines: Int) {
+    public func enqueue(_ bytes: [UInt8], lines: Int) {
         guard !bytes.isEmpty else { return }
         let signal = state.withLock { s -> Bool in
             guard !s.stopping, s.pending.count + bytes.count <= capacity else {
@@ -60,7 +60,7 @@ public final class LineWriter: Sendable {
 
     /// One line; a newline is added.
     public func writeLine(_ text: String) {
-        write(Array((text + "\n").utf8), lines: 1)
+        enqueue(Array((text + "\n").utf8), lines: 1)
     }
 
     /// Lines dropped since start because the reader did not keep up.
@@ -113,7 +113,8 @@ public final class LineWriter: Sendable {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count {
-                let n = systemWrite(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                // The descriptor's own write(2): blocking, on this thread only.
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { return false }
                 offset += n
@@ -123,10 +124,3 @@ public final class LineWriter: Sendable {
     }
 }
 
-private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    #if canImport(Glibc)
-    return Glibc.write(fd, buffer, count)
-    #else
-    return Darwin.write(fd, buffer, count)
-    #endif
-}

@@ -18,7 +18,7 @@ import Darwin
         let writer = LineWriter(fd: fds[1], capacity: 4096, batchDelay: .milliseconds(1))
         let line = Array((String(repeating: "x", count: 99) + "\n").utf8)
         let sent = 2_000  // 200 KB: more than the pipe (64 KB) and the buffer (4 KB) hold
-        for _ in 0..<sent { writer.write(line, lines: 1) }  // returns although nothing is read
+        for _ in 0..<sent { writer.enqueue(line, lines: 1) }  // returns although nothing is read
         #expect(writer.droppedLines > 0)
 
         // The reader comes back.
