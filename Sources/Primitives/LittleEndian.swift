@@ -1,12 +1,12 @@
 /// The byte order of everything the endpoint writes to disk (the log, the summary checkpoint).
 extension Array where Element == UInt8 {
-    public mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+    @inlinable public mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 }
 
 extension UnsafeRawBufferPointer {
-    public func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+    @inlinable public func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
         T(littleEndian: loadUnaligned(fromByteOffset: offset, as: T.self))
     }
 }
