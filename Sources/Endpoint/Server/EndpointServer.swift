@@ -170,8 +170,10 @@ public final class EndpointServer: Sendable {
             answer.withLock { $0 = response }
             answered.signal()
         })
-        // The loop's own turn may commit it first; either way the completion signals.
-        if answer.withLock({ $0 == nil }) { routes.finishTurn() }
+        // Only the commit of a turn's end, not the rest of it: the checkpointer's timing belongs to
+        // the event loop's thread alone. The loop's own turn may commit it first; either way the
+        // completion signals.
+        if answer.withLock({ $0 == nil }) { store.commitQueued() }
         answered.wait()
         return answer.withLock { $0! }
     }
