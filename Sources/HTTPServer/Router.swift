@@ -48,7 +48,6 @@ public struct RouteGroup: Sendable {
 /// The gate of the path's group runs before the method check, so a caller without the token
 /// learns nothing about the path.
 public struct Router: Sendable {
-    public let groups: [RouteGroup]
     /// Exact paths as bytes, searched in order: with a dozen paths of different lengths, comparing
     /// lengths then bytes costs less than hashing the path for a dictionary.
     private let exact: [(path: [UInt8], entry: Entry)]
@@ -93,7 +92,6 @@ public struct Router: Sendable {
         func allow(_ entry: inout Entry) { entry.allow = entry.routes.flatMap(\.methods).joined(separator: ", ") }
         for i in exact.indices { allow(&exact[i].entry) }
         for i in prefixes.indices { allow(&prefixes[i].1) }
-        self.groups = groups
         self.exact = exact
         self.prefixes = prefixes
         self.fallback = fallback
@@ -107,7 +105,9 @@ public struct Router: Sendable {
         }
         if let gate = entry.gate, let refusal = gate(request) { return responder.respond(refusal) }
         guard let route = entry.routes.first(where: { $0.methods.contains(request.method) }) else {
+            // `Allow` is the table's, whatever the answer's builder put there.
             var response = methodNotAllowed(request, entry.allow)
+            response.headers.remove(name: "Allow")
             response.headers.add(name: "Allow", value: entry.allow)
             return responder.respond(response)
         }

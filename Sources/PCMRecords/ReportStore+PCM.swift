@@ -65,14 +65,7 @@ public final class ReportCursor: @unchecked Sendable {
 
     /// The next report in range, or nil at the end.
     public func next() -> StoredReport? {
-        while let record = records.next() {
-            let report = record.payload.withUnsafeBytes { payload in
-                StoredReport.decode(ReportStore.RecordView(kind: record.kind, tag: record.tag, id: record.id, time: record.time,
-                                                           payload: payload, end: record.recordEnd), strings: &strings)
-            }
-            if let report { return report }
-        }
-        return nil
+        records.next { StoredReport.decode($0, strings: &strings) }
     }
 }
 

@@ -55,20 +55,6 @@ public final class ReportStore: Sendable {
         public var time: Timestamp
         public var payload: UnsafeRawBufferPointer
         public var end: Int
-
-        public init(kind: UInt8, tag: UInt8, id: UInt64, time: Timestamp, payload: UnsafeRawBufferPointer, end: Int) {
-            (self.kind, self.tag, self.id, self.time, self.payload, self.end) = (kind, tag, id, time, payload, end)
-        }
-    }
-
-    /// A record read back, its payload copied.
-    public struct StoredRecord: Sendable {
-        public var kind: UInt8
-        public var tag: UInt8
-        public var id: UInt64
-        public var time: Timestamp
-        public var payload: [UInt8]
-        public var recordEnd: Int
     }
 
     /// The bytes every payload starts with, the store's own: u64 id, i64 time in milliseconds.
@@ -369,8 +355,9 @@ public final class RecordCursor: @unchecked Sendable {
 
     deinit { scanner.deallocate() }
 
-    /// The next record in range, or nil at the end.
-    public func next() -> ReportStore.StoredRecord? {
+    /// The next record in range that `decode` makes something of (it sees the record in place,
+    /// nothing copied), or nil at the end.
+    public func next<T>(_ decode: (ReportStore.RecordView) -> T?) -> T? {
         while !finished {
             guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
             switch step {
@@ -379,8 +366,7 @@ public final class RecordCursor: @unchecked Sendable {
                 guard recordKind == kind, let view = ReportStore.RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
                 if let since, view.time < since { continue }
                 if let until, view.time >= until { finished = true; return nil }
-                return ReportStore.StoredRecord(kind: view.kind, tag: view.tag, id: view.id, time: view.time,
-                                                payload: Array(view.payload), recordEnd: view.end)
+                if let value = decode(view) { return value }
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:

@@ -31,9 +31,7 @@ struct EndpointRoutes: HTTPHandler {
 
     init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
-        router = Router(surfaces, methodNotAllowed: { request, allow in
-            Problem(status: 405, rule: "method_not_allowed", detail: "\(request.method) is not allowed here; use \(allow)").response
-        }, fallback: { request, responder in
+        router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
             guard let file = publicFiles?.response(path: request.path, ifNoneMatch: request.headers["If-None-Match"]) else {
                 return responder.respond(Problem.notFound(request.path).response)
