@@ -228,10 +228,11 @@ final class Connection {
         outbound.append(ascii: "\r\nDate: ")
         outbound.append(utf8: loop.date.imfFixdate)
         outbound.append(ascii: "\r\n")
-        for (name, value) in response.headers.fields where !Self.isFramingHeader(name) {
-            outbound.append(utf8: name)
+        response.headers.forEachField { name, value in
+            guard !Self.isFramingHeader(name) else { return }
+            outbound.append(contentsOf: name)
             outbound.append(ascii: ": ")
-            outbound.append(utf8: value)
+            outbound.append(contentsOf: value)
             outbound.append(ascii: "\r\n")
         }
         var bodyBytes = 0
@@ -264,12 +265,15 @@ final class Connection {
     }
 
     /// Content-Length, Transfer-Encoding and Connection are the server's to write.
-    private static func isFramingHeader(_ name: String) -> Bool {
-        guard let first = name.utf8.first.map(HTTPHeaders.asciiLower), first == UInt8(ascii: "c") || first == UInt8(ascii: "t") else {
+    private static func isFramingHeader(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = name.first.map(HTTPHeaders.asciiLower), first == UInt8(ascii: "c") || first == UInt8(ascii: "t") else {
             return false
         }
-        return HTTPHeaders.equalNames(name, "Content-Length") || HTTPHeaders.equalNames(name, "Connection")
-            || HTTPHeaders.equalNames(name, "Transfer-Encoding")
+        return equal(name, "Content-Length") || equal(name, "Connection") || equal(name, "Transfer-Encoding")
+    }
+
+    private static func equal(_ name: UnsafeBufferPointer<UInt8>, _ framing: StaticString) -> Bool {
+        framing.withUTF8Buffer { HTTPHeaders.equalBytes(name, $0) }
     }
 
     private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {

@@ -230,21 +230,13 @@ public struct HTTPRequestParser {
     private enum Framing { case none, length(Int), chunked }
 
     private func bodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
-        // The common request has one plain Content-Length and no Transfer-Encoding; find that
-        // without building lists. Anything else takes the general path below.
-        var single: String?
-        var lengthFields = 0
-        for field in request.headers.fields {
-            if HTTPHeaders.equalNames(field.name, "Content-Length") {
-                lengthFields += 1
-                single = field.value
-            } else if HTTPHeaders.equalNames(field.name, "Transfer-Encoding") {
-                lengthFields = -1
-                break
-            }
-        }
-        if lengthFields == 0 { return .none }
-        if lengthFields == 1, let single, let n = Self.plainDecimal(single) {
+        // The common request has one plain Content-Length and no Transfer-Encoding; read that
+        // from the bytes. Anything else takes the general path below.
+        let headers = request.headers
+        let lengthFields = headers.count(of: "Content-Length")
+        if lengthFields == 0 && !headers.contains("Transfer-Encoding") { return .none }
+        if lengthFields == 1, !headers.contains("Transfer-Encoding"),
+           let n = headers.withFirstValue("Content-Length", Self.plainDecimal) ?? nil {
             guard n <= limits.maxBodyBytes else {
                 throw HTTPParseError(413, "the body of \(n) bytes exceeds the limit of \(limits.maxBodyBytes) bytes")
             }
@@ -254,11 +246,10 @@ public struct HTTPRequestParser {
     }
 
     /// 1 to 18 ASCII digits and nothing else, or nil.
-    private static func plainDecimal(_ text: String) -> Int? {
-        let utf8 = text.utf8
-        guard !utf8.isEmpty, utf8.count <= 18 else { return nil }
+    private static func plainDecimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
         var n = 0
-        for c in utf8 {
+        for c in bytes {
             guard c >= 48 && c <= 57 else { return nil }
             n = n * 10 + Int(c - 48)
         }
@@ -325,6 +316,7 @@ public struct HTTPRequestParser {
         var request = try parseRequestLine(head[head.startIndex..<lineEnd])
         if lineEnd < head.endIndex {
             let fields = head[(lineEnd + 2)...]
+            request.headers = HTTPHeaders(reservingBytes: fields.count, fields: 8)
             let hosts = try fields.withUnsafeBufferPointer { (b) throws(HTTPParseError) -> Int in
                 try parseFields(b, into: &request.headers)
             }
@@ -384,8 +376,7 @@ public struct HTTPRequestParser {
             throw HTTPParseError(400, "a header value contains a control character")
         }
         let name = UnsafeBufferPointer(rebasing: b[line.lowerBound..<colon])
-        headers.add(name: String(decoding: name, as: UTF8.self),
-                    value: String(decoding: UnsafeBufferPointer(rebasing: b[valueStart..<valueEnd]), as: UTF8.self))
+        headers.add(name: name, value: UnsafeBufferPointer(rebasing: b[valueStart..<valueEnd]))
         return name.count == 4 && name[0] | 0x20 == UInt8(ascii: "h") && name[1] | 0x20 == UInt8(ascii: "o")
             && name[2] | 0x20 == UInt8(ascii: "s") && name[3] | 0x20 == UInt8(ascii: "t")
     }
@@ -395,14 +386,28 @@ public struct HTTPRequestParser {
         guard line.count <= limits.maxRequestLineBytes else {
             throw HTTPParseError(414, "the request line is longer than \(limits.maxRequestLineBytes) bytes")
         }
-        guard let firstSpace = line.firstIndex(of: UInt8(ascii: " ")),
-              let secondSpace = line[(firstSpace + 1)...].firstIndex(of: UInt8(ascii: " ")),
-              !line[(secondSpace + 1)...].contains(UInt8(ascii: " ")) else {
+        return try line.withUnsafeBufferPointer { (b) throws(HTTPParseError) -> HTTPRequest in try parseRequestLine(b) }
+    }
+
+    /// Works on the bytes directly, like the header lines: this runs for every request.
+    private func parseRequestLine(_ b: UnsafeBufferPointer<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+        var firstSpace = -1, secondSpace = -1
+        for i in 0..<b.count where b[i] == UInt8(ascii: " ") {
+            if firstSpace < 0 {
+                firstSpace = i
+            } else if secondSpace < 0 {
+                secondSpace = i
+            } else {
+                secondSpace = -1
+                break
+            }
+        }
+        guard firstSpace >= 0, secondSpace >= 0 else {
             throw HTTPParseError(400, "the request line is not 'METHOD target HTTP/1.1'")
         }
-        let method = line[line.startIndex..<firstSpace]
-        let target = line[(firstSpace + 1)..<secondSpace]
-        let version = line[(secondSpace + 1)...]
+        let method = UnsafeBufferPointer(rebasing: b[0..<firstSpace])
+        let target = UnsafeBufferPointer(rebasing: b[(firstSpace + 1)..<secondSpace])
+        let version = UnsafeBufferPointer(rebasing: b[(secondSpace + 1)...])
         guard !method.isEmpty, method.allSatisfy(Self.isTokenByte) else {
             throw HTTPParseError(400, "invalid method")
         }
@@ -410,15 +415,15 @@ public struct HTTPRequestParser {
             throw HTTPParseError(400, "invalid request target")
         }
         let parsedVersion: HTTPVersion
-        if version.elementsEqual("HTTP/1.1".utf8) {
-            parsedVersion = .http1_1
-        } else if version.elementsEqual("HTTP/1.0".utf8) {
-            parsedVersion = .http1_0
+        if version.count == 8 && version[0] == UInt8(ascii: "H") && version[1] == UInt8(ascii: "T") && version[2] == UInt8(ascii: "T")
+            && version[3] == UInt8(ascii: "P") && version[4] == UInt8(ascii: "/") && version[5] == UInt8(ascii: "1")
+            && version[6] == UInt8(ascii: ".") && (version[7] == UInt8(ascii: "1") || version[7] == UInt8(ascii: "0")) {
+            parsedVersion = version[7] == UInt8(ascii: "1") ? .http1_1 : .http1_0
         } else {
             parsedVersion = try unsupportedVersion(version)
         }
         var targetText = String(decoding: target, as: UTF8.self)
-        if targetText.first != "/" {
+        if target[0] != UInt8(ascii: "/") {
             // Absolute form (RFC 9112 §3.2.2): keep only the path and query.
             if targetText.hasPrefix("http://") || targetText.hasPrefix("https://") {
                 let afterScheme = targetText[targetText.firstRange(of: "://")!.upperBound...]
@@ -431,7 +436,7 @@ public struct HTTPRequestParser {
                            remoteAddress: remoteAddress)
     }
 
-    private func unsupportedVersion(_ version: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPVersion {
+    private func unsupportedVersion(_ version: UnsafeBufferPointer<UInt8>) throws(HTTPParseError) -> HTTPVersion {
         let v = String(decoding: version, as: UTF8.self)
         if v.utf8.count == 8 && v.hasPrefix("HTTP/") && v.utf8.dropFirst(5).allSatisfy({ $0 == 46 || ($0 >= 48 && $0 <= 57) }) {
             throw HTTPParseError(400, "\(v) is not supported; use HTTP/1.1")

@@ -49,7 +49,7 @@ struct ReportIngest: Sendable {
 
     /// Checks the request and the body; on success, the draft to store.
     func prepare(_ request: HTTPRequest) -> Result<(StoredReport.Draft, ReportFacts), Problem> {
-        guard Self.isJSON(request.headers["Content-Type"]) else {
+        guard request.headers.withFirstValue("Content-Type", Self.isJSON) == true else {
             let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
             return .failure(Problem(ReportRejection(.unsupportedMediaType,
                 "a report must be sent as application/json; Content-Type was \(got)")))
@@ -79,21 +79,18 @@ struct ReportIngest: Sendable {
     }
 
     /// `application/json`, any case, optionally followed by parameters.
-    static func isJSON(_ contentType: String?) -> Bool {
-        guard var contentType else { return false }
-        return contentType.withUTF8 { bytes in
-            let expected: StaticString = "application/json"
-            var i = 0
-            while i < bytes.count && bytes[i] == UInt8(ascii: " ") { i += 1 }
-            guard bytes.count - i >= expected.utf8CodeUnitCount else { return false }
-            for k in 0..<expected.utf8CodeUnitCount {
-                let c = bytes[i + k]
-                if (c >= 65 && c <= 90 ? c | 0x20 : c) != expected.utf8Start[k] { return false }
-            }
-            i += expected.utf8CodeUnitCount
-            while i < bytes.count && (bytes[i] == UInt8(ascii: " ") || bytes[i] == UInt8(ascii: "\t")) { i += 1 }
-            return i == bytes.count || bytes[i] == UInt8(ascii: ";")
+    static func isJSON(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let expected: StaticString = "application/json"
+        var i = 0
+        while i < bytes.count && bytes[i] == UInt8(ascii: " ") { i += 1 }
+        guard bytes.count - i >= expected.utf8CodeUnitCount else { return false }
+        for k in 0..<expected.utf8CodeUnitCount {
+            let c = bytes[i + k]
+            if (c >= 65 && c <= 90 ? c | 0x20 : c) != expected.utf8Start[k] { return false }
         }
+        i += expected.utf8CodeUnitCount
+        while i < bytes.count && (bytes[i] == UInt8(ascii: " ") || bytes[i] == UInt8(ascii: "\t")) { i += 1 }
+        return i == bytes.count || bytes[i] == UInt8(ascii: ";")
     }
 
     static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
