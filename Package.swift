@@ -1,7 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
-// No package dependencies: Foundation, Dispatch and the C library only.
+// Foundation, Dispatch and the C library, and one package: apple/swift-crypto, for signatures,
+// imported by the `Signatures` target alone (docs/THIRD_PARTY.md).
 let package = Package(
     name: "attribution-endpoint",
     platforms: [.macOS(.v15)],
@@ -9,6 +10,9 @@ let package = Package(
         .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
         // For the benchmark tools in benchmarks/, which write logs through the real store.
         .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // A generic HTTP/1.1 server on non-blocking POSIX sockets. Knows nothing about attribution.
@@ -23,6 +27,16 @@ let package = Package(
         .target(name: "Primitives", resources: [.copy("Resources/public_suffix_list.dat"), .copy("Resources/public_suffix_list.NOTICE.txt")]),
         // Private Click Measurement's wire rules: reports, roles, the trigger path.
         .target(name: "PCM", dependencies: ["Primitives"]),
+        // SKAdNetwork's postback rules: fields, versions, the signed message, the duplicate key.
+        .target(name: "SKAdNetwork", dependencies: ["Primitives"]),
+        // AdAttributionKit's postback rules: the compact JWS, its payload, Apple's key ids.
+        .target(name: "AdAttributionKit", dependencies: ["Primitives"]),
+        // The only target that imports swift-crypto: verifying (and, for demos and tests, making)
+        // the signatures the protocols use.
+        .target(name: "Signatures", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // App developers' postbacks: either protocol read, signatures checked, duplicates told
+        // apart, and their records in the log.
+        .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.

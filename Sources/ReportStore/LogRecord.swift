@@ -4,7 +4,7 @@ import Primitives
 ///
 /// ```
 /// 0  u16  magic 0xA77E
-/// 2  u8   kind (1 = stored report, 2 = trigger)
+/// 2  u8   kind (1 = stored report, 2 = trigger, 3 = postback, 4 = postback retry)
 /// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in records written
 ///         before 2026-11-23, all PCM). The store keeps it and hands it back, nothing more.
 /// 4  u32  payload length
@@ -23,6 +23,10 @@ public enum LogRecord {
         case report = 1
         /// A conversion trigger (the ledger), see `StoredTrigger`.
         case trigger = 2
+        /// An app's postback copy (SKAdNetwork or AdAttributionKit), see `StoredPostback`.
+        case postback = 3
+        /// A repeated delivery of a stored postback: not stored again, only counted.
+        case postbackRetry = 4
     }
 
     /// Appends one framed record to `out`.

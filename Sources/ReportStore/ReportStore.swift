@@ -162,10 +162,13 @@ public final class ReportStore: Sendable {
     /// Queues a record of `kind` for `tag`'s owner: the store writes its id and time, then `payload`
     /// writes the owner's bytes in place. `completion` runs on the committing thread once the record
     /// is on disk, or could not be written.
+    /// Returns the record's id, known before it is on disk (a later record in the same batch may
+    /// name it), or nil when the store is closing.
+    @discardableResult
     public func append(kind: LogRecord.Kind, tag: UInt8, completion: @escaping RecordCompletion,
-                       payload: (inout [UInt8]) -> Void) {
-        let (queued, first) = queue.withLock { q -> (Bool, Bool) in
-            guard !q.stopping else { return (false, false) }
+                       payload: (inout [UInt8]) -> Void) -> UInt64? {
+        let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
+            guard !q.stopping else { return (false, false, 0) }
             let id = q.pending.nextIDs[Int(kind.rawValue)]
             q.pending.nextIDs[Int(kind.rawValue)] += 1
             // Receive times never go backwards in the log, so `since` can binary-search the index.
@@ -178,10 +181,14 @@ public final class ReportStore: Sendable {
                 payload(&out)
             }
             q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, completion: completion))
-            return (true, q.pending.entries.count == 1)
+            return (true, q.pending.entries.count == 1, id)
         }
-        guard queued else { return completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN))) }
+        guard queued else {
+            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
+            return nil
+        }
         if first && committer == .writerThread { wake.signal() }
+        return id
     }
 
     /// Writes and flushes everything queued, on the calling thread, and calls the completions;

@@ -1,0 +1,57 @@
+import AdAttributionKit
+import Primitives
+import SKAdNetwork
+
+/// A postback copy of either protocol, as the app developer's endpoint receives it.
+public enum Postback: Sendable, Equatable {
+    case skadnetwork(SKAdNetworkPostback)
+    case adattributionkit(AdAttributionKitPostback)
+
+    /// Reads a body sent to `proto`'s path. The content type is not documented by Apple, so any
+    /// body that parses as JSON is read, whatever its `Content-Type`. A refusal is for a body that
+    /// cannot be a postback at all; everything else is kept, with what is wrong in `reasons`.
+    public static func read(_ proto: AttributionProtocol, body: [UInt8]) -> Result<Postback, RequestProblem> {
+        let json: JSONValue
+        do {
+            json = try JSONParser().parse(body)
+        } catch {
+            return .failure(RequestProblem(.malformed, rule: "malformed_json", field: nil,
+                                           detail: "the body is not JSON: \(error.description)"))
+        }
+        switch proto {
+        case .skadnetwork: return SKAdNetworkPostback.read(json).map(Postback.skadnetwork)
+        case .adattributionkit: return AdAttributionKitPostback.read(json).map(Postback.adattributionkit)
+        case .pcm:
+            return .failure(RequestProblem(.malformed, rule: "not_a_postback", field: nil, detail: "PCM has reports, not postbacks"))
+        }
+    }
+
+    public var attributionProtocol: AttributionProtocol {
+        switch self {
+        case .skadnetwork: .skadnetwork
+        case .adattributionkit: .adattributionkit
+        }
+    }
+
+    /// What names this postback across a device's retries.
+    public var duplicateKey: String {
+        switch self {
+        case .skadnetwork(let p): p.duplicateKey
+        case .adattributionkit(let p): p.duplicateKey
+        }
+    }
+
+    /// The rules its fields break.
+    public var reasons: [String] {
+        switch self {
+        case .skadnetwork(let p): p.reasons
+        case .adattributionkit(let p): p.reasons
+        }
+    }
+
+    /// The JWS `kid`, for AdAttributionKit.
+    public var kid: String? {
+        if case .adattributionkit(let p) = self { return p.kid }
+        return nil
+    }
+}

@@ -1,0 +1,80 @@
+import Locking
+import Primitives
+import ReportStore
+
+/// Which postbacks the log holds, by duplicate key, and how many retries of each arrived: what
+/// tells a device's repeated delivery from a new postback. Rebuilt from the log on every start.
+///
+/// A postback is claimed when it is queued, before it is on disk, so that a second delivery in
+/// the same turn of the event loop is already known as a retry; a claim whose write fails is
+/// released, and the next delivery is stored again.
+public final class PostbackLedger: Sendable {
+    private struct Delivery: Sendable {
+        var id: UInt64
+        var contentHash: UInt64
+    }
+
+    private struct State: Sendable {
+        var deliveries: [String: [Delivery]] = [:]
+        var retries: [UInt64: Int] = [:]
+        var retriesTotal = 0
+    }
+
+    private let state = Locked(State())
+
+    public init() {}
+
+    /// What a new delivery is, given what was stored before it.
+    public enum Claim: Sendable, Equatable {
+        /// Never seen: store it.
+        case new
+        /// The same content as postback `id`: count it, do not store it again.
+        case retry(of: UInt64)
+        /// The key of an earlier postback with other content: a new fact, stored and quarantined.
+        case conflict
+    }
+
+    public func classify(duplicateKey: String, contentHash: UInt64) -> Claim {
+        state.withLock { s in
+            guard let earlier = s.deliveries[duplicateKey] else { return .new }
+            if let same = earlier.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
+            return .conflict
+        }
+    }
+
+    /// Notes a postback queued (or replayed) under `id`.
+    public func record(duplicateKey: String, contentHash: UInt64, id: UInt64) {
+        state.withLock { $0.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash)) }
+    }
+
+    /// Forgets a postback whose write failed: it was never stored.
+    public func release(duplicateKey: String, id: UInt64) {
+        state.withLock { s in
+            s.deliveries[duplicateKey]?.removeAll { $0.id == id }
+            if s.deliveries[duplicateKey]?.isEmpty == true { s.deliveries[duplicateKey] = nil }
+        }
+    }
+
+    /// Counts a retry of postback `id` (once it is on disk, or when replayed).
+    public func countRetry(of id: UInt64) {
+        state.withLock { s in
+            s.retries[id, default: 0] += 1
+            s.retriesTotal += 1
+        }
+    }
+
+    public func retries(of id: UInt64) -> Int {
+        state.withLock { $0.retries[id] ?? 0 }
+    }
+
+    public var retriesTotal: Int { state.withLock { $0.retriesTotal } }
+
+    /// Takes one record of the log as replay shows it.
+    public func take(_ view: ReportStore.RecordView) {
+        if view.kind == LogRecord.Kind.postback.rawValue, let stored = StoredPostback.decode(view) {
+            record(duplicateKey: stored.draft.duplicateKey, contentHash: stored.draft.contentHash, id: stored.id)
+        } else if view.kind == LogRecord.Kind.postbackRetry.rawValue, view.payload.count >= 8 {
+            countRetry(of: view.payload.loadLE(UInt64.self, at: 0))
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Primitives
+import ReportStore
+
+/// A postback as the log keeps it: the body exactly as received, plus what the endpoint decided.
+public struct StoredPostback: Sendable, Equatable {
+    public var id: UInt64
+    public var receivedAt: Timestamp
+    /// From the record's header: SKAdNetwork or AdAttributionKit.
+    public var `protocol`: AttributionProtocol
+    public var draft: Draft
+
+    /// What the endpoint knows before the store assigns an id and a time.
+    public struct Draft: Sendable, Equatable {
+        public var `protocol`: AttributionProtocol
+        /// The served site it was sent to.
+        public var site: String
+        public var verdict: PostbackVerdict
+        public var reasons: [String]
+        public var signature: SignatureOutcome
+        /// The test key that signed it, when one did.
+        public var keyName: String?
+        public var duplicateKey: String
+        /// `PostbackContent.fingerprint` of the body: equal for a device's retries.
+        public var contentHash: UInt64
+        public var body: [UInt8]
+
+        public init(protocol: AttributionProtocol, site: String, verdict: PostbackVerdict, reasons: [String],
+                    signature: SignatureOutcome, keyName: String?, duplicateKey: String, contentHash: UInt64, body: [UInt8]) {
+            self.protocol = `protocol`
+            self.site = site
+            self.verdict = verdict
+            self.reasons = reasons
+            self.signature = signature
+            self.keyName = keyName
+            self.duplicateKey = duplicateKey
+            self.contentHash = contentHash
+            self.body = body
+        }
+    }
+
+    public init(id: UInt64, receivedAt: Timestamp, draft: Draft) {
+        self.id = id
+        self.receivedAt = receivedAt
+        self.protocol = draft.protocol
+        self.draft = draft
+    }
+
+    // MARK: - Payload encoding
+    //
+    // After the store's id and time: u8 format (1), u8 verdict, u8 signature outcome, u64 content
+    // hash, then site, duplicate key and test-key name (empty for none) each as u16 length +
+    // UTF-8, u8 reason count with each reason as u8 length + UTF-8, and u32 body length + body.
+
+    static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
+        out.append(1)
+        out.append(draft.verdict.rawValue)
+        out.append(draft.signature.rawValue)
+        out.appendLE(draft.contentHash)
+        for text in [draft.site, draft.duplicateKey, draft.keyName ?? ""] {
+            let bytes = Array(text.utf8.prefix(Int(UInt16.max)))
+            out.appendLE(UInt16(bytes.count))
+            out.append(contentsOf: bytes)
+        }
+        let reasons = draft.reasons.prefix(255)
+        out.append(UInt8(reasons.count))
+        for reason in reasons {
+            let bytes = Array(reason.utf8.prefix(255))
+            out.append(UInt8(bytes.count))
+            out.append(contentsOf: bytes)
+        }
+        out.appendLE(UInt32(draft.body.count))
+        out.append(contentsOf: draft.body)
+    }
+
+    /// The postback a record holds, or nil if the record is not one this version can read.
+    public static func decode(_ record: ReportStore.RecordView) -> StoredPostback? {
+        guard record.kind == LogRecord.Kind.postback.rawValue, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
+        var r = ByteReader(record.payload)
+        guard r.u8() == 1, let verdict = r.u8().flatMap(PostbackVerdict.init), let signature = r.u8().flatMap(SignatureOutcome.init),
+              let contentHash = r.u64(), let site = r.text16(), let duplicateKey = r.text16(), let keyName = r.text16(),
+              let reasonCount = r.u8() else { return nil }
+        var reasons: [String] = []
+        for _ in 0..<reasonCount {
+            guard let length = r.u8(), let reason = r.text(Int(length)) else { return nil }
+            reasons.append(reason)
+        }
+        guard let bodyLength = r.u32(), let body = r.bytes(Int(bodyLength)) else { return nil }
+        return StoredPostback(id: record.id, receivedAt: record.time, draft: Draft(
+            protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
+            keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body))
+    }
+}
+
+/// Reads a record's payload front to back; every read is nil past the end.
+struct ByteReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    mutating func u8() -> UInt8? {
+        guard offset + 1 <= bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func u16() -> UInt16? { fixed(UInt16.self) }
+    mutating func u32() -> UInt32? { fixed(UInt32.self) }
+    mutating func u64() -> UInt64? { fixed(UInt64.self) }
+
+    private mutating func fixed<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        guard offset + MemoryLayout<T>.size <= bytes.count else { return nil }
+        defer { offset += MemoryLayout<T>.size }
+        return bytes.loadLE(T.self, at: offset)
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, offset + count <= bytes.count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func text(_ count: Int) -> String? {
+        bytes(count).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    mutating func text16() -> String? {
+        guard let length = u16() else { return nil }
+        return text(Int(length))
+    }
+}
