@@ -44,7 +44,8 @@ let package = Package(
         // PCM's records in the log: reports and triggers, encoded and decoded above the store.
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
-        .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking"]),
+        .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
+                                                "Postbacks", "AdAttributionKit"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).

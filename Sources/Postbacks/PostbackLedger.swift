@@ -18,6 +18,9 @@ public final class PostbackLedger: Sendable {
         var deliveries: [String: [Delivery]] = [:]
         var retries: [UInt64: Int] = [:]
         var retriesTotal = 0
+        /// Releases that came before their record (a commit on another thread can fail a
+        /// postback before its intake has noted it): the record is then not kept.
+        var releasedEarly: [String: [UInt64]] = [:]
     }
 
     private let state = Locked(State())
@@ -44,14 +47,26 @@ public final class PostbackLedger: Sendable {
 
     /// Notes a postback queued (or replayed) under `id`.
     public func record(duplicateKey: String, contentHash: UInt64, id: UInt64) {
-        state.withLock { $0.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash)) }
+        state.withLock { s in
+            if let early = s.releasedEarly[duplicateKey], let i = early.firstIndex(of: contentHash) {
+                s.releasedEarly[duplicateKey]!.remove(at: i)
+                if s.releasedEarly[duplicateKey]!.isEmpty { s.releasedEarly[duplicateKey] = nil }
+                return
+            }
+            s.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash))
+        }
     }
 
-    /// Forgets a postback whose write failed: it was never stored.
-    public func release(duplicateKey: String, id: UInt64) {
+    /// Forgets a postback whose write failed: it was never stored. Its content is unique under
+    /// its key (a second copy would have been a retry), so key and content name it.
+    public func release(duplicateKey: String, contentHash: UInt64) {
         state.withLock { s in
-            s.deliveries[duplicateKey]?.removeAll { $0.id == id }
-            if s.deliveries[duplicateKey]?.isEmpty == true { s.deliveries[duplicateKey] = nil }
+            guard let i = s.deliveries[duplicateKey]?.firstIndex(where: { $0.contentHash == contentHash }) else {
+                s.releasedEarly[duplicateKey, default: []].append(contentHash)
+                return
+            }
+            s.deliveries[duplicateKey]!.remove(at: i)
+            if s.deliveries[duplicateKey]!.isEmpty { s.deliveries[duplicateKey] = nil }
         }
     }
 

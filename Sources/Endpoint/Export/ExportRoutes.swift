@@ -3,35 +3,30 @@ import Primitives
 import SiteOwners
 import HTTPServer
 import PCMRecords
+import Postbacks
 import ReportStore
 
-/// Every stored report, as NDJSON or CSV, filtered by receive time. Needs the token.
+/// Every stored report and postback, as NDJSON or CSV, filtered by receive time. Needs the token.
 struct ExportRoutes: Sendable {
     let store: ReportStore
+    let ledger: PostbackLedger
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
             RouteGroup("export", gate: bearer, routes: [
                 Route(.exact("/api/reports"), methods: ["GET", "HEAD"]) { export($0, csv: false) },
                 Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { export($0, csv: true) },
+                Route(.exact("/api/postbacks"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: false) },
+                Route(.exact("/api/postbacks.csv"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: true) },
             ]),
         ]
     }
 
     func export(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
-        var since: Timestamp?, until: Timestamp?
-        for (name, value) in request.queryItems {
-            switch name {
-            case "since", "until":
-                guard let time = Timestamp(rfc3339: value) else {
-                    return Problem(status: 400, rule: "invalid_time", field: name,
-                                   detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z").response
-                }
-                if name == "since" { since = time } else { until = time }
-            default:
-                return Problem(status: 400, rule: "unknown_parameter", field: name,
-                               detail: "unknown query parameter \"\(name)\"; use since and until").response
-            }
+        let since: Timestamp?, until: Timestamp?
+        switch Self.period(request) {
+        case .success(let period): (since, until) = period
+        case .failure(let problem): return problem.response
         }
         let cursor = store.reports(since: since, until: until)
         if csv {
@@ -41,5 +36,39 @@ struct ExportRoutes: Sendable {
         }
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
                             stream: ReportExportStream(cursor: cursor, format: .ndjson))
+    }
+
+    func exportPostbacks(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
+        let since: Timestamp?, until: Timestamp?
+        switch Self.period(request) {
+        case .success(let period): (since, until) = period
+        case .failure(let problem): return problem.response
+        }
+        let stream = PostbackExportStream(cursor: store.postbacks(since: since, until: until), ledger: ledger, csv: csv)
+        if csv {
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"postbacks.csv\""],
+                                stream: stream)
+        }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
+    }
+
+    /// `since` and `until`, RFC 3339, both optional.
+    static func period(_ request: HTTPRequest) -> Result<(Timestamp?, Timestamp?), Problem> {
+        var since: Timestamp?, until: Timestamp?
+        for (name, value) in request.queryItems {
+            switch name {
+            case "since", "until":
+                guard let time = Timestamp(rfc3339: value) else {
+                    return .failure(Problem(status: 400, rule: "invalid_time", field: name,
+                                            detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z"))
+                }
+                if name == "since" { since = time } else { until = time }
+            default:
+                return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
+                                        detail: "unknown query parameter \"\(name)\"; use since and until"))
+            }
+        }
+        return .success((since, until))
     }
 }

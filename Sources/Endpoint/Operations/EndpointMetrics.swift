@@ -3,6 +3,7 @@ import Primitives
 import SiteOwners
 import Foundation
 import PCMRecords
+import Postbacks
 import ReportStore
 import HTTPServer
 import Locking
@@ -14,6 +15,14 @@ final class EndpointMetrics: Sendable {
         var storeFailures = 0
         var diskFullFailures = 0
         var lastStoreFailure: Date?
+        var postbacks: [PostbackKind: Int] = [:]
+        var postbackRetries: [AttributionProtocol: Int] = [:]
+    }
+
+    private struct PostbackKind: Hashable {
+        var `protocol`: AttributionProtocol
+        var verdict: PostbackVerdict
+        var signature: SignatureOutcome
     }
     private let counts = Locked(Counts())
 
@@ -28,6 +37,15 @@ final class EndpointMetrics: Sendable {
     func stored(_ report: StoredReport) {
         let kind = Kind(protocol: report.protocol, role: report.role, verdict: report.verdict)
         counts.withLock { $0.stored[kind, default: 0] += 1 }
+    }
+
+    func postbackStored(_ postback: StoredPostback) {
+        let kind = PostbackKind(protocol: postback.protocol, verdict: postback.draft.verdict, signature: postback.draft.signature)
+        counts.withLock { $0.postbacks[kind, default: 0] += 1 }
+    }
+
+    func postbackRetried(_ proto: AttributionProtocol) {
+        counts.withLock { $0.postbackRetries[proto, default: 0] += 1 }
     }
 
     func storeFailed(_ error: StoreError) {
@@ -55,6 +73,17 @@ final class EndpointMetrics: Sendable {
         let stored = c.stored.map { (protocol: $0.key.protocol.name, role: $0.key.role.rawValue, verdict: $0.key.verdict.name, count: $0.value) }
         for (name, role, verdict, value) in stored.sorted(by: { ($0.protocol, $0.role, $0.verdict) < ($1.protocol, $1.role, $1.verdict) }) {
             out += "attribution_reports_stored_total{protocol=\"\(name)\",role=\"\(role)\",verdict=\"\(verdict)\"} \(value)\n"
+        }
+        out += "# HELP attribution_postbacks_stored_total Postback copies stored since start, by protocol, verdict and signature.\n"
+        out += "# TYPE attribution_postbacks_stored_total counter\n"
+        let postbacks = c.postbacks.map { (p: $0.key.protocol.name, v: $0.key.verdict.name, s: $0.key.signature.name, n: $0.value) }
+        for row in postbacks.sorted(by: { ($0.p, $0.v, $0.s) < ($1.p, $1.v, $1.s) }) {
+            out += "attribution_postbacks_stored_total{protocol=\"\(row.p)\",verdict=\"\(row.v)\",signature=\"\(row.s)\"} \(row.n)\n"
+        }
+        out += "# HELP attribution_postback_retries_total Repeated deliveries of stored postbacks, counted and not stored again.\n"
+        out += "# TYPE attribution_postback_retries_total counter\n"
+        for (proto, n) in c.postbackRetries.sorted(by: { $0.key.name < $1.key.name }) {
+            out += "attribution_postback_retries_total{protocol=\"\(proto.name)\"} \(n)\n"
         }
         out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
         out += "# TYPE attribution_requests_rejected_total counter\n"

@@ -2,6 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import Foundation
+import Postbacks
 
 /// Everything the endpoint can be told, from flags, a JSON config file and the environment.
 public struct EndpointConfiguration: Sendable {
@@ -21,6 +22,11 @@ public struct EndpointConfiguration: Sendable {
     public var idleTimeout: Double = 30
     /// Reports are well under 4 KB even with both tokens; anything past this is refused with 413.
     public var maxReportBytes = 8192
+    /// Postback copies are a few hundred bytes to 2 KB; anything past this is refused with 413.
+    public var maxPostbackBytes = 16384
+    /// Extra P-256 keys trusted for postback signatures (`--postback-key NAME=BASE64-SPKI`): for
+    /// tests, demos and an ad network's test setup. What they sign is labelled `test_key`.
+    public var postbackKeys: [(name: String, subjectPublicKeyInfo: String)] = []
     public var accessLog = true
     /// The summary page's files, served at `/`; nil: found by `PageLocator` beside the binary.
     public var publicDirectory: String?
@@ -50,8 +56,9 @@ public struct EndpointConfiguration: Sendable {
     public static let environmentTokenName = "ATTRIBUTION_ENDPOINT_TOKEN"
 
     public static let helpText = """
-    attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports,
-    validates them, stores them durably and exports them.
+    attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports and
+    copies of SKAdNetwork and AdAttributionKit postbacks, validates them, checks their
+    signatures, stores them durably and exports them.
 
     USAGE: attribution-endpoint [options]
            attribution-endpoint demo [--port N] [--exit]   (a demo on a manual clock; see demo --help)
@@ -66,6 +73,7 @@ public struct EndpointConfiguration: Sendable {
       --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
                                "request_timeout", "idle_timeout", "max_report_bytes",
+                               "max_postback_bytes", "postback_keys" (object: name → key),
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
@@ -82,7 +90,12 @@ public struct EndpointConfiguration: Sendable {
                                WebKit's tests and Safari's Debug Mode use), allow running
                                without --site (taking the report's role from its body), and
                                count reports sent sooner than 24 h (Debug Mode) as accepted
-                               debug reports instead of quarantining them.
+                               debug reports instead of quarantining them, and accept
+                               AdAttributionKit postbacks signed with Apple's development keys.
+      --postback-key NAME=KEY  Also trust this P-256 key (base64 DER SubjectPublicKeyInfo) for
+                               postback signatures: for tests, demos and an ad network's test
+                               setup. What it signs is exported as signature "test_key", never
+                               as Apple's. Repeatable.
       --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
                                (token) sets it. For tests and demos that walk through days.
       --late-cutoff-days N     Reports more than N days after their trigger are quarantined
@@ -91,6 +104,7 @@ public struct EndpointConfiguration: Sendable {
       --request-timeout SECS   Time to receive a whole request once it starts (default 10).
       --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
       --max-report-bytes N     Largest report body accepted (default 8192).
+      --max-postback-bytes N   Largest postback body accepted (default 16384).
       --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
                                does not grow the file (default 4; 0 for none).
       --summary-checkpoint-interval SECS
@@ -108,8 +122,11 @@ public struct EndpointConfiguration: Sendable {
 
     ENDPOINTS
       POST /.well-known/private-click-measurement/report-attribution/   reports (browsers)
+      POST /.well-known/skadnetwork/report-attribution/                 postback copies (devices)
+      POST /.well-known/appattribution/report-attribution/              postback copies (devices)
       GET  /healthz                                                     200 while accepting reports
       GET  /api/reports[?since=RFC3339][&until=RFC3339]                 NDJSON export (token)
+      GET  /api/postbacks[?since=RFC3339][&until=RFC3339]               NDJSON export (token)
       GET  /api/rejections                                              refused requests (token)
       GET  /metrics                                                     Prometheus text (token)
       GET|POST /api/conversions, DELETE /api/conversions?site=&name=    conversions (token)
@@ -140,6 +157,7 @@ public struct EndpointConfiguration: Sendable {
         }
         var sitesFromFlags: [String] = []
         var proxiesFromFlags: [String] = []
+        var keysFromFlags: [(name: String, subjectPublicKeyInfo: String)] = []
         var i = 0
         func value(_ flag: String) throws -> String {
             i += 1
@@ -167,6 +185,13 @@ public struct EndpointConfiguration: Sendable {
             case "--request-timeout": configuration.requestTimeout = try number(flag, Double.self)
             case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
             case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
+            case "--max-postback-bytes": configuration.maxPostbackBytes = try number(flag, Int.self)
+            case "--postback-key":
+                let text = try value(flag)
+                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                    throw ParseError(description: "--postback-key needs NAME=BASE64-SPKI")
+                }
+                keysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
             case "--no-page": configuration.servePage = false
@@ -180,6 +205,7 @@ public struct EndpointConfiguration: Sendable {
         }
         if !sitesFromFlags.isEmpty { configuration.sites = sitesFromFlags }
         if !proxiesFromFlags.isEmpty { configuration.trustedProxies = proxiesFromFlags }
+        if !keysFromFlags.isEmpty { configuration.postbackKeys = keysFromFlags }
         if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
             configuration.adminToken = token
         }
@@ -207,6 +233,10 @@ public struct EndpointConfiguration: Sendable {
             case "request_timeout": guard let v = value as? Double else { throw bad() }; requestTimeout = v
             case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
             case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
+            case "max_postback_bytes": guard let v = value as? Int else { throw bad() }; maxPostbackBytes = v
+            case "postback_keys":
+                guard let v = value as? [String: String] else { throw bad() }
+                postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
             case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
             case "summary_checkpoint_interval": guard let v = value as? Double else { throw bad() }; summaryCheckpointInterval = v
@@ -260,9 +290,14 @@ public struct EndpointConfiguration: Sendable {
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
         }
-        if maxConnections < 1 || maxReportBytes < 256 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
+        do {
+            _ = try PostbackKeyring(testKeys: postbackKeys)
+        } catch {
+            throw ParseError(description: "--postback-key: \(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)")
+        }
+        if maxConnections < 1 || maxReportBytes < 256 || maxPostbackBytes < 1024 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
             || !(0...1024).contains(logPreallocationMB) || !(0.1...86_400).contains(summaryCheckpointInterval) {
-            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
+            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --max-postback-bytes at least 1024, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
         }
     }
 }

@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import Locking
 import PCMRecords
+import Postbacks
 import ReportStore
 
 /// The running endpoint: the store, the routes and the HTTP server, wired together.
@@ -48,9 +49,13 @@ public final class EndpointServer: Sendable {
         // The event loop commits at the end of each turn (EndpointRoutes.finishTurn); the trigger
         // ledger is rebuilt from the records replay shows on the way.
         var replayed = ReplayedTriggers()
+        let ledger = PostbackLedger()
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
-                                clock: { clock.now() }, replaying: { replayed.take($0) })
+                                clock: { clock.now() }, replaying: { record in
+                                    replayed.take(record)
+                                    ledger.take(record)
+                                })
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
         self.summary = summary
@@ -73,10 +78,16 @@ public final class EndpointServer: Sendable {
             store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, clock: { clock.now() })
         let bearer = AdminToken.gate(adminToken)
         let triggers = TriggerIngest(book: book, store: store, trustedProxies: trustedProxies, servedSites: Set(configuration.sites))
+        let postbacks = PostbackIntake(
+            keyring: try PostbackKeyring(testKeys: configuration.postbackKeys), ledger: ledger,
+            servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
+            trustedProxies: trustedProxies, maxPostbackBytes: configuration.maxPostbackBytes, store: store,
+            rejections: rejections, metrics: metrics, clock: { clock.now() })
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
+            + AppRoutes(postbacks: postbacks).routes
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
-            + ExportRoutes(store: store).routes(bearer: bearer)
+            + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer)
         self.routes = routes
@@ -90,7 +101,7 @@ public final class EndpointServer: Sendable {
         http.accessLog = configuration.accessLog ? LineWriter.standardError : nil
         // The HTTP layer refuses only the absurd; the report path applies its own, smaller limit
         // so that an oversized report is counted and explained like any other rejection.
-        http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes)
+        http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes, configuration.maxPostbackBytes)
         self.http = HTTPServer(configuration: http, handler: routes)
     }
 
