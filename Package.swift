@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
         .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
+        .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "ReportStore"],
+                    resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint"],
                     resources: [.copy("Resources/log-2026-11-23")]),
