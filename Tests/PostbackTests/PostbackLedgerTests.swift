@@ -1,0 +1,86 @@
+import Postbacks
+import Primitives
+import ReportStore
+import Testing
+import Foundation
+
+/// Telling a device's retry from a new postback, and keeping postbacks in the log.
+@Suite struct PostbackLedgerTests {
+    @Test func retriesConflictsAndReleases() {
+        let ledger = PostbackLedger()
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 7)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .retry(of: 7))
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .conflict)
+        ledger.record(duplicateKey: "k", contentHash: 2, id: 8)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .retry(of: 8))
+        // A write that failed was never stored: the next delivery is new again.
+        ledger.release(duplicateKey: "k", contentHash: 2)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .conflict)
+        ledger.release(duplicateKey: "k", contentHash: 1)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
+    }
+
+    @Test func aReleaseBeforeItsRecordIsNotLost() {
+        // A commit on another thread can fail the postback before its intake notes it.
+        let ledger = PostbackLedger()
+        ledger.release(duplicateKey: "k", contentHash: 1)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 3)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
+    }
+
+    @Test func theSameContentIsTheSameWhateverTheKeyOrderOrSpacing() {
+        let a = PostbackContent.fingerprint(Array(#"{"a":1,"b":[true,"x"]}"#.utf8))
+        #expect(a == PostbackContent.fingerprint(Array(#"{ "b" : [true, "x"], "a" : 1 }"#.utf8)))
+        #expect(a != PostbackContent.fingerprint(Array(#"{"a":2,"b":[true,"x"]}"#.utf8)))
+        #expect(a != PostbackContent.fingerprint(Array(#"{"a":1,"b":["x",true]}"#.utf8)))
+    }
+
+    @Test func storedPostbacksAndRetriesSurviveAReopen() throws {
+        let directory = NSTemporaryDirectory() + "postback-ledger-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let draft = StoredPostback.Draft(protocol: .adattributionkit, site: "app.example", verdict: .quarantined,
+                                         reasons: ["signature_invalid", "conflicting_duplicate"], signature: .invalid,
+                                         keyName: "demo", duplicateKey: "adattributionkit\u{1F}P-1", contentHash: 99,
+                                         body: Array(#"{"jws-string":"x"}"#.utf8))
+        var id: UInt64?
+        do {
+            let store = try ReportStore(directory: directory, committer: .owner)
+            id = store.append(draft) { _ in }
+            store.appendRetry(of: id!, protocol: .adattributionkit) { _ in }
+            store.appendRetry(of: id!, protocol: .adattributionkit) { _ in }
+            store.commitQueued()
+            store.close()
+        }
+        let ledger = PostbackLedger()
+        let store = try ReportStore(directory: directory, committer: .owner, replaying: { ledger.take($0) })
+        defer { store.close() }
+        let stored = try #require(store.postbacks().next())
+        #expect(stored.id == id && stored.draft == draft && stored.protocol == .adattributionkit)
+        #expect(ledger.retries(of: stored.id) == 2)
+        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99) == .retry(of: stored.id))
+        // Reports are counted apart from postbacks.
+        #expect(store.count == 0)
+    }
+}
+
+@Suite struct Base64Tests {
+    @Test func bothAlphabetsAndTheirPadding() {
+        #expect(Base64.decode("TWFu", urlSafe: false) == Array("Man".utf8))
+        #expect(Base64.decode("TWE=", urlSafe: false) == Array("Ma".utf8))
+        #expect(Base64.decode("TWE", urlSafe: false) == Array("Ma".utf8))
+        #expect(Base64.decode("TQ==", urlSafe: false) == Array("M".utf8))
+        #expect(Base64.decode("TQ=", urlSafe: false) == nil)
+        #expect(Base64.decode("T", urlSafe: false) == nil)
+        #expect(Base64.decode("TR==", urlSafe: false) == nil)  // leftover bits set
+        #expect(Base64.decode("+/8=", urlSafe: false) == [0xfb, 0xff])
+        #expect(Base64.decode("-_8", urlSafe: true) == [0xfb, 0xff])
+        #expect(Base64.decode("-_8", urlSafe: false) == nil)
+        #expect(Base64.decode("+/8", urlSafe: true) == nil)
+        #expect(Base64.decode("", urlSafe: true) == [])
+        for n in 0..<40 {
+            let bytes = (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            #expect(Base64.decode(Data(bytes).base64EncodedString(), urlSafe: false) == bytes)
+        }
+    }
+}
