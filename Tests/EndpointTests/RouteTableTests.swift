@@ -13,6 +13,10 @@ import RawHTTPClient
         ("/.well-known/private-click-measurement/report-attribution/", "POST", false),
         ("/.well-known/private-click-measurement/report-attribution", "POST", false),
         ("/.well-known/private-click-measurement/trigger-attribution/05", "GET, HEAD", false),
+        ("/.well-known/skadnetwork/report-attribution/", "POST", false),
+        ("/.well-known/skadnetwork/report-attribution", "POST", false),
+        ("/.well-known/appattribution/report-attribution/", "POST", false),
+        ("/.well-known/appattribution/report-attribution", "POST", false),
         ("/conversion-pixel", "GET, HEAD", false),
         ("/api/conversions", "GET, HEAD, POST, DELETE", true),
         ("/api/campaigns", "GET, HEAD, POST, DELETE", true),
@@ -20,6 +24,8 @@ import RawHTTPClient
         ("/api/summary.csv", "GET, HEAD", true),
         ("/api/reports", "GET, HEAD", true),
         ("/api/reports.csv", "GET, HEAD", true),
+        ("/api/postbacks", "GET, HEAD", true),
+        ("/api/postbacks.csv", "GET, HEAD", true),
         ("/healthz", "GET, HEAD", false),
         ("/metrics", "GET, HEAD", true),
         ("/api/rejections", "GET, HEAD", true),
@@ -49,7 +55,7 @@ import RawHTTPClient
     @Test func unknownPathsAre404AndTheClockNeedsTheFlag() throws {
         let endpoint = try LiveEndpoint()
         defer { endpoint.stop() }
-        for path in ["/admin/clock", "/api", "/api/unknown", "/.well-known/private-click-measurement/", "/.well-known/skadnetwork/report-attribution/"] {
+        for path in ["/admin/clock", "/api", "/api/unknown", "/.well-known/private-click-measurement/", "/.well-known/skadnetwork/", "/.well-known/appattribution/report"] {
             let response = endpoint.request("POST", path, headers: [("Authorization", "Bearer test-token")])
             #expect(response.status == 404, "\(path)")
             #expect(json(response)["rule"] as? String == "not_found")

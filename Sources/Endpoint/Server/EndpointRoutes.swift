@@ -12,10 +12,13 @@ import ReportStore
 /// |---|---|---|---|
 /// | PCM (`PCMRoutes`) | `/.well-known/private-click-measurement/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/private-click-measurement/trigger-attribution/…` | GET, HEAD | no |
+/// | app developers (`AppRoutes`) | `/.well-known/skadnetwork/report-attribution/` (and without the slash) | POST | no |
+/// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
 /// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |
 /// | export (`ExportRoutes`) | `/api/reports`, `/api/reports.csv` | GET, HEAD | yes |
+/// | | `/api/postbacks`, `/api/postbacks.csv` | GET, HEAD | yes |
 /// | operations (`OperationsRoutes`) | `/healthz` | GET, HEAD | no |
 /// | | `/metrics`, `/api/rejections` | GET, HEAD | yes |
 /// | | `/admin/clock` (with `--manual-clock` only) | POST | yes |
