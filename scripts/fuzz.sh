@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# libFuzzer over the HTTP request parser and the report validator, with AddressSanitizer.
+# libFuzzer over the HTTP request parser, the report validator and the postback readers (JSON
+# bodies of both protocols, and the compact JWS splitter), with AddressSanitizer.
 # Usage: scripts/fuzz.sh [runs per target, default 1000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 out=.build/fuzz
-mkdir -p "$out/corpus-http" "$out/corpus-report"
+mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback"
 
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
   Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
-  Sources/HTTPServer/HTTPHeaders.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/ByteAppending.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 # The report validator's modules, built as plain swiftc modules in dependency order. A plain
 # build has no generated Bundle.module, so Primitives gets a stand-in (the PSL is loaded by hand).
 printf 'import Foundation\nextension Bundle { static var module: Bundle { Bundle.main } }\n' > "$out/BundleModule.swift"
@@ -18,6 +19,9 @@ swiftc -O -sanitize=fuzzer,address -parse-as-library -wmo -module-name Primitive
   2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" -I "$out" \
   "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPostback -o "$out/fuzz-postback" -I "$out" \
+  "$out/Primitives.o" Sources/SKAdNetwork/*.swift Sources/AdAttributionKit/*.swift Tests/Fuzz/PostbackFuzz.swift \
+  2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
@@ -29,8 +33,23 @@ for i, (k, x) in enumerate(v.items()):
     open('$out/corpus-report/seed%d' % i, 'w').write(x['raw'])
 " 2>/dev/null || printf '{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}' > "$out/corpus-report/seed0"
 
+python3 - "$out/corpus-postback" <<'PY'
+import json, sys
+out = sys.argv[1]
+n = 0
+for name, tag in [("skadnetwork_postbacks", b"\x00"), ("adattributionkit_postbacks", b"\x01")]:
+    for v in json.load(open("Tests/PostbackTests/Resources/vectors/%s.json" % name)).values():
+        open("%s/seed%d" % (out, n), "wb").write(tag + json.dumps(v.get("postback") or v.get("body")).encode())
+        n += 1
+for v in json.load(open("Tests/PostbackTests/Resources/vectors/generated_postbacks.json"))["vectors"][::7]:
+    tag = b"\x00" if v["protocol"] == "skadnetwork" else b"\x01"
+    open("%s/seed%d" % (out, n), "wb").write(tag + v["body"].encode())
+    n += 1
+PY
+
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
 "$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
 PSL=Sources/Primitives/Resources/public_suffix_list.dat \
   "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12
+"$out/fuzz-postback" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-postback" 2>&1 | tail -12
