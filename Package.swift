@@ -37,6 +37,8 @@ let package = Package(
         // App developers' postbacks: either protocol read, signatures checked, duplicates told
         // apart, and their records in the log.
         .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
+        // The app developers' registrations: apps with their conversion-value schemas, ad networks.
+        .target(name: "AppDevelopers", dependencies: ["Primitives"]),
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
@@ -45,7 +47,7 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit"]),
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).

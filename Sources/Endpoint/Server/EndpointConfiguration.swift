@@ -1,6 +1,7 @@
 import PCM
 import Primitives
 import SiteOwners
+import AppDevelopers
 import Foundation
 import Postbacks
 
@@ -45,6 +46,10 @@ public struct EndpointConfiguration: Sendable {
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []
     public var campaigns: [Campaign] = []
+    /// App developers' registrations from the config file; the file's version of an app or ad
+    /// network replaces the registered one at start.
+    public var apps: [App] = []
+    public var adNetworks: [AdNetwork] = []
 
     public init() {}
 
@@ -77,8 +82,9 @@ public struct EndpointConfiguration: Sendable {
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
-                               registrations "conversions" and "campaigns" (arrays of the
-                               objects the admin API takes), added at start if missing.
+                               registrations "conversions", "campaigns", "apps" and
+                               "ad_networks" (arrays of the objects the admin API takes),
+                               added at start if missing.
                                Flags given on the command line override the file.
       --trusted-proxy ADDR     A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose
                                X-Forwarded-Host names the site a report was sent to.
@@ -131,6 +137,8 @@ public struct EndpointConfiguration: Sendable {
       GET  /metrics                                                     Prometheus text (token)
       GET|POST /api/conversions, DELETE /api/conversions?site=&name=    conversions (token)
       GET|POST /api/campaigns, DELETE /api/campaigns?source_site=&name= campaigns (token)
+      GET|POST /api/apps, DELETE /api/apps?app_id=                      apps and schemas (token)
+      GET|POST /api/ad-networks, DELETE /api/ad-networks?id=            ad networks (token)
       GET  /conversion-pixel?conversion=NAME[&source=https://SITE][&site=DOMAIN]
                                                                         302 to the trigger URL
       GET  /.well-known/private-click-measurement/trigger-attribution/DD[/PP]
@@ -243,6 +251,20 @@ public struct EndpointConfiguration: Sendable {
             case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
             case "public": guard let v = value as? String else { throw bad() }; publicDirectory = v
             case "page": guard let v = value as? Bool else { throw bad() }; servePage = v
+            case "apps", "ad_networks":
+                guard let list = value as? [Any] else { throw bad() }
+                for (n, item) in list.enumerated() {
+                    do {
+                        let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
+                        if key == "apps" { apps.append(try AppRegistryInput.app(from: json)) } else {
+                            adNetworks.append(try AppRegistryInput.adNetwork(from: json))
+                        }
+                    } catch let problem as RequestProblem {
+                        throw ParseError(description: "config file \(path): \(key)[\(n)]: \(problem.detail)")
+                    } catch {
+                        throw ParseError(description: "config file \(path): \(key)[\(n)] is not a JSON object")
+                    }
+                }
             case "conversions", "campaigns":
                 guard let list = value as? [Any] else { throw bad() }
                 for (n, item) in list.enumerated() {

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import Locking
+import AppDevelopers
 import PCMRecords
 import Postbacks
 import ReportStore
@@ -83,8 +84,11 @@ public final class EndpointServer: Sendable {
             servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
             trustedProxies: trustedProxies, maxPostbackBytes: configuration.maxPostbackBytes, store: store,
             rejections: rejections, metrics: metrics, clock: { clock.now() })
+        let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        try Self.ensureRegistered(configuration, in: apps)
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
             + AppRoutes(postbacks: postbacks).routes
+            + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
@@ -115,6 +119,24 @@ public final class EndpointServer: Sendable {
                 }
                 for c in configuration.campaigns where !registry.campaigns.contains(c) {
                     try registry.add(c, siteRules: book.siteRules)
+                }
+            }
+        } catch {
+            throw EndpointConfiguration.ParseError(description: "config file registration refused: \(error.detail)")
+        }
+    }
+
+    /// Adds the config file's apps and ad networks that are not registered yet.
+    private static func ensureRegistered(_ configuration: EndpointConfiguration, in book: AppBook) throws {
+        do {
+            try book.update { (registry) throws(RequestProblem) in
+                for app in configuration.apps where registry.app(id: app.appID) != app {
+                    if registry.app(id: app.appID) != nil { registry.removeApp(appID: app.appID) }
+                    try registry.add(app, siteRules: book.siteRules)
+                }
+                for network in configuration.adNetworks where registry.adNetwork(id: network.id) != network {
+                    if registry.adNetwork(id: network.id) != nil { registry.removeAdNetwork(id: network.id) }
+                    try registry.add(network)
                 }
             }
         } catch {

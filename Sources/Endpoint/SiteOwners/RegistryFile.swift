@@ -3,26 +3,29 @@ import Primitives
 import SiteOwners
 import Foundation
 
-/// The registry's home on disk: `registry.json` in the data directory, replaced atomically
-/// (write a temporary file, flush it, rename it over the old one, flush the directory) so that
-/// a crash leaves either the old registry or the new one, never half of each.
-struct RegistryFile: Sendable {
+/// A registry's home on disk (`registry.json` for site owners, `apps.json` for app developers,
+/// in the data directory), replaced atomically (write a temporary file, flush it, rename it over
+/// the old one, flush the directory) so that a crash leaves either the old registry or the new
+/// one, never half of each.
+struct RegistryFile<Contents: Codable & Sendable>: Sendable {
     let path: String
+    let empty: Contents
 
-    init(dataDirectory: String) {
-        path = dataDirectory + "/registry.json"
+    init(path: String, empty: Contents) {
+        self.path = path
+        self.empty = empty
     }
 
-    func load() throws -> Registry {
-        guard let data = FileManager.default.contents(atPath: path) else { return Registry() }
+    func load() throws -> Contents {
+        guard let data = FileManager.default.contents(atPath: path) else { return empty }
         do {
-            return try JSONDecoder().decode(Registry.self, from: data)
+            return try JSONDecoder().decode(Contents.self, from: data)
         } catch {
             throw RegistryFileError(description: "\(path) cannot be read: \(error)")
         }
     }
 
-    func save(_ registry: Registry) throws {
+    func save(_ registry: Contents) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(registry)

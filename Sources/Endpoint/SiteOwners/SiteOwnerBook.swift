@@ -13,7 +13,7 @@ import ReportStore
 final class SiteOwnerBook: Sendable {
     let model: TimingModel
     let siteRules: SiteRules
-    private let file: RegistryFile
+    private let file: RegistryFile<Registry>
     private let state: Locked<State>
 
     private struct State {
@@ -26,7 +26,7 @@ final class SiteOwnerBook: Sendable {
          now: Timestamp) throws {
         self.model = model
         self.siteRules = siteRules
-        file = RegistryFile(dataDirectory: dataDirectory)
+        file = RegistryFile(path: dataDirectory + "/registry.json", empty: Registry())
         var ledger = TriggerLedger()
         for trigger in replayed.triggers { ledger.record(trigger) }
         for id in replayed.consumed { ledger.consume(id) }

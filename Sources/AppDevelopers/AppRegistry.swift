@@ -1,0 +1,86 @@
+import Primitives
+
+/// The app developers' registrations: apps with their conversion-value schemas, and ad networks
+/// with their campaigns. A value type with every rule and no I/O, like the site owners' registry.
+public struct AppRegistry: Sendable, Equatable, Codable {
+    public private(set) var apps: [App] = []
+    public private(set) var adNetworks: [AdNetwork] = []
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case apps, adNetworks = "ad_networks"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        apps = try container.decodeIfPresent([App].self, forKey: .apps) ?? []
+        adNetworks = try container.decodeIfPresent([AdNetwork].self, forKey: .adNetworks) ?? []
+    }
+
+    public mutating func add(_ app: App, siteRules: SiteRules) throws(RequestProblem) {
+        guard app.appID > 0 else { throw .invalid("app_id", "out_of_range", "must be the app's App Store id, a positive integer") }
+        if let violation = siteRules.check(app.site) { throw .invalid("site", "not_registrable_domain", violation.detail) }
+        try Self.checkName(app.name, field: "name")
+        try app.schema.check()
+        guard !apps.contains(where: { $0.appID == app.appID }) else {
+            throw RequestProblem(.conflict, rule: "duplicate_app", field: "app_id", detail: "app \(app.appID) is already registered")
+        }
+        apps.append(app)
+    }
+
+    @discardableResult
+    public mutating func removeApp(appID: Int) -> Bool {
+        let before = apps.count
+        apps.removeAll { $0.appID == appID }
+        return apps.count != before
+    }
+
+    public func app(id: Int) -> App? { apps.first { $0.appID == id } }
+
+    public mutating func add(_ network: AdNetwork) throws(RequestProblem) {
+        guard !network.id.isEmpty, network.id.utf8.count <= 200,
+              network.id.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .invalid("id", "invalid_id", "must be the ad network's identifier as its postbacks carry it, e.g. example123.skadnetwork")
+        }
+        try Self.checkName(network.name, field: "name")
+        for (i, campaign) in network.campaigns.enumerated() {
+            let field = "campaigns[\(i)]"
+            try Self.checkName(campaign.name, field: field + ".name")
+            switch (campaign.sourceIdentifier, campaign.campaignID) {
+            case (let digits?, nil):
+                guard (2...4).contains(digits.utf8.count), digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                    throw .invalid(field + ".source_identifier", "invalid_source_identifier", "must be 2 to 4 digits; got \"\(digits.prefix(10))\"")
+                }
+            case (nil, let id?):
+                guard (1...100).contains(id) else { throw .invalid(field + ".campaign_id", "out_of_range", "must be 1–100; got \(id)") }
+            default:
+                throw .invalid(field, "missing_field", "needs exactly one of source_identifier (SKAdNetwork 4, AdAttributionKit) and campaign_id (before 4.0)")
+            }
+            let key = campaign.sourceIdentifier ?? "#\(campaign.campaignID!)"
+            if network.campaigns[..<i].contains(where: { ($0.sourceIdentifier ?? "#\($0.campaignID ?? 0)") == key }) {
+                throw .invalid(field, "duplicate_campaign", "names the same identifier as an earlier campaign")
+            }
+        }
+        guard !adNetworks.contains(where: { $0.id == network.id }) else {
+            throw RequestProblem(.conflict, rule: "duplicate_ad_network", field: "id", detail: "ad network \(network.id) is already registered")
+        }
+        adNetworks.append(network)
+    }
+
+    @discardableResult
+    public mutating func removeAdNetwork(id: String) -> Bool {
+        let before = adNetworks.count
+        adNetworks.removeAll { $0.id == id }
+        return adNetworks.count != before
+    }
+
+    public func adNetwork(id: String) -> AdNetwork? { adNetworks.first { $0.id == id } }
+
+    private static func checkName(_ name: String, field: String) throws(RequestProblem) {
+        guard !name.isEmpty, name.utf8.count <= 100 else { throw .invalid(field, "invalid_name", "must be 1–100 bytes") }
+        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .invalid(field, "invalid_name", "must not contain control characters")
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Primitives
+
+/// Reading app developers' registrations from the admin API's JSON, naming the field whenever
+/// one is wrong.
+public enum AppRegistryInput {
+    /// `{"app_id": 525463029, "site": "app.example", "name": "Example Game",
+    ///   "schema": {"fine": [{"from": 0, "to": 9, "meaning": "tutorial", "events": ["tutorial"]},
+    ///                       {"from": 10, "to": 63, "meaning": "purchase",
+    ///                        "revenue": {"min": 0.99, "max": 49.99, "currency": "USD"}}],
+    ///              "coarse": {"low": "installed", "medium": "engaged", "high": "paid"}}}`
+    public static func app(from json: JSONValue) throws(RequestProblem) -> App {
+        let o = try Object(json, "", known: ["app_id", "site", "name", "schema"])
+        let schema = try Object(o.value("schema") ?? .object([]), "schema.", known: ["fine", "coarse"])
+        var fine: [ConversionValueSchema.FineRange] = []
+        for (i, item) in try schema.array("fine").enumerated() {
+            let r = try Object(item, "schema.fine[\(i)].", known: ["from", "to", "meaning", "events", "revenue"])
+            var revenue: ConversionValueSchema.Revenue?
+            if let money = r.value("revenue") {
+                let m = try Object(money, "schema.fine[\(i)].revenue.", known: ["min", "max", "currency"])
+                revenue = .init(min: try m.number("min"), max: try m.number("max"), currency: try m.string("currency"))
+            }
+            let events = try r.value("events").map { _ throws(RequestProblem) in try r.array("events").enumerated().map {
+                (n, e) throws(RequestProblem) -> String in
+                guard case .string(let s) = e else { throw .invalid("schema.fine[\(i)].events[\(n)]", "wrong_type", "must be a string") }
+                return s
+            } }
+            fine.append(.init(from: try r.integer("from"), to: try r.integer("to"), meaning: try r.string("meaning"),
+                              events: events, revenue: revenue))
+        }
+        var coarse: [String: String] = [:]
+        if let c = schema.value("coarse") {
+            let words = try Object(c, "schema.coarse.", known: ["low", "medium", "high"])
+            for key in ["low", "medium", "high"] where words.value(key) != nil { coarse[key] = try words.string(key) }
+        }
+        return App(appID: try o.integer("app_id"), site: try o.string("site"), name: try o.string("name"),
+                   schema: ConversionValueSchema(fine: fine, coarse: coarse))
+    }
+
+    /// `{"id": "example123.skadnetwork", "name": "Example Ads",
+    ///   "campaigns": [{"source_identifier": "5239", "name": "Winter"}, {"campaign_id": 42, "name": "Legacy"}]}`
+    public static func adNetwork(from json: JSONValue) throws(RequestProblem) -> AdNetwork {
+        let o = try Object(json, "", known: ["id", "name", "campaigns"])
+        var campaigns: [AdNetwork.Campaign] = []
+        for (i, item) in try o.array("campaigns").enumerated() {
+            let c = try Object(item, "campaigns[\(i)].", known: ["source_identifier", "campaign_id", "name"])
+            campaigns.append(.init(sourceIdentifier: c.value("source_identifier") == nil ? nil : try c.string("source_identifier"),
+                                   campaignID: c.value("campaign_id") == nil ? nil : try c.integer("campaign_id"),
+                                   name: try c.string("name")))
+        }
+        return AdNetwork(id: try o.string("id"), name: try o.string("name"), campaigns: campaigns)
+    }
+
+    private struct Object {
+        let members: [String: JSONValue]
+        let prefix: String
+
+        init(_ json: JSONValue, _ prefix: String, known: Set<String>) throws(RequestProblem) {
+            guard case .object(let list) = json else {
+                if prefix.isEmpty {
+                    throw RequestProblem(.malformed, rule: "not_an_object", field: nil, detail: "the body must be a JSON object")
+                }
+                throw .invalid(String(prefix.dropLast()), "wrong_type", "must be an object; got \(json.typeName)")
+            }
+            var members: [String: JSONValue] = [:]
+            for member in list {
+                guard known.contains(member.key) else {
+                    throw .invalid(prefix + member.key, "unknown_field", "is not a field here; known: \(known.sorted().joined(separator: ", "))")
+                }
+                members[member.key] = member.value
+            }
+            self.members = members
+            self.prefix = prefix
+        }
+
+        func value(_ key: String) -> JSONValue? { members[key] }
+
+        func string(_ key: String) throws(RequestProblem) -> String {
+            guard let value = members[key] else { throw .invalid(prefix + key, "missing_field", "is required") }
+            guard case .string(let s) = value else { throw .invalid(prefix + key, "wrong_type", "must be a string; got \(value.typeName)") }
+            return s
+        }
+
+        func integer(_ key: String) throws(RequestProblem) -> Int {
+            guard let value = members[key] else { throw .invalid(prefix + key, "missing_field", "is required") }
+            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text), let n = Int(text) else {
+                throw .invalid(prefix + key, "wrong_type", "must be an integer; got \(value.typeName)")
+            }
+            return n
+        }
+
+        func number(_ key: String) throws(RequestProblem) -> Double {
+            guard let value = members[key] else { throw .invalid(prefix + key, "missing_field", "is required") }
+            guard case .number(let text) = value, let n = Double(text), n.isFinite else {
+                throw .invalid(prefix + key, "wrong_type", "must be a number; got \(value.typeName)")
+            }
+            return n
+        }
+
+        func array(_ key: String) throws(RequestProblem) -> [JSONValue] {
+            guard let value = members[key] else { return [] }
+            guard case .array(let items) = value else { throw .invalid(prefix + key, "wrong_type", "must be an array; got \(value.typeName)") }
+            return items
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Primitives
+
+/// What an app's conversion values mean: each fine value 0–63 (an event, a revenue range) and
+/// each coarse value. The app sets the values; the schema is how the Apps view reads them back.
+public struct ConversionValueSchema: Sendable, Equatable, Codable {
+    /// Fine values, as non-overlapping ranges `from...to` within 0–63.
+    public var fine: [FineRange]
+    /// `low`, `medium` and `high`, each with its meaning; a missing one is shown as the word.
+    public var coarse: [String: String]
+
+    public struct FineRange: Sendable, Equatable, Codable {
+        public var from: Int
+        public var to: Int
+        public var meaning: String
+        /// The in-app events this range stands for, if the schema counts events.
+        public var events: [String]?
+        /// The revenue this range stands for, if the schema counts revenue.
+        public var revenue: Revenue?
+
+        public init(from: Int, to: Int, meaning: String, events: [String]? = nil, revenue: Revenue? = nil) {
+            self.from = from
+            self.to = to
+            self.meaning = meaning
+            self.events = events
+            self.revenue = revenue
+        }
+    }
+
+    public struct Revenue: Sendable, Equatable, Codable {
+        public var min: Double
+        public var max: Double
+        /// ISO 4217, e.g. `USD`.
+        public var currency: String
+
+        public init(min: Double, max: Double, currency: String) {
+            self.min = min
+            self.max = max
+            self.currency = currency
+        }
+    }
+
+    public init(fine: [FineRange] = [], coarse: [String: String] = [:]) {
+        self.fine = fine
+        self.coarse = coarse
+    }
+
+    /// The meaning of a fine value, or nil when the schema does not name it.
+    public func meaning(fine value: Int) -> String? {
+        fine.first { ($0.from...$0.to).contains(value) }?.meaning
+    }
+
+    public func meaning(coarse value: String) -> String? {
+        coarse[value]
+    }
+
+    /// Every rule of a schema, naming the field at fault.
+    public func check() throws(RequestProblem) {
+        for (i, range) in fine.enumerated() {
+            let field = "schema.fine[\(i)]"
+            guard (0...63).contains(range.from), (0...63).contains(range.to), range.from <= range.to else {
+                throw .invalid(field, "out_of_range", "must have 0 ≤ from ≤ to ≤ 63 (6 bits); got \(range.from)–\(range.to)")
+            }
+            guard !range.meaning.isEmpty, range.meaning.utf8.count <= 100 else {
+                throw .invalid(field + ".meaning", "invalid_name", "must be 1–100 bytes")
+            }
+            if let revenue = range.revenue {
+                guard revenue.min >= 0, revenue.min <= revenue.max else {
+                    throw .invalid(field + ".revenue", "out_of_range", "needs 0 ≤ min ≤ max; got \(revenue.min)–\(revenue.max)")
+                }
+                guard revenue.currency.utf8.count == 3, revenue.currency.utf8.allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
+                    throw .invalid(field + ".revenue.currency", "invalid_currency", "must be an ISO 4217 code such as USD; got \"\(revenue.currency.prefix(10))\"")
+                }
+            }
+            for other in fine[..<i] where other.from <= range.to && range.from <= other.to {
+                throw .invalid(field, "overlapping_range", "\(range.from)–\(range.to) overlaps \(other.from)–\(other.to)")
+            }
+        }
+        for (key, meaning) in coarse {
+            guard ["low", "medium", "high"].contains(key) else {
+                throw .invalid("schema.coarse.\(key)", "unknown_field", "coarse values are low, medium and high")
+            }
+            guard !meaning.isEmpty, meaning.utf8.count <= 100 else {
+                throw .invalid("schema.coarse.\(key)", "invalid_name", "must be 1–100 bytes")
+            }
+        }
+    }
+}

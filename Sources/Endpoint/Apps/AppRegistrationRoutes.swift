@@ -1,0 +1,74 @@
+import AppDevelopers
+import Foundation
+import HTTPServer
+import Primitives
+
+/// The app developers' admin API: apps with their conversion-value schemas, and ad networks with
+/// their campaigns. The same conventions as the site owners' registrations: the token, JSON in,
+/// problem+json for every refusal, 201 with what was registered.
+struct AppRegistrationRoutes: Sendable {
+    let book: AppBook
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("app registrations", gate: bearer, routes: [
+                Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { _ in
+                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps))
+                },
+                Route(.exact("/api/apps"), methods: ["POST"]) { request in
+                    register(request) { json, registry throws(RequestProblem) in
+                        let app = try AppRegistryInput.app(from: json)
+                        try registry.add(app, siteRules: book.siteRules)
+                        return SiteOwnerRoutes.encode(app)
+                    }
+                },
+                Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
+                    remove(request, key: "app_id") { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
+                },
+                Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { _ in
+                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
+                },
+                Route(.exact("/api/ad-networks"), methods: ["POST"]) { request in
+                    register(request) { json, registry throws(RequestProblem) in
+                        let network = try AppRegistryInput.adNetwork(from: json)
+                        try registry.add(network)
+                        return SiteOwnerRoutes.encode(network)
+                    }
+                },
+                Route(.exact("/api/ad-networks"), methods: ["DELETE"]) { request in
+                    remove(request, key: "id") { registry, value in registry.removeAdNetwork(id: value) }
+                },
+            ]),
+        ]
+    }
+
+    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) -> HTTPResponse {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONParser().parse(request.body)
+        } catch {
+            return Problem(status: 400, rule: "invalid_json", detail: "the body is not valid JSON: \(error.description)").response
+        }
+        var created = ""
+        do {
+            try book.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
+        } catch {
+            return Problem(error).response
+        }
+        return JSONResponse.make(201, created)
+    }
+
+    private func remove(_ request: HTTPRequest, key: String, _ change: (inout AppRegistry, String) -> Bool) -> HTTPResponse {
+        guard let value = request.queryItems.first(where: { $0.name == key })?.value else {
+            return Problem(status: 400, rule: "missing_parameter", field: key, detail: "DELETE needs ?\(key)=…").response
+        }
+        var found = false
+        do {
+            try book.update { (registry) throws(RequestProblem) in found = change(&registry, value) }
+        } catch {
+            return Problem(error).response
+        }
+        guard found else { return Problem(status: 404, rule: "not_found", detail: "nothing registered with \(key) \"\(value)\"").response }
+        return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+    }
+}
