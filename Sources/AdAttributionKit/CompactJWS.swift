@@ -10,10 +10,11 @@ public struct CompactJWS: Sendable, Equatable {
     public var payload: [UInt8]
     public var signature: [UInt8]
 
-    /// Splits `text`; nil unless it is three base64url segments, the first two non-empty.
+    /// Splits `text`; nil unless it is three base64url segments, the first two non-empty. JWS
+    /// segments carry no padding (RFC 7515 §2): with it, two texts would name the same bytes.
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty,
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, !text.utf8.contains(UInt8(ascii: "=")),
               let header = Base64.decode(String(parts[0]), urlSafe: true),
               let payload = Base64.decode(String(parts[1]), urlSafe: true),
               let signature = Base64.decode(String(parts[2]), urlSafe: true) else { return nil }

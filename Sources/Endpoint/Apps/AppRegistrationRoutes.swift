@@ -1,3 +1,5 @@
+import Postbacks
+import ReportStore
 import AppDevelopers
 import Foundation
 import HTTPServer
@@ -70,5 +72,43 @@ struct AppRegistrationRoutes: Sendable {
         }
         guard found else { return Problem(status: 404, rule: "not_found", detail: "nothing registered with \(key) \"\(value)\"").response }
         return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+    }
+}
+
+/// `GET /api/apps/summary?site=&from=YYYY-MM-DD&to=YYYY-MM-DD`: the Apps view's numbers.
+struct AppsSummaryRoutes: Sendable {
+    let store: ReportStore
+    let ledger: PostbackLedger
+    let book: AppBook
+    let clock: EndpointClock
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("apps summary", gate: bearer, routes: [
+                Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], answer: summary),
+            ]),
+        ]
+    }
+
+    func summary(_ request: HTTPRequest) -> HTTPResponse {
+        let today = SummaryAggregates.day(of: clock.now())
+        var query = AppsSummary.Query(site: nil, from: today - 29, to: today)
+        for (name, value) in request.queryItems {
+            switch name {
+            case "site": query.site = value.isEmpty ? nil : value
+            case "from", "to":
+                guard let day = SummaryQuery.day(value) else {
+                    return Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20").response
+                }
+                if name == "from" { query.from = day } else { query.to = day }
+            default:
+                return Problem(status: 400, rule: "unknown_parameter", field: name,
+                               detail: "unknown query parameter \"\(name)\"; use site, from and to").response
+            }
+        }
+        guard query.from <= query.to, query.to - query.from < 3660 else {
+            return Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from, and a period is at most ten years").response
+        }
+        return JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
     }
 }

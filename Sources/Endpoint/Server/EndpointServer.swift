@@ -89,6 +89,7 @@ public final class EndpointServer: Sendable {
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
+            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, clock: clock).routes(bearer: bearer)
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)

@@ -1,0 +1,163 @@
+import AppDevelopers
+import Postbacks
+import Primitives
+import ReportStore
+import SiteOwners
+
+/// The Apps view: what app developers' postback copies say, per app site and period, counted
+/// from the stored postbacks themselves so that every number matches `/api/postbacks`.
+///
+/// Conversions, values, windows, fidelity and privacy tiers count accepted postbacks only; the
+/// data-quality numbers count every stored one. An install, redownload or re-engagement is a
+/// winning postback of the first window (sequence index 0, or none before SKAdNetwork 4).
+struct AppsSummary {
+    struct Query {
+        var site: String?
+        var from: Int32
+        var to: Int32
+    }
+
+    private struct ConversionKey: Hashable {
+        var adNetwork: String
+        var campaign: String
+        var appID: String
+    }
+
+    private var stored = 0, accepted = 0, duplicates = 0, development = 0
+    private var sites: Set<String> = []
+    private var conversions: [ConversionKey: [String: Int]] = [:]
+    private var fine: [Int: Int] = [:]
+    private var coarse: [String: Int] = [:]
+    private var windows: [Int: Int] = [:]
+    private var fidelity: [String: Int] = [:]
+    private var digits: [Int: Int] = [:]
+    private var valueTiers: [String: Int] = [:]
+    private var signatures: [String: Int] = [:]
+    private var reasons: [String: Int] = [:]
+
+    init(store: ReportStore, ledger: PostbackLedger, query: Query) {
+        let since = Timestamp(millisecondsSinceEpoch: Int64(query.from) * TimingModel.day)
+        let until = Timestamp(millisecondsSinceEpoch: Int64(query.to + 1) * TimingModel.day)
+        let cursor = store.postbacks(since: since, until: until)
+        while let postback = cursor.next() {
+            sites.insert(postback.draft.site)
+            if let site = query.site, postback.draft.site != site { continue }
+            add(postback, retries: ledger.retries(of: postback.id))
+        }
+    }
+
+    private mutating func add(_ postback: StoredPostback, retries: Int) {
+        let d = postback.draft
+        stored += 1
+        duplicates += retries
+        signatures[d.signature.name, default: 0] += 1
+        if d.signature == .appleDevelopment { development += 1 }
+        for reason in d.reasons { reasons[reason, default: 0] += 1 }
+        guard d.verdict == .accepted else { return }
+        accepted += 1
+        let f = PostbackFields(postback)
+        func text(_ key: String) -> String? {
+            switch f.value(key) {
+            case .string(let s)?: s
+            case .number(let n)?: n
+            case .bool(let b)?: b ? "true" : "false"
+            default: nil
+            }
+        }
+        let skadnetwork = postback.protocol == .skadnetwork
+        let index = Int(text("postback-sequence-index") ?? "0") ?? 0
+        windows[index, default: 0] += 1
+        let sourceIdentifier = text("source-identifier")
+        if let sourceIdentifier { digits[sourceIdentifier.utf8.count, default: 0] += 1 }
+        if let value = text("conversion-value").flatMap({ Int($0) }) {
+            fine[value, default: 0] += 1
+            valueTiers["fine", default: 0] += 1
+        } else if let value = text("coarse-conversion-value") {
+            coarse[value, default: 0] += 1
+            valueTiers["coarse", default: 0] += 1
+        } else {
+            valueTiers["none", default: 0] += 1
+        }
+        if skadnetwork {
+            if let type = text("fidelity-type") { fidelity[type == "1" ? "storekit_or_web" : "view", default: 0] += 1 }
+        } else if let type = text("ad-interaction-type") {
+            fidelity[type, default: 0] += 1
+        }
+        guard index == 0, text("did-win") != "false" else { return }
+        let kind: String
+        if skadnetwork {
+            kind = text("redownload") == "true" ? "redownloads" : "installs"
+        } else {
+            switch text("conversion-type") {
+            case "redownload": kind = "redownloads"
+            case "re-engagement", "reengagement": kind = "re_engagements"
+            default: kind = "installs"
+            }
+        }
+        let key = ConversionKey(adNetwork: text(skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
+                                campaign: sourceIdentifier ?? text("campaign-id") ?? "",
+                                appID: text(skadnetwork ? "app-id" : "advertised-item-identifier") ?? "")
+        conversions[key, default: [:]][kind, default: 0] += 1
+    }
+
+    func json(_ registry: AppRegistry, query: Query) -> String {
+        var out: [(String, JSONValue)] = [
+            ("period", .object([JSONMember(key: "from", value: .string(Self.date(query.from))),
+                                JSONMember(key: "to", value: .string(Self.date(query.to)))])),
+            ("site", query.site.map { .string($0) } ?? .null),
+            ("sites", .array(sites.sorted().map { .string($0) })),
+            ("postbacks", Self.object(["stored": stored, "accepted": accepted, "quarantined": stored - accepted,
+                                       "duplicates_received": duplicates, "development": development])),
+        ]
+        let rows: [JSONValue] = conversions.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, counts in
+            let network = registry.adNetwork(id: key.adNetwork)
+            let app = Int(key.appID).flatMap { registry.app(id: $0) }
+            return .object([
+                JSONMember(key: "ad_network", value: .string(key.adNetwork)),
+                JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
+                JSONMember(key: "campaign", value: .string(key.campaign)),
+                JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
+                JSONMember(key: "app_id", value: .string(key.appID)),
+                JSONMember(key: "app_name", value: app.map { .string($0.name) } ?? .null),
+                JSONMember(key: "installs", value: .number(String(counts["installs"] ?? 0))),
+                JSONMember(key: "redownloads", value: .number(String(counts["redownloads"] ?? 0))),
+                JSONMember(key: "re_engagements", value: .number(String(counts["re_engagements"] ?? 0))),
+            ])
+        }
+        out.append(("conversions", .array(rows)))
+        // Values are read through the schema of the app being shown (or of the one app registered
+        // for the site); without one, a value is its number.
+        let schema = registry.apps.filter { query.site == nil || $0.site == query.site }.first?.schema
+        out.append(("fine_values", .array(fine.sorted { $0.key < $1.key }.map { value, count in
+            .object([JSONMember(key: "value", value: .number(String(value))),
+                     JSONMember(key: "meaning", value: schema?.meaning(fine: value).map { .string($0) } ?? .null),
+                     JSONMember(key: "count", value: .number(String(count)))])
+        })))
+        out.append(("coarse_values", .array(["low", "medium", "high"].compactMap { value in
+            coarse[value].map { count in
+                .object([JSONMember(key: "value", value: .string(value)),
+                         JSONMember(key: "meaning", value: schema?.meaning(coarse: value).map { .string($0) } ?? .null),
+                         JSONMember(key: "count", value: .number(String(count)))])
+            }
+        })))
+        out.append(("postback_windows", .array(windows.sorted { $0.key < $1.key }.map {
+            .object([JSONMember(key: "index", value: .number(String($0.key))), JSONMember(key: "count", value: .number(String($0.value)))])
+        })))
+        out.append(("fidelity", Self.object(fidelity)))
+        out.append(("privacy_tiers", .object([
+            JSONMember(key: "source_identifier_digits", value: Self.object(Dictionary(uniqueKeysWithValues: digits.map { (String($0.key), $0.value) }))),
+            JSONMember(key: "conversion_value", value: Self.object(valueTiers)),
+        ])))
+        out.append(("signatures", Self.object(signatures)))
+        out.append(("quarantine_reasons", Self.object(reasons)))
+        return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
+    }
+
+    private static func object(_ counts: [String: Int]) -> JSONValue {
+        .object(counts.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number(String($0.value))) })
+    }
+
+    static func date(_ day: Int32) -> String {
+        String(Timestamp(millisecondsSinceEpoch: Int64(day) * TimingModel.day).rfc3339.prefix(10))
+    }
+}
