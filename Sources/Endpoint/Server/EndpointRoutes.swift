@@ -14,6 +14,8 @@ import ReportStore
 /// | | `/.well-known/private-click-measurement/trigger-attribution/…` | GET, HEAD | no |
 /// | app developers (`AppRoutes`) | `/.well-known/skadnetwork/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
+/// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks` | GET, HEAD, POST, DELETE | yes |
+/// | | `/api/apps/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
 /// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |

@@ -1,0 +1,105 @@
+import Foundation
+import RawHTTPClient
+import Testing
+@testable import Endpoint
+
+/// App developers' registrations and the Apps view, whose numbers must equal what
+/// `/api/postbacks` lists.
+@Suite struct AppsTests {
+    static let app = #"{"app_id":1000000003,"site":"app.example","name":"Example Game","schema":{"fine":[{"from":0,"to":9,"meaning":"tutorial","events":["tutorial_done"]},{"from":10,"to":63,"meaning":"purchase","revenue":{"min":0.99,"max":49.99,"currency":"USD"}}],"coarse":{"low":"installed","medium":"engaged","high":"paid"}}}"#
+    static let network = #"{"id":"generated.adattributionkit","name":"Generated Ads","campaigns":[{"source_identifier":"6789","name":"Winter"},{"campaign_id":42,"name":"Legacy"}]}"#
+
+    func post(_ endpoint: LiveEndpoint, _ path: String, _ body: String) -> RawResponse {
+        endpoint.request("POST", path, headers: [("Authorization", "Bearer test-token")], body: Array(body.utf8))
+    }
+
+    @Test func registrationsFollowTheRulesAndSurviveARestart() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory)
+        #expect(post(endpoint, "/api/apps", Self.app).status == 201)
+        #expect(post(endpoint, "/api/apps", Self.app).status == 409)
+        #expect(post(endpoint, "/api/ad-networks", Self.network).status == 201)
+        let refusals: [(String, String, String, String)] = [
+            ("/api/apps", Self.app.replacingOccurrences(of: #""to":9"#, with: #""to":10"#), "schema.fine[1]", "overlapping_range"),
+            ("/api/apps", Self.app.replacingOccurrences(of: #""to":63"#, with: #""to":64"#), "schema.fine[1]", "out_of_range"),
+            ("/api/apps", Self.app.replacingOccurrences(of: "USD", with: "usd"), "schema.fine[1].revenue.currency", "invalid_currency"),
+            ("/api/apps", Self.app.replacingOccurrences(of: #""low""#, with: #""lowest""#), "schema.coarse.lowest", "unknown_field"),
+            ("/api/apps", Self.app.replacingOccurrences(of: "app.example", with: "localhost"), "site", "not_registrable_domain"),
+            ("/api/ad-networks", Self.network.replacingOccurrences(of: #""6789""#, with: #""67890""#), "campaigns[0].source_identifier", "invalid_source_identifier"),
+            ("/api/ad-networks", Self.network.replacingOccurrences(of: #""campaign_id":42"#, with: #""campaign_id":101"#), "campaigns[1].campaign_id", "out_of_range"),
+        ]
+        for (path, body, field, rule) in refusals {
+            let response = post(endpoint, path, body)
+            #expect(response.status == 422, "\(rule)")
+            #expect(json(response)["field"] as? String == field && json(response)["rule"] as? String == rule, "\(json(response))")
+        }
+        endpoint.stop()
+        endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory)
+        defer { endpoint.stop() }
+        let apps = try JSONSerialization.jsonObject(with: Data(try endpoint.get("/api/apps").body)) as! [[String: Any]]
+        #expect(apps.count == 1 && apps[0]["name"] as? String == "Example Game")
+        #expect(endpoint.request("DELETE", "/api/ad-networks?id=generated.adattributionkit", headers: [("Authorization", "Bearer test-token")]).status == 204)
+        #expect(endpoint.request("DELETE", "/api/ad-networks?id=generated.adattributionkit", headers: [("Authorization", "Bearer test-token")]).status == 404)
+    }
+
+    @Test func theAppsViewCountsWhatTheExportLists() throws {
+        let document = try PostbackPathTests.vectors("generated_postbacks")
+        let endpoint = try LiveEndpoint(sites: ["app.example"]) { configuration in
+            configuration.postbackKeys = [(document["test_key_name"] as! String, document["test_key_spki"] as! String)]
+        }
+        defer { endpoint.stop() }
+        #expect(post(endpoint, "/api/apps", Self.app).status == 201)
+        #expect(post(endpoint, "/api/ad-networks", Self.network).status == 201)
+        let vectors = document["vectors"] as! [[String: Any]]
+        for (i, vector) in vectors.enumerated() {
+            let path = vector["protocol"] as! String == "skadnetwork" ? PostbackPathTests.skadnetwork : PostbackPathTests.adattributionkit
+            let body = Array((vector["body"] as! String).utf8)
+            #expect(try httpRequest(port: endpoint.port, method: "POST", path: path, host: "app.example", body: body).status == 200)
+            // Some arrive twice, as devices retry.
+            if i % 4 == 0 { #expect(try httpRequest(port: endpoint.port, method: "POST", path: path, host: "app.example", body: body).status == 200) }
+        }
+        let rows = try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        let summary = json(try endpoint.get("/api/apps/summary?site=app.example&from=2026-11-01&to=2026-11-30"))
+        let totals = summary["postbacks"] as! [String: Int]
+        let accepted = rows.filter { $0["verdict"] as? String == "accepted" }
+        #expect(totals["stored"] == rows.count && totals["accepted"] == accepted.count)
+        #expect(totals["duplicates_received"] == rows.reduce(0) { $0 + ($1["duplicates_received"] as! Int) })
+        #expect(totals["duplicates_received"] == (vectors.count + 3) / 4)
+        var signatures: [String: Int] = [:]
+        for row in rows { signatures[row["signature"] as! String, default: 0] += 1 }
+        #expect(summary["signatures"] as? [String: Int] == signatures)
+
+        // Installs, redownloads and re-engagements: accepted, winning, first window.
+        var kinds: [String: Int] = [:]
+        for row in accepted where (row["postback-sequence-index"] as? Int ?? 0) == 0 && row["did-win"] as? Bool != false {
+            let kind: String
+            if row["protocol"] as? String == "skadnetwork" {
+                kind = row["redownload"] as? Bool == true ? "redownloads" : "installs"
+            } else {
+                kind = ["redownload": "redownloads", "re-engagement": "re_engagements"][row["conversion-type"] as! String] ?? "installs"
+            }
+            kinds[kind, default: 0] += 1
+        }
+        let conversions = summary["conversions"] as! [[String: Any]]
+        for kind in ["installs", "redownloads", "re_engagements"] {
+            #expect(conversions.reduce(0) { $0 + ($1[kind] as! Int) } == kinds[kind, default: 0], "\(kind)")
+        }
+        #expect(kinds["re_engagements", default: 0] > 0 && kinds["installs", default: 0] > 0)
+        // Campaign names from the registry, values through the app's schema.
+        let winter = conversions.filter { $0["campaign_name"] as? String == "Winter" }
+        #expect(!winter.isEmpty && winter.allSatisfy { ($0["campaign"] as! String).hasPrefix("67") })
+        let fine = summary["fine_values"] as! [[String: Any]]
+        #expect(fine.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.filter { $0["conversion-value"] != nil }.count)
+        #expect(fine.allSatisfy { ($0["value"] as! Int) < 10 ? $0["meaning"] as? String == "tutorial" : $0["meaning"] as? String == "purchase" })
+        let coarse = summary["coarse_values"] as! [[String: Any]]
+        #expect(coarse.first { $0["value"] as? String == "high" }?["meaning"] as? String == "paid")
+        #expect(coarse.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.filter { $0["coarse-conversion-value"] != nil }.count)
+        let windows = summary["postback_windows"] as! [[String: Any]]
+        #expect(windows.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.count)
+        let reasons = summary["quarantine_reasons"] as! [String: Int]
+        #expect(reasons["signature_invalid"] == rows.filter { $0["signature"] as? String == "invalid" }.count)
+        #expect(json(try endpoint.get("/api/apps/summary?site=other.example"))["postbacks"] as? [String: Int] == ["accepted": 0, "development": 0, "duplicates_received": 0, "quarantined": 0, "stored": 0])
+    }
+}
