@@ -1,5 +1,5 @@
 // The summary page: asks once for the admin token (kept in sessionStorage for this tab), reads
-// /api/summary and draws it. No framework, no build step, nothing loaded from elsewhere.
+// /api/summary and /api/apps/summary and draws them. No framework, no build step, nothing loaded from elsewhere.
 "use strict";
 
 const TOKEN_KEY = "attribution-endpoint-token";
@@ -170,6 +170,66 @@ function render(s) {
     (total ? ` (${Math.round((100 * withTokens) / total)} %)` : "") + ". Token signatures are not verified by this endpoint yet.");
 }
 
+const sum = (rows, key) => rows.reduce((n, r) => n + r[key], 0);
+const entries = (object) => Object.entries(object).map(([name, count]) => ({ name, count }));
+
+function renderApps(a) {
+  const select = $("app-site"), chosen = select.value;
+  select.replaceChildren(new Option("All app sites", ""));
+  for (const site of a.sites) select.appendChild(new Option(site, site));
+  select.value = a.sites.includes(chosen) ? chosen : "";
+  text($("apps-installs"), sum(a.conversions, "installs"));
+  text($("apps-redownloads"), sum(a.conversions, "redownloads"));
+  text($("apps-reengagements"), sum(a.conversions, "re_engagements"));
+  text($("apps-quarantined"), a.postbacks.quarantined);
+  text($("apps-retries"), a.postbacks.duplicates_received);
+  empty("empty-apps", a.postbacks.stored ? "" :
+    "No postback copies in this period. App developers: name this endpoint's site in the app's Info.plist " +
+    "(<code>NSAdvertisingAttributionReportEndpoint</code> for SKAdNetwork, <code>AttributionCopyEndpoint</code> for AdAttributionKit) " +
+    "and register the app's conversion values with <code>POST /api/apps</code>.");
+  fill("apps-campaigns", a.conversions, (tr, r) => {
+    cell(tr, named(r.ad_network_name || r.ad_network, r.ad_network_name ? r.ad_network : "not registered"));
+    cell(tr, named(r.campaign_name || "No campaign registered", r.campaign));
+    cell(tr, named(r.app_name || "App " + r.app_id, r.app_name ? "app " + r.app_id : "not registered"));
+    cell(tr, r.installs, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.re_engagements, "num");
+  });
+  fill("apps-fine", a.fine_values, (tr, r) => { cell(tr, r.value); cell(tr, r.meaning || "—"); cell(tr, r.count, "num"); });
+  fill("apps-coarse", a.coarse_values, (tr, r) => { cell(tr, r.value); cell(tr, r.meaning || "—"); cell(tr, r.count, "num"); });
+  fill("apps-windows", a.postback_windows, (tr, r) => { cell(tr, ["first (days 0–2)", "second (days 3–7)", "third (days 8–35)"][r.index] || r.index); cell(tr, r.count, "num"); });
+  const tiers = entries(a.privacy_tiers.source_identifier_digits).map((e) => ({ name: e.name + "-digit source identifier", count: e.count }))
+    .concat(entries(a.privacy_tiers.conversion_value).map((e) => ({ name: { fine: "fine value", coarse: "coarse value", none: "no value" }[e.name] || e.name, count: e.count })));
+  fill("apps-tiers", tiers, (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+  fill("apps-fidelity", entries(a.fidelity), (tr, r) => { cell(tr, r.name.replaceAll("_", " ")); cell(tr, r.count, "num"); });
+  fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+  fill("apps-reasons", entries(a.quarantine_reasons), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+}
+
+function appsQuery() {
+  const params = new URLSearchParams();
+  for (const [name, id] of [["site", "app-site"], ["from", "from"], ["to", "to"]]) {
+    const value = $(id).value;
+    if (value) params.set(name, value);
+  }
+  return params.toString();
+}
+
+function period() {
+  const from = $("from").value, to = $("to").value;
+  const params = new URLSearchParams();
+  if (from) params.set("since", from + "T00:00:00Z");
+  if (to) params.set("until", new Date(Date.parse(to + "T00:00:00Z") + 86400000).toISOString());
+  return params.toString();
+}
+
+async function loadApps() {
+  try {
+    renderApps(await (await api("/api/apps/summary?" + appsQuery())).json());
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    $("status").textContent = error.message;
+  }
+}
+
 async function load() {
   if (!token()) return showLogin();
   $("status").textContent = "Loading…";
@@ -183,6 +243,7 @@ async function load() {
     render(summary);
     const copies = summary.role ? ` (${summary.role} copies only)` : "";
     $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + ".";
+    await loadApps();
   } catch (error) {
     if (error.login) return showLogin(error.message);
     $("status").textContent = error.message;
@@ -215,13 +276,9 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   $("filters").addEventListener("submit", (event) => { event.preventDefault(); load(); });
   $("csv-summary").addEventListener("click", () => download("/api/summary.csv?" + query(), "summary.csv"));
-  $("csv-reports").addEventListener("click", () => {
-    const from = $("from").value, to = $("to").value;
-    const params = new URLSearchParams();
-    if (from) params.set("since", from + "T00:00:00Z");
-    if (to) params.set("until", new Date(Date.parse(to + "T00:00:00Z") + 86400000).toISOString());
-    download("/api/reports.csv?" + params.toString(), "reports.csv");
-  });
+  $("csv-reports").addEventListener("click", () => download("/api/reports.csv?" + period(), "reports.csv"));
+  $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + period(), "postbacks.csv"));
+  $("app-site").addEventListener("change", loadApps);
   $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
   load();
 });
