@@ -49,7 +49,7 @@ let package = Package(
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
                                                 "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
-        .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient"]),
+        .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
         .target(name: "RawHTTPClient"),
         // Wires the server and the demo to the command line.

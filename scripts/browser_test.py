@@ -98,6 +98,34 @@ def expected_from_export(base, day_from, day_to):
     return counts, campaigns, conversions, reasons
 
 
+def expected_apps(base, day_from, day_to):
+    """The Apps view's numbers, computed independently from /api/postbacks."""
+    totals, kinds, signatures, reasons = collections.Counter(), collections.Counter(), collections.Counter(), collections.Counter()
+    rows = collections.Counter()
+    for line in api(base, "/api/postbacks").splitlines():
+        p = json.loads(line)
+        if not (day_from <= p["received_at"][:10] <= day_to):
+            continue
+        totals["retries"] += p["duplicates_received"]
+        signatures[p["signature"]] += 1
+        if p["verdict"] != "accepted":
+            totals["quarantined"] += 1
+            for reason in p["reasons"]:
+                reasons[reason] += 1
+            continue
+        if p.get("postback-sequence-index", 0) != 0 or p.get("did-win") is False:
+            continue
+        if p["protocol"] == "skadnetwork":
+            kind = "redownloads" if p.get("redownload") is True else "installs"
+            network, campaign = p["ad-network-id"], p.get("source-identifier") or str(p.get("campaign-id", ""))
+        else:
+            kind = {"redownload": "redownloads", "re-engagement": "re_engagements"}.get(p["conversion-type"], "installs")
+            network, campaign = p["ad-network-identifier"], p["source-identifier"]
+        kinds[kind] += 1
+        rows[(network, campaign, kind)] += 1
+    return totals, kinds, signatures, reasons, rows
+
+
 def log_in(driver, base, token):
     driver.get(base + "/")
     field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
@@ -165,6 +193,33 @@ def main():
             check(shown == {k: tuple(v) for k, v in wanted.items()}, f"quarantine reasons = export: {sorted(shown)}")
             rejected = {row[0]: int(row[1]) for row in table(driver, "rejections")}
             check(rejected == json.loads(api(base, "/api/rejections"))["counts"], f"refusals = /api/rejections: {rejected}")
+            # The Apps view: every number against /api/postbacks.
+            WebDriverWait(driver, 10).until(lambda d: len(table(d, "apps-signatures")) > 0)
+            totals, kinds, signatures, app_reasons, rows = expected_apps(base, day_from, day_to)
+            for element, key in [("apps-installs", "installs"), ("apps-redownloads", "redownloads"), ("apps-reengagements", "re_engagements")]:
+                check(int(text(driver, element)) == kinds[key], f"Apps view {key} {text(driver, element)} = export {kinds[key]}")
+            check(int(text(driver, "apps-quarantined")) == totals["quarantined"],
+                  f"quarantined postbacks {text(driver, 'apps-quarantined')} = export {totals['quarantined']}")
+            check(int(text(driver, "apps-retries")) == totals["retries"], f"retries {text(driver, 'apps-retries')} = export {totals['retries']}")
+            check(kinds["installs"] > 0 and kinds["re_engagements"] > 0 and totals["retries"] > 0 and totals["quarantined"] > 0,
+                  "the demo produced installs, re-engagements, retries and quarantined postbacks")
+            check({r[0]: int(r[1]) for r in table(driver, "apps-signatures")} == dict(signatures),
+                  f"signatures = export: {dict(signatures)}")
+            check({r[0]: int(r[1]) for r in table(driver, "apps-reasons")} == dict(app_reasons),
+                  f"postback quarantine reasons = export: {dict(app_reasons)}")
+            shown = collections.Counter()
+            for network, campaign, _app, installs, redownloads, reengagements in table(driver, "apps-campaigns"):
+                network_id = network.split("\n")[-1] if "\n" in network else network
+                campaign_id = campaign.split("\n")[-1]
+                for kind, n in [("installs", installs), ("redownloads", redownloads), ("re_engagements", reengagements)]:
+                    if int(n):
+                        shown[(network_id, campaign_id, kind)] += int(n)
+            check(shown == rows, f"Apps campaign table = export ({len(rows)} cells)")
+            check("Holiday video" in text(driver, "apps-campaigns"), "campaign names come from the registered ad network")
+            check("purchase" in text(driver, "apps-fine"), "fine values are read through the app's schema")
+            driver.execute_script("document.getElementById('apps').scrollIntoView()")
+            driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
+            driver.execute_script("window.scrollTo(0, 0)")
             bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")
             check(len(bars) == 2 * 30, f"the chart draws two bars for each of the 30 days ({len(bars)})")
             driver.save_screenshot(os.path.join(SHOTS, "summary-1280.png"))

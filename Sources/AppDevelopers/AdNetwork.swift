@@ -31,13 +31,14 @@ public struct AdNetwork: Sendable, Equatable, Codable {
     }
 
     /// The campaign a postback's source identifier or campaign id names. A 4-digit source
-    /// identifier reaches the developer cut to its first 2 or 3 digits at lower privacy tiers,
-    /// so a shorter one names the registered campaign it begins, when only one does.
+    /// identifier reaches the developer cut to its first 2 or 3 digits at lower privacy tiers:
+    /// a shorter one that is not registered itself names every registered campaign it begins
+    /// ("Holiday video or Puzzle fans"), since it may be any of them.
     public func campaign(named value: String) -> String? {
         if let exact = campaigns.first(where: { $0.sourceIdentifier == value || $0.campaignID.map(String.init) == value }) {
             return exact.name
         }
-        let longer = campaigns.filter { ($0.sourceIdentifier?.hasPrefix(value) ?? false) && $0.sourceIdentifier != value }
-        return longer.count == 1 ? longer[0].name : nil
+        let longer = campaigns.filter { ($0.sourceIdentifier?.hasPrefix(value) ?? false) }
+        return longer.isEmpty ? nil : longer.map(\.name).joined(separator: " or ")
     }
 }

@@ -9,8 +9,8 @@ import RawHTTPClient
 /// publisher (news.example), an app developer (app.example) and an advertiser (shop.example) on a
 /// manual clock, registers their campaigns and conversions, and drives three weeks of traffic
 /// through the real HTTP paths: pixel hits, two reports per attribution with independent 24–48 h
-/// delays, a few late ones, some invalid ones and a Debug Mode report. Then it keeps serving so
-/// the summary page can be opened.
+/// delays, a few late ones, some invalid ones and a Debug Mode report, and the app developer's
+/// postback copies (`DemoPostbacks`). Then it keeps serving so the summary page can be opened.
 public enum Demo {
     public static let sites = ["news.example", "app.example", "shop.example"]
     static let start = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
@@ -32,6 +32,7 @@ public enum Demo {
     enum Event {
         case pixel(host: String, query: String)
         case report(host: String, body: String, contentType: String)
+        case postback(path: String, body: String)
     }
 
     /// The demo's traffic, in time order, from a fixed seed: the same every run.
@@ -95,6 +96,7 @@ public enum Demo {
         configuration.accessLog = false
         configuration.dataDirectory = NSTemporaryDirectory() + "attribution-demo-" + String(UInt32.random(in: .min ... .max), radix: 16)
         configuration.adminToken = environment[EndpointConfiguration.environmentTokenName]
+        configuration.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)]
         var keepServing = true
         var i = 0
         func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
@@ -171,8 +173,14 @@ public enum Demo {
         try setClock(start)
         for c in conversions { try expect(send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
         for c in campaigns { try expect(send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
-        var counts = (pixels: 0, reports: 0, refused: 0)
-        for (time, event) in traffic() {
+        try expect(send("POST", "/api/apps", host: "localhost", headers: admin, body: DemoPostbacks.app), 201...201, "the app")
+        for n in DemoPostbacks.adNetworks { try expect(send("POST", "/api/ad-networks", host: "localhost", headers: admin, body: n), 201...201, "an ad network") }
+        var counts = (pixels: 0, reports: 0, refused: 0, postbacks: 0)
+        var events = traffic().map { (time: $0.time, event: $0.event) }
+        for delivery in DemoPostbacks.traffic(start: start, days: days, end: end) {
+            events.append((delivery.time, .postback(path: delivery.path, body: delivery.body)))
+        }
+        for (time, event) in events.sorted(by: { $0.time < $1.time }) {
             try setClock(time)
             switch event {
             case .pixel(let host, let query):
@@ -188,10 +196,14 @@ public enum Demo {
                 let response = try send("POST", "/.well-known/private-click-measurement/report-attribution/", host: host,
                                                headers: [("Content-Type", type)], body: body)
                 if response.status == 201 { counts.reports += 1 } else { counts.refused += 1 }
+            case .postback(let path, let body):
+                // As a device sends it: no Content-Type, the app's site as Host.
+                try expect(send("POST", path, host: "app.example", body: body), 200...200, "a postback")
+                counts.postbacks += 1
             }
         }
         try setClock(end)
-        print("Sent \(counts.pixels) pixel hits and \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid).")
+        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid) and \(counts.postbacks) postback copies.")
     }
 }
 

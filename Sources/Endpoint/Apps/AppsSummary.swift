@@ -8,7 +8,7 @@ import SiteOwners
 /// from the stored postbacks themselves so that every number matches `/api/postbacks`.
 ///
 /// Conversions, values, windows, fidelity and privacy tiers count accepted postbacks only; the
-/// data-quality numbers count every stored one. An install, redownload or re-engagement is a
+/// data-quality numbers count every stored one (quarantine reasons, the quarantined ones). An install, redownload or re-engagement is a
 /// winning postback of the first window (sequence index 0, or none before SKAdNetwork 4).
 struct AppsSummary {
     struct Query {
@@ -52,8 +52,10 @@ struct AppsSummary {
         duplicates += retries
         signatures[d.signature.name, default: 0] += 1
         if d.signature == .appleDevelopment { development += 1 }
-        for reason in d.reasons { reasons[reason, default: 0] += 1 }
-        guard d.verdict == .accepted else { return }
+        guard d.verdict == .accepted else {
+            for reason in d.reasons { reasons[reason, default: 0] += 1 }
+            return
+        }
         accepted += 1
         let f = PostbackFields(postback)
         func text(_ key: String) -> String? {
