@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
         // For the benchmark tools in benchmarks/, which write logs through the real store.
         .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
+        // For the postback benchmark: the keyring and the rules, as the endpoint uses them.
+        .library(name: "Postbacks", targets: ["Postbacks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),

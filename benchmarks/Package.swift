@@ -1,5 +1,6 @@
-// swift-tools-version:6.0
-// Benchmark tools, kept apart so that the product's Package.swift stays free of dependencies.
+// swift-tools-version:6.1
+// Benchmark tools, kept apart so that the product's Package.swift names no dependency but
+// swift-crypto (and Hummingbird, the reference, stays out of it).
 import PackageDescription
 
 let package = Package(
@@ -17,6 +18,10 @@ let package = Package(
         // Fills a data directory with N reports through the real ReportStore, for scale tests.
         .executableTarget(name: "log-generator",
                           dependencies: [.product(name: "ReportStore", package: "attribution-endpoint")]),
+        // Signature checks per second on one core, through the endpoint's own keyring: the
+        // yardstick for postback ingest.
+        .executableTarget(name: "postback-verify-rate",
+                          dependencies: [.product(name: "Postbacks", package: "attribution-endpoint")]),
     ],
     swiftLanguageModes: [.v6]
 )

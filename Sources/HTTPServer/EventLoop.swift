@@ -93,7 +93,7 @@ final class EventLoop: @unchecked Sendable {
         loopThread = pthread_self()
         date.update()
         while true {
-            let timeout = draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
+            let timeout = handler.hasDeferredWork ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
             var events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
             // A turn takes everything that is ready, looking again without waiting until nothing

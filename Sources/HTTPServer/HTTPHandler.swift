@@ -11,10 +11,15 @@ public protocol HTTPHandler: Sendable {
     /// (the endpoint writes the turn's reports here with one disk flush). Every connection waits
     /// while it runs, so it should be short.
     func finishTurn()
+
+    /// True while `finishTurn` has work left that it put off to keep a turn short: the loop then
+    /// turns again at once instead of waiting for a socket to become ready.
+    var hasDeferredWork: Bool { get }
 }
 
 extension HTTPHandler {
     public func finishTurn() {}
+    public var hasDeferredWork: Bool { false }
 }
 
 /// Answers one request, once, from any thread. Responses on a connection go out in request order

@@ -11,13 +11,20 @@ public enum Postback: Sendable, Equatable {
     /// body that parses as JSON is read, whatever its `Content-Type`. A refusal is for a body that
     /// cannot be a postback at all; everything else is kept, with what is wrong in `reasons`.
     public static func read(_ proto: AttributionProtocol, body: [UInt8]) -> Result<Postback, RequestProblem> {
-        let json: JSONValue
+        parse(body).flatMap { read(proto, json: $0) }
+    }
+
+    /// The body as JSON, or the refusal of a body that is not.
+    public static func parse(_ body: [UInt8]) -> Result<JSONValue, RequestProblem> {
         do {
-            json = try JSONParser().parse(body)
+            return .success(try JSONParser().parse(body))
         } catch {
             return .failure(RequestProblem(.malformed, rule: "malformed_json", field: nil,
                                            detail: "the body is not JSON: \(error.description)"))
         }
+    }
+
+    public static func read(_ proto: AttributionProtocol, json: JSONValue) -> Result<Postback, RequestProblem> {
         switch proto {
         case .skadnetwork: return SKAdNetworkPostback.read(json).map(Postback.skadnetwork)
         case .adattributionkit: return AdAttributionKitPostback.read(json).map(Postback.adattributionkit)

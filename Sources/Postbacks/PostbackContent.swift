@@ -7,12 +7,18 @@ public enum PostbackContent {
     /// FNV-1a 64 of the canonical form: stable across restarts, so that it can be stored with
     /// each postback and read back by replay.
     public static func fingerprint(_ body: [UInt8]) -> UInt64 {
+        if let json = try? JSONParser().parse(body) { return fingerprint(json) }
+        return fnv(String(decoding: body, as: UTF8.self))
+    }
+
+    /// The fingerprint of a body already parsed.
+    public static func fingerprint(_ json: JSONValue) -> UInt64 {
         var text = ""
-        if let json = try? JSONParser().parse(body) {
-            canonical(json, into: &text)
-        } else {
-            text = String(decoding: body, as: UTF8.self)
-        }
+        canonical(json, into: &text)
+        return fnv(text)
+    }
+
+    private static func fnv(_ text: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in text.utf8 {
             hash ^= UInt64(byte)

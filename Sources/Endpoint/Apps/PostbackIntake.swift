@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPServer
 import Locking
 import PCM
@@ -10,7 +11,14 @@ import ReportStore
 /// Devices resend anything but a 200 up to nine times, so the answer is 200 only once the
 /// postback, or the record of its retry, is on disk; a refusal is kept for bodies that can never
 /// be a postback, so that nothing true is turned away.
-struct PostbackIntake: Sendable {
+///
+/// Checking a signature takes about 100 µs, far more than a report. So a postback is only read on
+/// arrival; what remains (telling a retry from a new postback, the signature, the append) waits
+/// in a queue that each turn of the event loop works through for at most `turnBudget` before its
+/// commit. A burst of postbacks then spreads over several turns instead of holding up the
+/// reports that share a turn with it, and the queue's order keeps two copies of one postback in
+/// the order they came. A full queue answers 503 with Retry-After, and devices retry.
+final class PostbackIntake: Sendable {
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
     let servedSites: Set<String>
@@ -21,13 +29,25 @@ struct PostbackIntake: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
-    /// Classifying a delivery and queueing it are one step: a second copy in the same turn
-    /// must find the first already claimed.
-    private let claiming = Locked(())
+    /// Seconds of queued work each turn takes on.
+    let turnBudget: Double
+    let maxQueued: Int
+
+    private struct Queued: Sendable {
+        var proto: AttributionProtocol
+        var postback: Postback
+        var contentHash: UInt64
+        var site: String
+        var body: [UInt8]
+        var responder: HTTPResponder
+    }
+    private let queue = Locked<[Queued]>([])
+    /// One drain at a time, so that the queue's order is the order of the ledger's decisions.
+    private let draining = Locked(())
 
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
-         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp) {
+         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, turnBudget: Double = 0.002, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger
         self.servedSites = servedSites
@@ -38,8 +58,11 @@ struct PostbackIntake: Sendable {
         self.rejections = rejections
         self.metrics = metrics
         self.clock = clock
+        self.turnBudget = turnBudget
+        self.maxQueued = maxQueued
     }
 
+    /// Reads the request on arrival and queues the rest; answers refusals at once.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) {
         let site: String
         switch resolveSite(request) {
@@ -51,50 +74,76 @@ struct PostbackIntake: Sendable {
                                   detail: "the body has \(request.body.count) bytes; postbacks are at most \(maxPostbackBytes)"),
                           request, responder)
         }
-        let postback: Postback
-        switch Postback.read(proto, body: request.body) {
-        case .success(let p): postback = p
+        let json: JSONValue, postback: Postback
+        switch Postback.parse(request.body).flatMap({ json in Postback.read(proto, json: json).map { (json, $0) } }) {
+        case .success(let read): (json, postback) = read
         case .failure(let problem): return refuse(Problem(problem), request, responder)
         }
-        let contentHash = PostbackContent.fingerprint(request.body)
-        let (store, ledger, metrics) = (self.store, self.ledger, self.metrics)
-        claiming.withLock { _ in
-            let claim = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash)
-            if case .retry(let original) = claim {
-                store.appendRetry(of: original, protocol: proto) { result in
-                    switch result {
-                    case .success:
-                        ledger.countRetry(of: original)
-                        metrics.postbackRetried(proto)
-                        responder.respond(Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []))
-                    case .failure(let error):
-                        metrics.storeFailed(error)
-                        responder.respond(Problem.storeFailed(error, "the postback's retry").response)
-                    }
-                }
-                return
-            }
-            let check = keyring.check(postback)
-            let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
-                                                           conflictsWithEarlier: claim == .conflict)
-            let draft = StoredPostback.Draft(protocol: proto, site: site, verdict: verdict, reasons: reasons,
-                                             signature: check.outcome, keyName: check.keyName,
-                                             duplicateKey: postback.duplicateKey, contentHash: contentHash, body: request.body)
-            let id = store.append(draft) { result in
-                switch result {
-                case .success(let stored):
-                    metrics.postbackStored(stored)
-                    responder.respond(Self.acknowledgement(id: stored.id, retry: false, verdict: verdict,
-                                                           signature: check.outcome, reasons: reasons))
-                case .failure(let error):
-                    // Never stored, so the device's next delivery must be stored, not counted.
-                    ledger.release(duplicateKey: draft.duplicateKey, contentHash: contentHash)
-                    metrics.storeFailed(error)
-                    responder.respond(Problem.storeFailed(error, "the postback").response)
-                }
-            }
-            if let id { ledger.record(duplicateKey: postback.duplicateKey, contentHash: contentHash, id: id) }
+        let item = Queued(proto: proto, postback: postback, contentHash: PostbackContent.fingerprint(json), site: site,
+                          body: request.body, responder: responder)
+        let queued = queue.withLock { q -> Bool in
+            guard q.count < maxQueued else { return false }
+            q.append(item)
+            return true
         }
+        if !queued {
+            responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
+                                      detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
+        }
+    }
+
+    var hasQueued: Bool { queue.withLock { !$0.isEmpty } }
+
+    /// Works through the queue for at most `budget` seconds (at least one postback), queueing
+    /// each one's record for the commit that follows.
+    func drain(budget: Double) {
+        draining.withLock { _ in
+            let start = DispatchTime.now().uptimeNanoseconds
+            repeat {
+                guard let item = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return }
+                process(item)
+            } while Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < budget
+        }
+    }
+
+    private func process(_ item: Queued) {
+        let (store, ledger, metrics, proto) = (self.store, self.ledger, self.metrics, item.proto)
+        let (responder, contentHash, duplicateKey) = (item.responder, item.contentHash, item.postback.duplicateKey)
+        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash)
+        if case .retry(let original) = claim {
+            store.appendRetry(of: original, protocol: proto) { result in
+                switch result {
+                case .success:
+                    ledger.countRetry(of: original)
+                    metrics.postbackRetried(proto)
+                    responder.respond(Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []))
+                case .failure(let error):
+                    metrics.storeFailed(error)
+                    responder.respond(Problem.storeFailed(error, "the postback's retry").response)
+                }
+            }
+            return
+        }
+        let check = keyring.check(item.postback)
+        let (verdict, reasons) = PostbackVerdict.judge(item.postback, signature: check, developmentMode: developmentMode,
+                                                       conflictsWithEarlier: claim == .conflict)
+        let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
+                                         signature: check.outcome, keyName: check.keyName,
+                                         duplicateKey: duplicateKey, contentHash: contentHash, body: item.body)
+        let id = store.append(draft) { result in
+            switch result {
+            case .success(let stored):
+                metrics.postbackStored(stored)
+                responder.respond(Self.acknowledgement(id: stored.id, retry: false, verdict: verdict,
+                                                       signature: check.outcome, reasons: reasons))
+            case .failure(let error):
+                // Never stored, so the device's next delivery must be stored, not counted.
+                ledger.release(duplicateKey: duplicateKey, contentHash: contentHash)
+                metrics.storeFailed(error)
+                responder.respond(Problem.storeFailed(error, "the postback").response)
+            }
+        }
+        if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id) }
     }
 }
 

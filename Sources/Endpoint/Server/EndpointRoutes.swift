@@ -33,8 +33,11 @@ struct EndpointRoutes: HTTPHandler {
     let store: ReportStore
     /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
     let checkpointer: SummaryCheckpointer?
+    /// Postbacks waiting for their signature check: each turn works on them for a while.
+    let postbacks: PostbackIntake?
 
-    init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?) {
+    init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
+         postbacks: PostbackIntake? = nil) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
@@ -48,15 +51,20 @@ struct EndpointRoutes: HTTPHandler {
         })
         self.store = store
         self.checkpointer = checkpointer
+        self.postbacks = postbacks
     }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         router.route(request, responder: responder)
     }
 
-    /// The turn's reports and triggers go to disk together, and their answers go out in this turn.
+    /// The turn's reports, triggers and postbacks go to disk together, and their answers go out
+    /// in this turn.
     func finishTurn() {
+        postbacks?.drain(budget: postbacks?.turnBudget ?? 0)
         store.commitQueued()
         checkpointer?.turnEnded()
     }
+
+    var hasDeferredWork: Bool { postbacks?.hasQueued ?? false }
 }

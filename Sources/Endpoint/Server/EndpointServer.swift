@@ -94,7 +94,8 @@ public final class EndpointServer: Sendable {
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock).routes(bearer: bearer)
-        let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer)
+        let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
+                                    postbacks: postbacks)
         self.routes = routes
 
         var http = HTTPServerConfiguration()
@@ -204,10 +205,13 @@ public final class EndpointServer: Sendable {
             answer.withLock { $0 = response }
             answered.signal()
         })
-        // Only the commit of a turn's end, not the rest of it: the checkpointer's timing belongs to
-        // the event loop's thread alone. The loop's own turn may commit it first; either way the
-        // completion signals.
-        if answer.withLock({ $0 == nil }) { store.commitQueued() }
+        // Only the postbacks and the commit of a turn's end, not the rest of it: the checkpointer's
+        // timing belongs to the event loop's thread alone. The loop's own turn may commit it first;
+        // either way the completion signals.
+        if answer.withLock({ $0 == nil }) {
+            routes.postbacks?.drain(budget: .infinity)
+            store.commitQueued()
+        }
         answered.wait()
         return answer.withLock { $0! }
     }

@@ -1,0 +1,41 @@
+// Postback signature checks per second on one core, through the endpoint's own code: the rate
+// postback ingest is measured against (benchmarks/postbacks.py).
+//
+// Usage: postback-verify-rate SECONDS BODY-FILE [TEST-KEY-SPKI]
+// Prints one JSON line: {"verify_per_second":…,"read_and_verify_per_second":…}
+import Foundation
+import Postbacks
+import Primitives
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3, let seconds = Double(arguments[1]), let body = FileManager.default.contents(atPath: arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: postback-verify-rate SECONDS BODY-FILE [TEST-KEY-SPKI]\n".utf8))
+    exit(64)
+}
+let keys = arguments.count > 3 ? [(name: "bench", subjectPublicKeyInfo: arguments[3])] : []
+let keyring = try PostbackKeyring(testKeys: keys)
+let bytes = Array(body)
+guard case .success(let postback) = Postback.read(.skadnetwork, body: bytes) else { exit(65) }
+let outcome = keyring.check(postback).outcome
+guard outcome == .apple || outcome == .testKey else {
+    FileHandle.standardError.write(Data("the body's signature does not verify (\(outcome.name))\n".utf8))
+    exit(65)
+}
+
+/// Runs `work` in batches until `seconds` have passed; returns calls per second.
+func rate(_ work: () -> Void) -> Double {
+    let start = Date()
+    var calls = 0
+    while Date().timeIntervalSince(start) < seconds {
+        for _ in 0..<100 { work() }
+        calls += 100
+    }
+    return Double(calls) / Date().timeIntervalSince(start)
+}
+
+var sink = 0
+let verify = rate { if keyring.check(postback).outcome == outcome { sink += 1 } }
+let readAndVerify = rate {
+    if case .success(let p) = Postback.read(.skadnetwork, body: bytes), keyring.check(p).outcome == outcome { sink += 1 }
+}
+print("{\"verify_per_second\":\(Int(verify)),\"read_and_verify_per_second\":\(Int(readAndVerify)),\"checks\":\(sink)}")

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Postback copies: how fast the endpoint takes verified postbacks, against how fast the same
+library checks signatures on one core, and what postbacks at full rate do to PCM reports.
+
+In one run, everything on core 0 but the load (wrk, on core 1):
+- the raw rate: `postback-verify-rate` (swift-crypto through the endpoint's own keyring), one core;
+- references: `openssl speed ecdsap256` and Python's `cryptography` (OpenSSL), verify per second;
+- ingest: the endpoint (default configuration, access log on) taking distinct postbacks, each
+  signed by a test key with Python's `cryptography` beforehand, from wrk with 64 connections;
+- the mix: wrk posting PCM reports on 32 connections while a second wrk posts postbacks on 32,
+  and the reports' p99.
+Writes the "Postback copies" section of docs/PERFORMANCE.md (benchmarks/POSTBACKS.md, which
+bench.py keeps in the page). Usage: benchmarks/postbacks.py   (after benchmarks/run.sh's builds)
+"""
+import base64
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from bench import ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, start, stop, to_ms  # noqa: E402
+
+VERIFY_RATE = os.path.join(ROOT, "benchmarks/.build/release/postback-verify-rate")
+DURATION = int(os.environ.get("DURATION", "8"))
+COUNT = int(os.environ.get("POSTBACKS", "120000"))
+PATH = "/.well-known/skadnetwork/report-attribution/"
+WORK = tempfile.mkdtemp(prefix="postbacks-")
+SEP = "\u2063"
+
+
+def sign_postbacks(key, count):
+    """Distinct SKAdNetwork 4.0 postbacks, signed over PROTOCOLS.md §3's fields (no code shared
+    with the endpoint), one JSON body per line."""
+    path = os.path.join(WORK, "postbacks.txt")
+    with open(path, "w") as f:
+        for n in range(count):
+            p = {"version": "4.0", "ad-network-id": "bench.skadnetwork", "source-identifier": "%04d" % (n % 10000),
+                 "app-id": 525463029, "transaction-id": str(uuid.UUID(int=n)), "redownload": False,
+                 "fidelity-type": 1, "did-win": True, "postback-sequence-index": 0}
+            message = SEP.join(str(p[k]).lower() if isinstance(p[k], bool) else str(p[k]) for k in
+                               ["version", "ad-network-id", "source-identifier", "app-id", "transaction-id", "redownload",
+                                "fidelity-type", "did-win", "postback-sequence-index"])
+            p["conversion-value"] = n % 64
+            p["attribution-signature"] = base64.b64encode(key.sign(message.encode(), ec.ECDSA(hashes.SHA256()))).decode()
+            f.write(json.dumps(p, separators=(",", ":")) + "\n")
+    return path
+
+
+def lua_postbacks(bodies):
+    """wrk sends each body once: thread k takes lines k, k+T, k+2T, …"""
+    path = os.path.join(WORK, "postbacks.lua")
+    with open(path, "w") as f:
+        f.write('''
+local threads = {}
+function setup(thread) thread:set("id", #threads); table.insert(threads, thread) end
+function init(args)
+  bodies = {}
+  local i = 0
+  for line in io.lines("%s") do
+    if i %% 2 == id then table.insert(bodies, line) end
+    i = i + 1
+  end
+  n = 0
+end
+function request()
+  n = n + 1
+  return wrk.format("POST", nil, {["Host"] = "shop.example"}, bodies[(n - 1) %% #bodies + 1])
+end
+''' % bodies)
+    return path
+
+
+def lua_reports():
+    path = os.path.join(WORK, "reports.lua")
+    with open(path, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.body = \'%s\'\nwrk.headers["Content-Type"] = "application/json"\n'
+                'wrk.headers["Host"] = "shop.example"\n' % BODY)
+    return path
+
+
+def wrk(port, path, script, connections, seconds):
+    return subprocess.Popen(["taskset", "-c", "1", "wrk", "-t2", "-c%d" % connections, "-d%ds" % seconds, "--latency",
+                             "-s", script, "http://127.0.0.1:%d%s" % (port, path)], stdout=subprocess.PIPE, text=True)
+
+
+def parse(out):
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50, p99 = (to_ms(*re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % q, out).groups()) for q in ("50", "99"))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def metric(port, name):
+    import urllib.request
+    request = urllib.request.Request("http://127.0.0.1:%d/metrics" % port, headers={"Authorization": "Bearer bench"})
+    text = urllib.request.urlopen(request).read().decode()
+    return sum(float(m.group(1)) for m in re.finditer(r"^%s(?:\{[^}]*\})? ([\d.]+)$" % re.escape(name), text, re.M))
+
+
+def endpoint(spki, data):
+    port = free_port()
+    command = [ENDPOINT, "--port", str(port), "--site", "news.example", "--site", "shop.example", "--data", data,
+               "--token", "bench", "--postback-key", "bench=" + spki]
+    return start(command, port, "endpoint-%d.log" % port), port
+
+
+def python_verify_rate(key, seconds=3):
+    public = key.public_key()
+    message = b"4.0" + SEP.encode() + b"bench"
+    signature = key.sign(message, ec.ECDSA(hashes.SHA256()))
+    start_time, n = time.time(), 0
+    while time.time() - start_time < seconds:
+        for _ in range(100):
+            public.verify(signature, message, ec.ECDSA(hashes.SHA256()))
+        n += 100
+    return n / (time.time() - start_time)
+
+
+def main():
+    key = ec.generate_private_key(ec.SECP256R1())
+    spki = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.DER,
+                                                          serialization.PublicFormat.SubjectPublicKeyInfo)).decode()
+    print("signing %d postbacks with Python's cryptography…" % COUNT, flush=True)
+    bodies = sign_postbacks(key, COUNT)
+    with open(bodies) as f:
+        first = f.readline().strip()
+    with open(os.path.join(WORK, "one.json"), "w") as f:
+        f.write(first)
+
+    raw = json.loads(subprocess.run(["taskset", "-c", "0", VERIFY_RATE, "3", os.path.join(WORK, "one.json"), spki],
+                                    capture_output=True, text=True, check=True).stdout)
+    openssl = subprocess.run(["taskset", "-c", "0", "openssl", "speed", "-seconds", "3", "ecdsap256"],
+                             capture_output=True, text=True).stdout
+    openssl_rate = float(re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+\S+\s+([\d.]+)", openssl).group(1))
+    python_rate = float(subprocess.run(["taskset", "-c", "0", sys.executable, "-c",
+        "import sys; sys.path.insert(0, %r); import postbacks as p; from cryptography.hazmat.primitives.asymmetric import ec; "
+        "print(p.python_verify_rate(ec.generate_private_key(ec.SECP256R1())))" % os.path.join(ROOT, "benchmarks")],
+        capture_output=True, text=True, check=True).stdout)
+    print("raw verify %(verify_per_second)d/s, read and verify %(read_and_verify_per_second)d/s" % raw,
+          "openssl %.0f/s, python %.0f/s" % (openssl_rate, python_rate), flush=True)
+
+    # Ingest: distinct postbacks, all verified and stored.
+    process, port = endpoint(spki, os.path.join(WORK, "ingest"))
+    time.sleep(0.3)
+    user0, sys0 = cpu_seconds(process.pid)
+    ingest = parse(wrk(port, PATH, lua_postbacks(bodies), 64, DURATION).communicate()[0])
+    user1, sys1 = cpu_seconds(process.pid)
+    stored = metric(port, "attribution_postbacks_stored_total")
+    retries = metric(port, "attribution_postback_retries_total")
+    stop(process)
+    ingest["cpu_us"] = ((user1 - user0) + (sys1 - sys0)) / (ingest["rps"] * DURATION) * 1e6
+    print("ingest %.0f postbacks/s, p99 %.2f ms, %d stored, %d retries" % (ingest["rps"], ingest["p99"], stored, retries), flush=True)
+
+    # Reports alone, then reports while postbacks arrive at full rate: the reports' p99.
+    process, port = endpoint(spki, os.path.join(WORK, "alone"))
+    time.sleep(0.3)
+    alone = parse(wrk(port, REPORT_PATH, lua_reports(), 32, DURATION).communicate()[0])
+    stop(process)
+    process, port = endpoint(spki, os.path.join(WORK, "mix"))
+    time.sleep(0.3)
+    postbacks = wrk(port, PATH, lua_postbacks(bodies), 32, DURATION)
+    reports = wrk(port, REPORT_PATH, lua_reports(), 32, DURATION)
+    mixed_reports, mixed_postbacks = parse(reports.communicate()[0]), parse(postbacks.communicate()[0])
+    stop(process)
+    print("reports alone p99 %.2f ms; with postbacks p99 %.2f ms (%.0f reports/s, %.0f postbacks/s)" % (
+        alone["p99"], mixed_reports["p99"], mixed_reports["rps"], mixed_postbacks["rps"]), flush=True)
+
+    ratio = ingest["rps"] / raw["verify_per_second"]
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    mark = lambda ok: "met" if ok else "**not met**"
+    lines = [
+        "## Postback copies",
+        "",
+        "*Written by `benchmarks/postbacks.py`; bench.py keeps it in this page.*",
+        "",
+        "- Date: %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "- Machine: %d × %s, Linux %s, %s" % (os.cpu_count(), cpu, platform.release(), swift),
+        "- Method: everything on core 0, wrk on core 1. The endpoint runs by default (access log on, stderr to a file) with "
+        "`--postback-key` trusting the key that signed %d distinct SKAdNetwork 4.0 postbacks beforehand (Python's "
+        "`cryptography`); each request carries another one, so every one is parsed, verified and stored. %d s per run." % (COUNT, DURATION),
+        "",
+        "| what | per second | |",
+        "|---|---:|---|",
+        "| signature checks, swift-crypto through the endpoint's keyring, one core (`postback-verify-rate`) | %d | the yardstick |" % raw["verify_per_second"],
+        "| the same, reading the body first | %d | |" % raw["read_and_verify_per_second"],
+        "| `openssl speed ecdsap256`, verify, one core | %.0f | reference |" % openssl_rate,
+        "| Python `cryptography` verify, one core (an independent verifier) | %.0f | reference |" % python_rate,
+        "| **postback ingest through the live endpoint** (64 connections; p99 %.2f ms; %.0f µs of CPU each) | %.0f | %.2f × the yardstick |" % (
+            ingest["p99"], ingest["cpu_us"], ingest["rps"], ratio),
+        "",
+        "| target | measured | |",
+        "|---|---:|---|",
+        "| verified-postback ingest ≥ 0.7 × the library's single-core verify rate | %.2f × | %s |" % (ratio, mark(ratio >= 0.7)),
+        "| PCM report p99 ≤ 5 ms while postbacks arrive at full rate (32 + 32 connections) | %.2f ms (alone: %.2f ms; %.0f reports/s beside %.0f postbacks/s) | %s |" % (
+            mixed_reports["p99"], alone["p99"], mixed_reports["rps"], mixed_postbacks["rps"], mark(mixed_reports["p99"] <= 5)),
+        "",
+    ]
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(ROOT, "benchmarks/POSTBACKS.md"), "w") as f:
+        f.write(text)
+    page = os.path.join(ROOT, "docs/PERFORMANCE.md")
+    with open(page) as f:
+        current = f.read()
+    current = re.sub(r"\n## Postback copies\n.*?(?=\n## |\Z)", "\n", current, flags=re.S).rstrip("\n") + "\n"
+    with open(page, "w") as f:
+        f.write(current + "\n" + text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
