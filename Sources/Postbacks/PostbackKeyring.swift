@@ -1,4 +1,5 @@
 import AdAttributionKit
+import Locking
 import Primitives
 import Signatures
 import SKAdNetwork
@@ -10,6 +11,11 @@ public struct PostbackKeyring: Sendable {
     private let apple: P256PublicKey
     private let kids: [(kid: String, key: P256PublicKey, development: Bool)]
     private let testKeys: [(name: String, key: P256PublicKey)]
+    /// SKAdNetwork names no key, so a signature is tried against Apple's and then each test key.
+    /// Postbacks come in runs signed by one key, so the key that verified the last one is tried
+    /// first: one check instead of two for a test key's run. The outcome does not depend on the
+    /// order, since no two of the keys are the same (`init` refuses Apple's as a test key).
+    private let lastVerifying = Locked<Int>(0)
 
     public struct Check: Sendable, Equatable {
         public var outcome: SignatureOutcome
@@ -26,8 +32,13 @@ public struct PostbackKeyring: Sendable {
         }
         self.kids = kids
         var tests: [(String, P256PublicKey)] = []
+        let appleKeys = kids.map { $0.1.subjectPublicKeyInfo } + [apple.subjectPublicKeyInfo]
         for key in testKeys {
-            tests.append((key.name, try P256PublicKey(base64SubjectPublicKeyInfo: key.subjectPublicKeyInfo)))
+            let parsed = try P256PublicKey(base64SubjectPublicKeyInfo: key.subjectPublicKeyInfo)
+            guard !appleKeys.contains(parsed.subjectPublicKeyInfo) else {
+                throw SignatureKeyError("\(key.name) is one of Apple's keys, which are always trusted as Apple's")
+            }
+            tests.append((key.name, parsed))
         }
         self.testKeys = tests
     }
@@ -42,9 +53,13 @@ public struct PostbackKeyring: Sendable {
     func check(_ p: SKAdNetworkPostback) -> Check {
         guard p.isCheckable else { return Check(outcome: .unverifiable) }
         guard let signature = Base64.decode(p.attributionSignature, urlSafe: false) else { return Check(outcome: .invalid) }
-        if apple.isValid(derSignature: signature, for: p.signedMessage) { return Check(outcome: .apple) }
-        for test in testKeys where test.key.isValid(derSignature: signature, for: p.signedMessage) {
-            return Check(outcome: .testKey, keyName: test.name)
+        // Candidate 0 is Apple's key, candidate k the test key k - 1.
+        let first = lastVerifying.withLock { $0 }
+        for candidate in [first] + (0...testKeys.count).filter({ $0 != first }) {
+            let key = candidate == 0 ? apple : testKeys[candidate - 1].key
+            guard key.isValid(derSignature: signature, for: p.signedMessage) else { continue }
+            if candidate != first { lastVerifying.withLock { $0 = candidate } }
+            return candidate == 0 ? Check(outcome: .apple) : Check(outcome: .testKey, keyName: testKeys[candidate - 1].name)
         }
         return Check(outcome: .invalid)
     }

@@ -191,6 +191,9 @@ public final class ReportStore: Sendable {
         return id
     }
 
+    /// Whether records are waiting for the next commit.
+    public var hasQueued: Bool { queue.withLock { !$0.pending.entries.isEmpty } }
+
     /// Writes and flushes everything queued, on the calling thread, and calls the completions;
     /// again if those queued more (a pipelined request answered by a completion), until nothing is
     /// left. Completions must not call this themselves.

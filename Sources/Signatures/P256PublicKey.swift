@@ -48,7 +48,7 @@ public struct P256PublicKey: Sendable {
 public struct SignatureKeyError: Error, Sendable, CustomStringConvertible {
     public let description: String
 
-    init(_ description: String) {
+    public init(_ description: String) {
         self.description = description
     }
 }

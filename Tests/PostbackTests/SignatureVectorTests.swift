@@ -1,4 +1,6 @@
+import AdAttributionKit
 import Postbacks
+import SKAdNetwork
 import Primitives
 import Testing
 
@@ -74,6 +76,29 @@ import Testing
         #expect(production.verdict == .quarantined && production.reasons == ["development_postback"])
         let development = PostbackVerdict.judge(postback, signature: check, developmentMode: true, conflictsWithEarlier: false)
         #expect(development.verdict == .accepted && development.reasons.isEmpty)
+    }
+
+    @Test func theOrderKeysAreTriedInNeverChangesTheOutcome() throws {
+        // The keyring tries the key that verified the last postback first; mixing Apple's and a
+        // test key's postbacks must still label each one by its own signer.
+        let generated = try VectorFiles.generated()
+        let keyring = try PostbackKeyring(testKeys: [(generated.keyName, generated.keySPKI)])
+        let apple = try VectorFiles.appleSKAdNetwork().filter(\.valid)
+        let test = generated.vectors.filter { $0.protocol == "skadnetwork" && $0.signature == "test_key" }
+        for i in 0..<max(apple.count, test.count) * 2 {
+            if i % 3 == 0 {
+                #expect(keyring.check(try read(.skadnetwork, apple[i % apple.count].body)).outcome == .apple)
+            } else {
+                #expect(keyring.check(try read(.skadnetwork, test[i % test.count].body)).outcome == .testKey)
+            }
+        }
+    }
+
+    @Test func applesKeysCannotBeTestKeys() {
+        #expect(throws: (any Error).self) { try PostbackKeyring(testKeys: [("mine", SKAdNetworkKeys.appleP256)]) }
+        #expect(throws: (any Error).self) {
+            try PostbackKeyring(testKeys: [("dev", AdAttributionKitKeys.all[2].subjectPublicKeyInfo)])
+        }
     }
 
     @Test func aKeyOnAnotherCurveIsRefused() {

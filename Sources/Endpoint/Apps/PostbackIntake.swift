@@ -14,10 +14,12 @@ import ReportStore
 ///
 /// Checking a signature takes about 100 µs, far more than a report. So a postback is only read on
 /// arrival; what remains (telling a retry from a new postback, the signature, the append) waits
-/// in a queue that each turn of the event loop works through for at most `turnBudget` before its
-/// commit. A burst of postbacks then spreads over several turns instead of holding up the
-/// reports that share a turn with it, and the queue's order keeps two copies of one postback in
-/// the order they came. A full queue answers 503 with Retry-After, and devices retry.
+/// in a queue that each turn of the event loop works through before its commit: for at most
+/// `sharedTurnBudget` when reports or triggers wait for that commit too, `ownTurnBudget` when
+/// only postbacks do. A burst of postbacks then spreads over several turns instead of holding up
+/// the reports that share a turn with it, while a turn of postbacks alone shares its flush among
+/// many. The queue's order keeps two copies of one postback in the order they came. A full queue
+/// answers 503 with Retry-After, and devices retry.
 final class PostbackIntake: Sendable {
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
@@ -29,8 +31,9 @@ final class PostbackIntake: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
-    /// Seconds of queued work each turn takes on.
-    let turnBudget: Double
+    /// Seconds of queued work a turn takes on when others wait for its commit, and when none do.
+    let sharedTurnBudget: Double
+    let ownTurnBudget: Double
     let maxQueued: Int
 
     private struct Queued: Sendable {
@@ -47,7 +50,8 @@ final class PostbackIntake: Sendable {
 
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
-         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, turnBudget: Double = 0.002, maxQueued: Int = 4096) {
+         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, sharedTurnBudget: Double = 0.002,
+         ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger
         self.servedSites = servedSites
@@ -58,7 +62,8 @@ final class PostbackIntake: Sendable {
         self.rejections = rejections
         self.metrics = metrics
         self.clock = clock
-        self.turnBudget = turnBudget
+        self.sharedTurnBudget = sharedTurnBudget
+        self.ownTurnBudget = ownTurnBudget
         self.maxQueued = maxQueued
     }
 
@@ -93,6 +98,11 @@ final class PostbackIntake: Sendable {
     }
 
     var hasQueued: Bool { queue.withLock { !$0.isEmpty } }
+
+    /// A turn's share of the queue, before its commit.
+    func drainForTurn() {
+        drain(budget: store.hasQueued ? sharedTurnBudget : ownTurnBudget)
+    }
 
     /// Works through the queue for at most `budget` seconds (at least one postback), queueing
     /// each one's record for the commit that follows.

@@ -61,7 +61,7 @@ struct EndpointRoutes: HTTPHandler {
     /// The turn's reports, triggers and postbacks go to disk together, and their answers go out
     /// in this turn.
     func finishTurn() {
-        postbacks?.drain(budget: postbacks?.turnBudget ?? 0)
+        postbacks?.drainForTurn()
         store.commitQueued()
         checkpointer?.turnEnded()
     }
