@@ -3,50 +3,61 @@ import Primitives
 /// What makes two deliveries of one postback the same delivery. A device resends the same body;
 /// a forwarder in between may reorder its keys or change its spacing, which is not a new fact.
 /// So bodies are compared as JSON, members sorted by key, numbers as written.
+/// The fingerprint is stored with each postback, so its definition must never change.
 public enum PostbackContent {
     /// FNV-1a 64 of the canonical form: stable across restarts, so that it can be stored with
     /// each postback and read back by replay.
     public static func fingerprint(_ body: [UInt8]) -> UInt64 {
         if let json = try? JSONParser().parse(body) { return fingerprint(json) }
-        return fnv(String(decoding: body, as: UTF8.self))
+        var hash = FNV()
+        for byte in body { hash.add(byte) }
+        return hash.value
     }
 
-    /// The fingerprint of a body already parsed.
+    /// The fingerprint of a body already parsed: FNV-1a over a canonical walk of the value,
+    /// members sorted by the bytes of their keys. No text is built: this runs for every postback.
     public static func fingerprint(_ json: JSONValue) -> UInt64 {
-        var text = ""
-        canonical(json, into: &text)
-        return fnv(text)
+        var hash = FNV()
+        walk(json, &hash)
+        return hash.value
     }
 
-    private static func fnv(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
+    private struct FNV {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+        mutating func add(_ byte: UInt8) {
+            value ^= UInt64(byte)
+            value = value &* 0x0000_0100_0000_01b3
         }
-        return hash
+
+        mutating func add(_ text: String) {
+            var text = text
+            text.withUTF8 { for byte in $0 { add(byte) } }
+            add(0)  // so that "ab","c" and "a","bc" differ
+        }
     }
 
-    static func canonical(_ value: JSONValue, into out: inout String) {
+    private static func walk(_ value: JSONValue, _ hash: inout FNV) {
         switch value {
-        case .object(let members):
-            out += "{"
-            for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if i > 0 { out += "," }
-                JSONValue.writeString(member.key, to: &out)
-                out += ":"
-                canonical(member.value, into: &out)
-            }
-            out += "}"
+        case .null: hash.add(UInt8(ascii: "n"))
+        case .bool(let b): hash.add(b ? UInt8(ascii: "t") : UInt8(ascii: "f"))
+        case .number(let text):
+            hash.add(UInt8(ascii: "#"))
+            hash.add(text)
+        case .string(let s):
+            hash.add(UInt8(ascii: "s"))
+            hash.add(s)
         case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                canonical(item, into: &out)
+            hash.add(UInt8(ascii: "["))
+            for item in items { walk(item, &hash) }
+            hash.add(UInt8(ascii: "]"))
+        case .object(let members):
+            hash.add(UInt8(ascii: "{"))
+            for member in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+                hash.add(member.key)
+                walk(member.value, &hash)
             }
-            out += "]"
-        default:
-            value.write(to: &out)
+            hash.add(UInt8(ascii: "}"))
         }
     }
 }

@@ -50,7 +50,7 @@ final class PostbackIntake: Sendable {
 
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
-         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, sharedTurnBudget: Double = 0.002,
+         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, sharedTurnBudget: Double = 0.001,
          ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger
