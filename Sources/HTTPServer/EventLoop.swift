@@ -76,6 +76,13 @@ final class EventLoop: @unchecked Sendable {
         if wasEmpty { wake() }
     }
 
+    /// Makes the loop turn once more, so that its handler's `finishTurn` runs: for work finished
+    /// on another thread that the handler takes up at the end of a turn.
+    func wakeForDeferredWork() {
+        if let loopThread, pthread_equal(loopThread, pthread_self()) != 0 { return }
+        wake()
+    }
+
     func beginShutdown() {
         inbox.withLock { $0.shutdownRequested = true }
         wake()

@@ -29,7 +29,7 @@ public struct HTTPResponder: Sendable {
         /// A connection of the event loop's.
         case connection(EventLoop, fd: Int32, generation: UInt64, sequence: UInt64)
         /// Whoever asked without a socket (`Router.respond(to:)`, tests).
-        case closure(@Sendable (HTTPResponse) -> Void)
+        case closure(@Sendable (HTTPResponse) -> Void, wake: @Sendable () -> Void)
     }
     private let destination: Destination
 
@@ -37,17 +37,30 @@ public struct HTTPResponder: Sendable {
         destination = .connection(loop, fd: fd, generation: generation, sequence: sequence)
     }
 
-    /// A responder that hands the answer to `deliver`, for requests that come from no socket.
-    public init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void) {
-        destination = .closure(deliver)
+    /// A responder that hands the answer to `deliver`, for requests that come from no socket;
+    /// `wake` stands for the loop's next turn.
+    public init(_ deliver: @escaping @Sendable (HTTPResponse) -> Void, wake: @escaping @Sendable () -> Void = {}) {
+        destination = .closure(deliver, wake: wake)
     }
 
     public func respond(_ response: HTTPResponse) {
         switch destination {
         case .connection(let loop, let fd, let generation, let sequence):
             loop.complete(Completion(fd: fd, generation: generation, sequence: sequence, response: response))
-        case .closure(let deliver):
+        case .closure(let deliver, _):
             deliver(response)
+        }
+    }
+
+    /// From any thread: makes the event loop that owns the request turn once more, so that its
+    /// handler's `finishTurn` takes up work finished elsewhere (a signature checked on a worker
+    /// thread) even if no socket becomes ready meanwhile.
+    public func wakeLoop() {
+        switch destination {
+        case .connection(let loop, _, _, _):
+            loop.wakeForDeferredWork()
+        case .closure(_, let wake):
+            wake()
         }
     }
 }

@@ -12,14 +12,14 @@ import ReportStore
 /// postback, or the record of its retry, is on disk; a refusal is kept for bodies that can never
 /// be a postback, so that nothing true is turned away.
 ///
-/// Checking a signature takes about 100 µs, far more than a report. So a postback is only read on
-/// arrival; what remains (telling a retry from a new postback, the signature, the append) waits
-/// in a queue that each turn of the event loop works through before its commit: for at most
-/// `sharedTurnBudget` when reports or triggers wait for that commit too, `ownTurnBudget` when
-/// only postbacks do. A burst of postbacks then spreads over several turns instead of holding up
-/// the reports that share a turn with it, while a turn of postbacks alone shares its flush among
-/// many. The queue's order keeps two copies of one postback in the order they came. A full queue
-/// answers 503 with Retry-After, and devices retry.
+/// Checking a signature takes about 100 µs, far more than a report's whole path. So a postback is
+/// read on arrival, its signature is checked by a `SignatureCheckPool` thread, and what remains
+/// (telling a retry from a new postback, the verdict, the append) happens on the event loop at
+/// the end of a turn, in the order the postbacks arrived, for every one whose check is done: a
+/// few microseconds each, so reports sharing the turn do not wait for signatures. The order
+/// keeps two copies of one postback in the order they came. A copy of a postback already stored
+/// is not checked at all. Past `maxQueued` waiting, the answer is 503 with Retry-After, and
+/// devices retry.
 final class PostbackIntake: Sendable {
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
@@ -31,9 +31,7 @@ final class PostbackIntake: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
-    /// Seconds of queued work a turn takes on when others wait for its commit, and when none do.
-    let sharedTurnBudget: Double
-    let ownTurnBudget: Double
+    let pool: SignatureCheckPool
     let maxQueued: Int
 
     private struct Queued: Sendable {
@@ -43,15 +41,27 @@ final class PostbackIntake: Sendable {
         var site: String
         var body: [UInt8]
         var responder: HTTPResponder
+        /// The signature's outcome once a pool thread has checked it.
+        var check: PostbackKeyring.Check?
+        /// Ready for the loop: checked, or a copy of a stored postback that needs no check.
+        var ready = false
     }
-    private let queue = Locked<[Queued]>([])
-    /// One drain at a time, so that the queue's order is the order of the ledger's decisions.
+
+    /// Postbacks in arrival order; `first` is the sequence number of `entries[0]`.
+    private struct Line: Sendable {
+        var entries: [Queued] = []
+        var first: UInt64 = 0
+
+        var headIsReady: Bool { entries.first?.ready ?? false }
+    }
+    private let line = Locked(Line())
+    /// One drain at a time, so that the line's order is the order of the ledger's decisions.
     private let draining = Locked(())
 
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
-         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, sharedTurnBudget: Double = 0.001,
-         ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
+         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, pool: SignatureCheckPool = SignatureCheckPool(),
+         maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger
         self.servedSites = servedSites
@@ -62,12 +72,11 @@ final class PostbackIntake: Sendable {
         self.rejections = rejections
         self.metrics = metrics
         self.clock = clock
-        self.sharedTurnBudget = sharedTurnBudget
-        self.ownTurnBudget = ownTurnBudget
+        self.pool = pool
         self.maxQueued = maxQueued
     }
 
-    /// Reads the request on arrival and queues the rest; answers refusals at once.
+    /// Reads the request on arrival, answers refusals at once, and hands the signature to the pool.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) {
         let site: String
         switch resolveSite(request) {
@@ -84,36 +93,56 @@ final class PostbackIntake: Sendable {
         case .success(let read): (json, postback) = read
         case .failure(let problem): return refuse(Problem(problem), request, responder)
         }
-        let item = Queued(proto: proto, postback: postback, contentHash: PostbackContent.fingerprint(json), site: site,
-                          body: request.body, responder: responder)
-        let queued = queue.withLock { q -> Bool in
-            guard q.count < maxQueued else { return false }
-            q.append(item)
-            return true
+        let contentHash = PostbackContent.fingerprint(json)
+        // A copy of a postback already stored needs no check: the loop will count it. (The loop
+        // decides again when its turn comes; should it not be a retry then, it checks it there.)
+        var knownRetry = false
+        if case .retry = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash) { knownRetry = true }
+        let item = Queued(proto: proto, postback: postback, contentHash: contentHash, site: site, body: request.body,
+                          responder: responder, check: nil, ready: knownRetry)
+        let sequence = line.withLock { l -> UInt64? in
+            guard l.entries.count < maxQueued else { return nil }
+            l.entries.append(item)
+            return l.first + UInt64(l.entries.count - 1)
         }
-        if !queued {
-            responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
-                                      detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
+        guard let sequence else {
+            return responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
+                detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
+        }
+        if knownRetry { return }
+        let (keyring, line) = (self.keyring, self.line)
+        pool.submit {
+            let check = keyring.check(postback)
+            line.withLock { l in
+                let i = Int(sequence - l.first)
+                l.entries[i].check = check
+                l.entries[i].ready = true
+            }
+            responder.wakeLoop()
         }
     }
 
-    var hasQueued: Bool { queue.withLock { !$0.isEmpty } }
+    /// Whether the loop has postbacks to take up now.
+    var hasReady: Bool { line.withLock { $0.headIsReady } }
 
-    /// A turn's share of the queue, before its commit.
-    func drainForTurn() {
-        drain(budget: store.hasQueued ? sharedTurnBudget : ownTurnBudget)
-    }
-
-    /// Works through the queue for at most `budget` seconds (at least one postback), queueing
-    /// each one's record for the commit that follows.
-    func drain(budget: Double) {
+    /// Takes up, in arrival order, every postback whose check is done, queueing each one's record
+    /// for the commit that follows. Stops at the first still being checked.
+    func drainReady() {
         draining.withLock { _ in
-            let start = DispatchTime.now().uptimeNanoseconds
-            repeat {
-                guard let item = queue.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { return }
+            while let item = line.withLock({ l -> Queued? in
+                guard l.headIsReady else { return nil }
+                l.first += 1
+                return l.entries.removeFirst()
+            }) {
                 process(item)
-            } while Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 < budget
+            }
         }
+    }
+
+    /// Stops the pool once the HTTP server has stopped; postbacks still waiting were never
+    /// answered, and their devices will send them again.
+    func stop() {
+        pool.stop()
     }
 
     private func process(_ item: Queued) {
@@ -134,7 +163,7 @@ final class PostbackIntake: Sendable {
             }
             return
         }
-        let check = keyring.check(item.postback)
+        let check = item.check ?? keyring.check(item.postback)
         let (verdict, reasons) = PostbackVerdict.judge(item.postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,

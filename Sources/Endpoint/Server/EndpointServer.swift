@@ -200,19 +200,21 @@ public final class EndpointServer: Sendable {
     /// it here, as the event loop's turn would.
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let answer = Locked<HTTPResponse?>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        routes.handle(request, responder: HTTPResponder { response in
+        // Signalled by the answer, and by work finished elsewhere (a postback's signature check)
+        // that a turn's end would take up.
+        let progress = DispatchSemaphore(value: 0)
+        routes.handle(request, responder: HTTPResponder({ response in
             answer.withLock { $0 = response }
-            answered.signal()
-        })
+            progress.signal()
+        }, wake: { progress.signal() }))
         // Only the postbacks and the commit of a turn's end, not the rest of it: the checkpointer's
         // timing belongs to the event loop's thread alone. The loop's own turn may commit it first;
-        // either way the completion signals.
-        if answer.withLock({ $0 == nil }) {
-            routes.postbacks?.drain(budget: .infinity)
+        // either way the answer signals.
+        while answer.withLock({ $0 == nil }) {
+            routes.postbacks?.drainReady()
             store.commitQueued()
+            if answer.withLock({ $0 == nil }) { progress.wait() }
         }
-        answered.wait()
         return answer.withLock { $0! }
     }
 
@@ -224,6 +226,7 @@ public final class EndpointServer: Sendable {
     /// Waits for the HTTP server to stop, then flushes and closes the store.
     public func waitUntilStopped() {
         http.waitUntilStopped()
+        routes.postbacks?.stop()
         stopping.withLock { $0 = true }
         rebuildDone.wait()
         store.close()
