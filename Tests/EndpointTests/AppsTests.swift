@@ -42,6 +42,39 @@ import Testing
         #expect(endpoint.request("DELETE", "/api/ad-networks?id=generated.adattributionkit", headers: [("Authorization", "Bearer test-token")]).status == 404)
     }
 
+    @Test func theConfigFileRegistersAppsAndTrustsKeys() throws {
+        let document = try PostbackPathTests.vectors("generated_postbacks")
+        let directory = temporaryDirectory()
+        let config = """
+        {"sites":["app.example"],"data":"\(directory)","postback_keys":{"\(document["test_key_name"] as! String)":"\(document["test_key_spki"] as! String)"},
+         "signature_threads":1,"max_postback_bytes":4096,"apps":[\(Self.app)],"ad_networks":[\(Self.network)]}
+        """
+        let path = directory + "/config.json"
+        try config.write(toFile: path, atomically: true, encoding: .utf8)
+        guard case .run(var configuration) = try EndpointConfiguration.parse(arguments: ["--config", path, "--port", "0"], environment: [:]) else {
+            Issue.record("the config file was not read")
+            return
+        }
+        #expect(configuration.signatureThreads == 1 && configuration.maxPostbackBytes == 4096 && configuration.postbackKeys.count == 1)
+        configuration.adminToken = "test-token"
+        configuration.accessLog = false
+        configuration.publicDirectory = repositoryRoot + "/Public"
+        let server = try EndpointServer(configuration: configuration)
+        let port = try server.start()
+        defer { server.shutdown(); server.waitUntilStopped() }
+        let vector = try #require((document["vectors"] as! [[String: Any]]).first { $0["signature"] as? String == "test_key" })
+        let path2 = vector["protocol"] as! String == "skadnetwork" ? PostbackPathTests.skadnetwork : PostbackPathTests.adattributionkit
+        let answer = try httpRequest(port: port, method: "POST", path: path2, host: "app.example", body: Array((vector["body"] as! String).utf8))
+        #expect(json(answer)["signature"] as? String == "test_key")
+        let apps = try httpRequest(port: port, method: "GET", path: "/api/apps", headers: [("Authorization", "Bearer test-token")])
+        #expect(apps.bodyText.contains("Example Game"))
+        // A key that is not P-256, or Apple's own, stops the start with the reason.
+        for bad in ["{\"postback_keys\":{\"k\":\"junk\"},\"dev\":true}", "{\"postback_keys\":{\"k\":\"\(SKAdNetworkKeysForTests.apple)\"},\"dev\":true}"] {
+            try bad.write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(throws: (any Error).self) { try EndpointConfiguration.parse(arguments: ["--config", path], environment: [:]) }
+        }
+    }
+
     @Test func theAppsViewCountsWhatTheExportLists() throws {
         let document = try PostbackPathTests.vectors("generated_postbacks")
         let endpoint = try LiveEndpoint(sites: ["app.example"]) { configuration in
@@ -102,4 +135,8 @@ import Testing
         #expect(reasons["signature_invalid"] == rows.filter { $0["signature"] as? String == "invalid" }.count)
         #expect(json(try endpoint.get("/api/apps/summary?site=other.example"))["postbacks"] as? [String: Int] == ["accepted": 0, "development": 0, "duplicates_received": 0, "quarantined": 0, "stored": 0])
     }
+}
+
+enum SKAdNetworkKeysForTests {
+    static let apple = "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEWdp8GPcGqmhgzEFj9Z2nSpQVddayaPe4FMzqM9wib1+aHaaIzoHoLN9zW4K8y4SPykE3YVK3sVqW6Af0lfx3gg=="
 }

@@ -66,11 +66,13 @@ import Testing
         #expect(development["conversion-value"] as? Int == 24)
     }
 
-    @Test func generatedVectorsVerifyOnlyWithTheirKeyTrusted() throws {
+    /// With signatures checked on the loop (0 threads) and by a pool (2).
+    @Test(arguments: [0, 2]) func generatedVectorsVerifyOnlyWithTheirKeyTrusted(signatureThreads: Int) throws {
         let document = try Self.vectors("generated_postbacks")
         let vectors = document["vectors"] as! [[String: Any]]
         for trusted in [true, false] {
             let endpoint = try LiveEndpoint(sites: ["app.example"]) { configuration in
+                configuration.signatureThreads = signatureThreads
                 if trusted { configuration.postbackKeys = [(document["test_key_name"] as! String, document["test_key_spki"] as! String)] }
             }
             defer { endpoint.stop() }
@@ -91,10 +93,10 @@ import Testing
         }
     }
 
-    @Test func aRetryIsCountedNotStoredWithinATurnAndAcrossARestart() throws {
+    @Test(arguments: [0, 2]) func aRetryIsCountedNotStoredWithinATurnAndAcrossARestart(signatureThreads: Int) throws {
         let directory = temporaryDirectory()
         let body = try JSONSerialization.data(withJSONObject: (try Self.vectors("skadnetwork_postbacks")["apple_4.0_web_high_tier"] as! [String: Any])["postback"]!)
-        var endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory)
+        var endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory) { $0.signatureThreads = signatureThreads }
         // Two copies in one write: the loop reads both in one turn, before the first is on disk.
         let client = try RawHTTPClient(port: endpoint.port)
         let request = Array("POST \(Self.skadnetwork) HTTP/1.1\r\nHost: app.example\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + Array(body)
@@ -106,7 +108,7 @@ import Testing
         #expect(rows.count == 1 && rows[0]["duplicates_received"] as? Int == 1)
         endpoint.stop()
 
-        endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory)
+        endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory) { $0.signatureThreads = signatureThreads }
         defer { endpoint.stop() }
         // Reordered keys and other spacing: the same postback, as a forwarder may pass it on.
         let object = try JSONSerialization.jsonObject(with: body) as! [String: Any]
@@ -124,6 +126,32 @@ import Testing
         #expect(try postbacks(endpoint).count == 2)
         let metrics = try endpoint.get("/metrics").bodyText
         #expect(metrics.contains(#"attribution_postback_retries_total{protocol="skadnetwork"} 1"#))
+    }
+
+    @Test func manyCopiesOfManyPostbacksAtOnceAreEachStoredOnce() throws {
+        // Eight connections each send every postback twice in one write, all at once: copies
+        // that arrive while the first is still being checked must be counted, not stored.
+        let document = try Self.vectors("generated_postbacks")
+        let bodies = (document["vectors"] as! [[String: Any]]).filter { $0["protocol"] as? String == "adattributionkit" }.map { Array(($0["body"] as! String).utf8) }
+        let endpoint = try LiveEndpoint(sites: ["app.example"]) { configuration in
+            configuration.postbackKeys = [(document["test_key_name"] as! String, document["test_key_spki"] as! String)]
+        }
+        defer { endpoint.stop() }
+        let clients = try (0..<8).map { _ in try RawHTTPClient(port: endpoint.port) }
+        for client in clients {
+            var bytes: [UInt8] = []
+            for body in bodies {
+                let request = Array("POST \(Self.adattributionkit) HTTP/1.1\r\nHost: app.example\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+                bytes += request + request
+            }
+            try client.send(bytes)
+        }
+        for client in clients {
+            for _ in 0..<(2 * bodies.count) { #expect(try client.readResponse().status == 200) }
+        }
+        let rows = try postbacks(endpoint)
+        #expect(rows.count == bodies.count)
+        #expect(rows.reduce(0) { $0 + ($1["duplicates_received"] as! Int) } == 16 * bodies.count - bodies.count)
     }
 
     @Test func onlyWhatCannotBeAPostbackIsRefused() throws {

@@ -13,13 +13,16 @@ import ReportStore
 /// be a postback, so that nothing true is turned away.
 ///
 /// Checking a signature takes about 100 µs, far more than a report's whole path. So a postback is
-/// read on arrival, its signature is checked by a `SignatureCheckPool` thread, and what remains
-/// (telling a retry from a new postback, the verdict, the append) happens on the event loop at
-/// the end of a turn, in the order the postbacks arrived, for every one whose check is done: a
-/// few microseconds each, so reports sharing the turn do not wait for signatures. The order
-/// keeps two copies of one postback in the order they came. A copy of a postback already stored
-/// is not checked at all. Past `maxQueued` waiting, the answer is 503 with Retry-After, and
-/// devices retry.
+/// read on arrival and waits in a line; what remains (telling a retry from a new postback, the
+/// verdict, the append) happens on the event loop at the end of a turn, in arrival order, which
+/// keeps two copies of one postback in the order they came. The signature is checked:
+/// - with more than one core, by `SignatureCheckPool` threads on the other cores, and the loop
+///   takes up every postback whose check is done: a few microseconds each;
+/// - on a single core, by the loop itself at the end of a turn, for at most `sharedTurnBudget`
+///   when reports or triggers wait for the same commit and `ownTurnBudget` when none do, so that a
+///   burst spreads over turns instead of holding up the reports that share one.
+/// A copy of a postback already stored is not checked at all. Past `maxQueued` waiting, the
+/// answer is 503 with Retry-After, and devices retry.
 final class PostbackIntake: Sendable {
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
@@ -31,7 +34,9 @@ final class PostbackIntake: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
-    let pool: SignatureCheckPool
+    let pool: SignatureCheckPool?
+    let sharedTurnBudget: Double
+    let ownTurnBudget: Double
     let maxQueued: Int
 
     private struct Queued: Sendable {
@@ -51,6 +56,8 @@ final class PostbackIntake: Sendable {
     private struct Line: Sendable {
         var entries: [Queued] = []
         var first: UInt64 = 0
+        /// A pool thread has woken the loop and the loop has not drained since: no need to again.
+        var wakeRequested = false
 
         var headIsReady: Bool { entries.first?.ready ?? false }
     }
@@ -60,8 +67,9 @@ final class PostbackIntake: Sendable {
 
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
-         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp, pool: SignatureCheckPool = SignatureCheckPool(),
-         maxQueued: Int = 4096) {
+         metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp,
+         pool: SignatureCheckPool? = SignatureCheckPool.forOtherCores(), sharedTurnBudget: Double = 0.001,
+         ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger
         self.servedSites = servedSites
@@ -73,6 +81,8 @@ final class PostbackIntake: Sendable {
         self.metrics = metrics
         self.clock = clock
         self.pool = pool
+        self.sharedTurnBudget = sharedTurnBudget
+        self.ownTurnBudget = ownTurnBudget
         self.maxQueued = maxQueued
     }
 
@@ -109,28 +119,51 @@ final class PostbackIntake: Sendable {
             return responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
                 detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
         }
-        if knownRetry { return }
+        guard !knownRetry, let pool else { return }
         let (keyring, line) = (self.keyring, self.line)
         pool.submit {
             let check = keyring.check(postback)
-            line.withLock { l in
+            // The loop can take this one up only if everything before it is done; and one
+            // wake-up per drain is enough, however many checks finish meanwhile.
+            let wake = line.withLock { l -> Bool in
                 let i = Int(sequence - l.first)
                 l.entries[i].check = check
                 l.entries[i].ready = true
+                guard i == 0, !l.wakeRequested else { return false }
+                l.wakeRequested = true
+                return true
             }
-            responder.wakeLoop()
+            if wake { responder.wakeLoop() }
         }
     }
 
     /// Whether the loop has postbacks to take up now.
-    var hasReady: Bool { line.withLock { $0.headIsReady } }
+    var hasReady: Bool {
+        line.withLock { pool == nil ? !$0.entries.isEmpty : $0.headIsReady }
+    }
 
-    /// Takes up, in arrival order, every postback whose check is done, queueing each one's record
-    /// for the commit that follows. Stops at the first still being checked.
-    func drainReady() {
+    /// A turn's share of the line, before its commit: every postback whose check is done, or on a
+    /// single core as many as the turn's budget allows, checked here.
+    func drainForTurn() {
+        drain(budget: pool != nil ? 0 : store.hasQueued ? sharedTurnBudget : ownTurnBudget)
+    }
+
+    /// Takes up postbacks in arrival order, queueing each one's record for the commit that
+    /// follows: those whose check is done, and without a pool, others checked here for at most
+    /// `budget` seconds (at least one).
+    func drain(budget: Double) {
         draining.withLock { _ in
+            let start = DispatchTime.now().uptimeNanoseconds
+            var checkedHere = 0
             while let item = line.withLock({ l -> Queued? in
-                guard l.headIsReady else { return nil }
+                l.wakeRequested = false
+                guard let head = l.entries.first else { return nil }
+                if !head.ready {
+                    guard pool == nil else { return nil }
+                    let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                    guard checkedHere == 0 || elapsed < budget else { return nil }
+                    checkedHere += 1
+                }
                 l.first += 1
                 return l.entries.removeFirst()
             }) {
@@ -142,7 +175,7 @@ final class PostbackIntake: Sendable {
     /// Stops the pool once the HTTP server has stopped; postbacks still waiting were never
     /// answered, and their devices will send them again.
     func stop() {
-        pool.stop()
+        pool?.stop()
     }
 
     private func process(_ item: Queued) {

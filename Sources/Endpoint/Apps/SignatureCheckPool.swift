@@ -5,12 +5,12 @@ import Locking
 import Glibc
 #endif
 
-/// Threads that check postback signatures off the event loop, one per core. A check takes about
+/// Threads that check postback signatures off the event loop: one for each core the process may
+/// run on besides the loop's own (`forOtherCores`), none on a single core. A check takes about
 /// 100 µs; on the loop, a burst of postbacks would hold up every report of its turn.
 ///
-/// The threads run at a lower priority (nice 10) than the loop: where they share its core, the
-/// loop still gets it whenever it has work, so reports keep their latency and checks take what
-/// is left; on a machine with more cores they run beside it.
+/// The threads run at a lower priority (nice 19) than the loop, so that where the scheduler puts
+/// one on the loop's core, the loop still gets it whenever it has work.
 final class SignatureCheckPool: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -21,13 +21,34 @@ final class SignatureCheckPool: Sendable {
     private let threads = DispatchGroup()
     let size: Int
 
-    init(threads count: Int = ProcessInfo.processInfo.activeProcessorCount) {
+    /// A pool with a thread for every core but one, or nil on a single core.
+    static func forOtherCores() -> SignatureCheckPool? {
+        let cores = allowedCores()
+        return cores > 1 ? SignatureCheckPool(threads: cores - 1) : nil
+    }
+
+    /// The cores this process may run on (`taskset`, a container's cpuset), from
+    /// `/proc/self/status`; elsewhere, the machine's.
+    static func allowedCores() -> Int {
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) {
+            var count = 0
+            for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
+                let bounds = range.split(separator: "-").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+                if bounds.count == 1 { count += 1 } else if bounds.count == 2, bounds[1] >= bounds[0] { count += bounds[1] - bounds[0] + 1 }
+            }
+            if count > 0 { return count }
+        }
+        return ProcessInfo.processInfo.activeProcessorCount
+    }
+
+    init(threads count: Int) {
         size = max(1, count)
         for n in 0..<size {
             threads.startThread(named: "signature-check-\(n)") { [self] in
                 #if canImport(Glibc)
                 // On Linux a nice value is a thread's own: 0 names the calling thread only.
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
                 #endif
                 run()
             }

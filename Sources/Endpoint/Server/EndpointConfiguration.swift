@@ -28,6 +28,9 @@ public struct EndpointConfiguration: Sendable {
     /// Extra P-256 keys trusted for postback signatures (`--postback-key NAME=BASE64-SPKI`): for
     /// tests, demos and an ad network's test setup. What they sign is labelled `test_key`.
     public var postbackKeys: [(name: String, subjectPublicKeyInfo: String)] = []
+    /// Threads that check postback signatures off the event loop; nil: one for each core the
+    /// process may use besides the loop's. 0 checks them on the loop, a bounded share per turn.
+    public var signatureThreads: Int?
     public var accessLog = true
     /// The summary page's files, served at `/`; nil: found by `PageLocator` beside the binary.
     public var publicDirectory: String?
@@ -79,6 +82,7 @@ public struct EndpointConfiguration: Sendable {
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
                                "request_timeout", "idle_timeout", "max_report_bytes",
                                "max_postback_bytes", "postback_keys" (object: name → key),
+                               "signature_threads",
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
@@ -111,6 +115,10 @@ public struct EndpointConfiguration: Sendable {
       --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
       --max-report-bytes N     Largest report body accepted (default 8192).
       --max-postback-bytes N   Largest postback body accepted (default 16384).
+      --signature-threads N    Threads checking postback signatures beside the event loop
+                               (default: one per core the process may use, but the loop's; 0
+                               checks them on the loop, at most 1 ms of each turn that also
+                               stores reports).
       --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
                                does not grow the file (default 4; 0 for none).
       --summary-checkpoint-interval SECS
@@ -194,6 +202,7 @@ public struct EndpointConfiguration: Sendable {
             case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
             case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
             case "--max-postback-bytes": configuration.maxPostbackBytes = try number(flag, Int.self)
+            case "--signature-threads": configuration.signatureThreads = try number(flag, Int.self)
             case "--postback-key":
                 let text = try value(flag)
                 guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
@@ -242,6 +251,7 @@ public struct EndpointConfiguration: Sendable {
             case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
             case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
             case "max_postback_bytes": guard let v = value as? Int else { throw bad() }; maxPostbackBytes = v
+            case "signature_threads": guard let v = value as? Int else { throw bad() }; signatureThreads = v
             case "postback_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -316,6 +326,9 @@ public struct EndpointConfiguration: Sendable {
             _ = try PostbackKeyring(testKeys: postbackKeys)
         } catch {
             throw ParseError(description: "--postback-key: \(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)")
+        }
+        if let threads = signatureThreads, !(0...256).contains(threads) {
+            throw ParseError(description: "--signature-threads must be 0 to 256")
         }
         if maxConnections < 1 || maxReportBytes < 256 || maxPostbackBytes < 1024 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
             || !(0...1024).contains(logPreallocationMB) || !(0.1...86_400).contains(summaryCheckpointInterval) {

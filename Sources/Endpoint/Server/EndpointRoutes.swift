@@ -33,7 +33,7 @@ struct EndpointRoutes: HTTPHandler {
     let store: ReportStore
     /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
     let checkpointer: SummaryCheckpointer?
-    /// Postbacks whose signatures are checked off the loop: each turn takes up those done.
+    /// Postbacks waiting for their signature check: each turn takes up its share.
     let postbacks: PostbackIntake?
 
     init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
@@ -61,7 +61,7 @@ struct EndpointRoutes: HTTPHandler {
     /// The turn's reports, triggers and postbacks go to disk together, and their answers go out
     /// in this turn.
     func finishTurn() {
-        postbacks?.drainReady()
+        postbacks?.drainForTurn()
         store.commitQueued()
         checkpointer?.turnEnded()
     }

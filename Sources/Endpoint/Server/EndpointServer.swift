@@ -83,7 +83,8 @@ public final class EndpointServer: Sendable {
             keyring: try PostbackKeyring(testKeys: configuration.postbackKeys), ledger: ledger,
             servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
             trustedProxies: trustedProxies, maxPostbackBytes: configuration.maxPostbackBytes, store: store,
-            rejections: rejections, metrics: metrics, clock: { clock.now() })
+            rejections: rejections, metrics: metrics, clock: { clock.now() },
+            pool: configuration.signatureThreads.map { $0 > 0 ? SignatureCheckPool(threads: $0) : nil } ?? SignatureCheckPool.forOtherCores())
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try Self.ensureRegistered(configuration, in: apps)
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
@@ -211,7 +212,7 @@ public final class EndpointServer: Sendable {
         // timing belongs to the event loop's thread alone. The loop's own turn may commit it first;
         // either way the answer signals.
         while answer.withLock({ $0 == nil }) {
-            routes.postbacks?.drainReady()
+            routes.postbacks?.drain(budget: .infinity)
             store.commitQueued()
             if answer.withLock({ $0 == nil }) { progress.wait() }
         }
