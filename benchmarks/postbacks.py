@@ -36,6 +36,7 @@ from endpoint_process import wait_port  # noqa: E402
 VERIFY_RATE = os.path.join(ROOT, "benchmarks/.build/release/postback-verify-rate")
 DURATION = int(os.environ.get("DURATION", "8"))
 COUNT = int(os.environ.get("POSTBACKS", "120000"))
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 PATH = "/.well-known/skadnetwork/report-attribution/"
 WORK = tempfile.mkdtemp(prefix="postbacks-")
 SEP = "\u2063"
@@ -147,8 +148,10 @@ def main():
     with open(os.path.join(WORK, "one.json"), "w") as f:
         f.write(first)
 
-    raw = json.loads(subprocess.run(["taskset", "-c", "0", VERIFY_RATE, "3", os.path.join(WORK, "one.json"), spki],
-                                    capture_output=True, text=True, check=True).stdout)
+    def yardstick():
+        return json.loads(subprocess.run(["taskset", "-c", "0", VERIFY_RATE, "3", os.path.join(WORK, "one.json"), spki],
+                                         capture_output=True, text=True, check=True).stdout)
+
     openssl = subprocess.run(["taskset", "-c", "0", "openssl", "speed", "-seconds", "3", "ecdsap256"],
                              capture_output=True, text=True).stdout
     openssl_rate = float(re.search(r"256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+\S+\s+([\d.]+)", openssl).group(1))
@@ -156,38 +159,53 @@ def main():
         "import sys; sys.path.insert(0, %r); import postbacks as p; from cryptography.hazmat.primitives.asymmetric import ec; "
         "print(p.python_verify_rate(ec.generate_private_key(ec.SECP256R1())))" % os.path.join(ROOT, "benchmarks")],
         capture_output=True, text=True, check=True).stdout)
-    print("raw verify %(verify_per_second)d/s, read and verify %(read_and_verify_per_second)d/s" % raw,
-          "openssl %.0f/s, python %.0f/s" % (openssl_rate, python_rate), flush=True)
 
-    runs = {}
-    for cores in ("0", "0,1"):
-        # Ingest: distinct postbacks, all verified and stored.
-        process, port = endpoint(spki, os.path.join(WORK, "ingest-" + cores), cores)
+    def ingest_run(cores, name):
+        process, port = endpoint(spki, os.path.join(WORK, name), cores)
         time.sleep(0.3)
         user0, sys0 = cpu_seconds(process.pid)
-        ingest = parse(wrk(port, PATH, lua_postbacks(bodies), 64, DURATION).communicate()[0])
+        result = parse(wrk(port, PATH, lua_postbacks(bodies), 64, DURATION).communicate()[0])
         user1, sys1 = cpu_seconds(process.pid)
-        stored = metric(port, "attribution_postbacks_stored_total")
+        result["stored"] = metric(port, "attribution_postbacks_stored_total")
         stop(process)
-        ingest["cpu_us"] = ((user1 - user0) + (sys1 - sys0)) / (ingest["rps"] * DURATION) * 1e6
-        # Reports alone, then reports while postbacks arrive at full rate: the reports' p99.
-        process, port = endpoint(spki, os.path.join(WORK, "alone-" + cores), cores)
+        result["cpu_us"] = ((user1 - user0) + (sys1 - sys0)) / (result["rps"] * DURATION) * 1e6
+        return result
+
+    def mix_run(cores, name):
+        """Reports alone, then reports while postbacks arrive at full rate: the reports' p99."""
+        process, port = endpoint(spki, os.path.join(WORK, name + "-alone"), cores)
         time.sleep(0.3)
         alone = parse(wrk(port, REPORT_PATH, lua_reports(), 32, DURATION).communicate()[0])
         stop(process)
-        process, port = endpoint(spki, os.path.join(WORK, "mix-" + cores), cores)
+        process, port = endpoint(spki, os.path.join(WORK, name + "-mix"), cores)
         time.sleep(0.3)
         postbacks = wrk(port, PATH, lua_postbacks(bodies), 32, DURATION)
         reports = wrk(port, REPORT_PATH, lua_reports(), 32, DURATION)
         mixed_reports, mixed_postbacks = parse(reports.communicate()[0]), parse(postbacks.communicate()[0])
         stop(process)
-        runs[cores] = (ingest, alone, mixed_reports, mixed_postbacks)
-        print("cores %s: ingest %.0f postbacks/s (p99 %.2f ms, %d stored); reports alone p99 %.2f ms, with postbacks p99 %.2f ms "
-              "(%.0f reports/s, %.0f postbacks/s)" % (cores, ingest["rps"], ingest["p99"], stored, alone["p99"],
+        return alone, mixed_reports, mixed_postbacks
+
+    # The yardstick drifts with the machine like everything else: each round measures it just
+    # before its ingest run, and the ratio is the median of the rounds' ratios.
+    rounds = []
+    for n in range(ROUNDS):
+        raw_round = yardstick()
+        ingest_round = ingest_run("0", "ingest-%d" % n)
+        rounds.append((raw_round, ingest_round, ingest_round["rps"] / raw_round["verify_per_second"]))
+        print("round %d: yardstick %d/s, ingest on core 0 %.0f/s: %.2f ×" % (
+            n + 1, raw_round["verify_per_second"], ingest_round["rps"], rounds[-1][2]), flush=True)
+    rounds.sort(key=lambda r: r[2])
+    raw, ingest_one, ratio_one = rounds[len(rounds) // 2]
+    raw_two = yardstick()
+    ingest_two = ingest_run("0,1", "ingest-both")
+    ratio_two = ingest_two["rps"] / raw_two["verify_per_second"]
+    runs = {"0": (ingest_one,) + mix_run("0", "one"), "0,1": (ingest_two,) + mix_run("0,1", "both")}
+    for cores, (ingest, alone, mixed_reports, mixed_postbacks) in runs.items():
+        print("cores %s: ingest %.0f postbacks/s (p99 %.2f ms); reports alone p99 %.2f ms, with postbacks p99 %.2f ms "
+              "(%.0f reports/s, %.0f postbacks/s)" % (cores, ingest["rps"], ingest["p99"], alone["p99"],
                                                        mixed_reports["p99"], mixed_reports["rps"], mixed_postbacks["rps"]), flush=True)
 
     one, two = runs["0"], runs["0,1"]
-    ratio_one, ratio_two = one[0]["rps"] / raw["verify_per_second"], two[0]["rps"] / raw["verify_per_second"]
     cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
     swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     mark = lambda ok: "met" if ok else "**not met**"
@@ -202,35 +220,41 @@ def main():
         "- Method: wrk on core 1; the yardstick and the references on core 0. The endpoint runs by default (access log "
         "on, stderr to a file) with `--postback-key` trusting the key that signed %d distinct SKAdNetwork 4.0 postbacks "
         "beforehand (Python's `cryptography`); each request carries another one, so every one is parsed, checked and "
-        "stored. Each endpoint run twice: on core 0 alone, as every other row of this page, and on both cores, where its "
-        "signature threads (one per core, nice 10) may use the core wrk is on. %d s per run." % (COUNT, DURATION),
+        "stored. The endpoint runs on core 0 alone, as every other row of this page, and once more on both cores, where "
+        "it starts a signature-check thread (nice 19) that may use the core wrk is on. %d s per run." % (COUNT, DURATION),
         "",
         "| what | per second | |",
         "|---|---:|---|",
-        "| signature checks, swift-crypto through the endpoint's keyring, one core (`postback-verify-rate`) | %d | the yardstick |" % raw["verify_per_second"],
+        "| signature checks, swift-crypto through the endpoint's keyring, one core (`postback-verify-rate`; the median round's; rounds: %s) | %d | the yardstick |" % (
+            ", ".join(str(r[0]["verify_per_second"]) for r in rounds), raw["verify_per_second"]),
         "| the same, reading the body first | %d | |" % raw["read_and_verify_per_second"],
         "| `openssl speed ecdsap256`, verify, one core | %.0f | reference |" % openssl_rate,
         "| Python `cryptography` verify, one core (an independent verifier) | %.0f | reference |" % python_rate,
-        "| **postback ingest, endpoint on core 0** (64 connections; p99 %.2f ms; %.0f µs of CPU each) | %.0f | %.2f × the yardstick |" % (
-            one[0]["p99"], one[0]["cpu_us"], one[0]["rps"], ratio_one),
-        "| **postback ingest, endpoint on both cores** (p99 %.2f ms; %.0f µs of CPU each) | %.0f | %.2f × the yardstick |" % (
-            two[0]["p99"], two[0]["cpu_us"], two[0]["rps"], ratio_two),
+        "| **postback ingest, endpoint on core 0** (64 connections; the median round; p99 %.2f ms; %.0f µs of CPU each) | %.0f | %.2f × the yardstick (rounds: %s) |" % (
+            one[0]["p99"], one[0]["cpu_us"], one[0]["rps"], ratio_one, ", ".join("%.2f" % r[2] for r in rounds)),
+        "| **postback ingest, endpoint on both cores** (p99 %.2f ms; %.0f µs of CPU each; yardstick of its round %d/s) | %.0f | %.2f × |" % (
+            two[0]["p99"], two[0]["cpu_us"], raw_two["verify_per_second"], two[0]["rps"], ratio_two),
         "",
         "On one core a postback costs %.0f µs of it (1 / ingest): %.0f µs the signature check (1 / the yardstick), %.0f µs "
         "reading the body's fields, and %.0f µs the rest: HTTP, the JSON parse, the fingerprint, the log record with its "
-        "share of a flush, the answer, the access log and handing the check to a thread and back. For 0.7 × on one core the "
-        "rest would have to fit in %.0f µs; a PCM report's whole path takes about 25 µs." % (
+        "share of a flush, the answer and the access log. (On one core the loop checks signatures itself, a bounded share of "
+        "each turn; with more it hands them to threads on the other cores.) For 0.7 × on one core the rest has to fit in "
+        "%.0f µs; a PCM report's whole path takes about 25 µs." % (
             1e6 / one[0]["rps"], 1e6 / raw["verify_per_second"],
             1e6 / raw["read_and_verify_per_second"] - 1e6 / raw["verify_per_second"], rest,
             1e6 / (0.7 * raw["verify_per_second"]) - 1e6 / raw["verify_per_second"]),
         "",
+        "The targets are read on core 0, like every other row of this page. On both cores the endpoint shares them with "
+        "wrk's four threads in the mix run (32 + 32 connections), so that run's p99 says as much about wrk as about the "
+        "endpoint; it is shown for what the signature threads buy in throughput.",
+        "",
         "| target | measured | |",
         "|---|---:|---|",
-        "| verified-postback ingest ≥ 0.7 × the library's single-core verify rate | %.2f × on one core; %.2f × on both | %s on one core; %s on both |" % (
-            ratio_one, ratio_two, mark(ratio_one >= 0.7), mark(ratio_two >= 0.7)),
-        "| PCM report p99 ≤ 5 ms while postbacks arrive at full rate (32 + 32 connections) | %.2f ms on one core (alone %.2f; %.0f reports/s beside %.0f postbacks/s); %.2f ms on both (alone %.2f; %.0f beside %.0f) | %s on one core; %s on both |" % (
+        "| verified-postback ingest ≥ 0.7 × the library's single-core verify rate | %.2f × on one core (median of %d rounds); %.2f × on both | %s on one core (%s on both) |" % (
+            ratio_one, len(rounds), ratio_two, mark(ratio_one >= 0.7), "above" if ratio_two >= 0.7 else "below"),
+        "| PCM report p99 ≤ 5 ms while postbacks arrive at full rate (32 + 32 connections) | %.2f ms on one core (alone %.2f; %.0f reports/s beside %.0f postbacks/s); %.2f ms on both (alone %.2f; %.0f beside %.0f) | %s on one core (%s on both) |" % (
             one[2]["p99"], one[1]["p99"], one[2]["rps"], one[3]["rps"], two[2]["p99"], two[1]["p99"], two[2]["rps"], two[3]["rps"],
-            mark(one[2]["p99"] <= 5), mark(two[2]["p99"] <= 5)),
+            mark(one[2]["p99"] <= 5), "within" if two[2]["p99"] <= 5 else "over"),
         "",
     ]
     text = "\n".join(lines) + "\n"

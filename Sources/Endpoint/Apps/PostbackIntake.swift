@@ -56,6 +56,8 @@ final class PostbackIntake: Sendable {
     private struct Line: Sendable {
         var entries: [Queued] = []
         var first: UInt64 = 0
+        /// Checks handed to the pool and not done yet.
+        var checking = 0
         /// A pool thread has woken the loop and the loop has not drained since: no need to again.
         var wakeRequested = false
 
@@ -113,6 +115,7 @@ final class PostbackIntake: Sendable {
         let sequence = line.withLock { l -> UInt64? in
             guard l.entries.count < maxQueued else { return nil }
             l.entries.append(item)
+            if !knownRetry && pool != nil { l.checking += 1 }
             return l.first + UInt64(l.entries.count - 1)
         }
         guard let sequence else {
@@ -123,13 +126,15 @@ final class PostbackIntake: Sendable {
         let (keyring, line) = (self.keyring, self.line)
         pool.submit {
             let check = keyring.check(postback)
-            // The loop can take this one up only if everything before it is done; and one
-            // wake-up per drain is enough, however many checks finish meanwhile.
+            // While postbacks keep arriving, their requests turn the loop, which takes up what is
+            // done in passing; a wake-up is needed only when the last check in flight is done, and
+            // one per drain is enough. (Every extra turn would cost a flush of its own.)
             let wake = line.withLock { l -> Bool in
                 let i = Int(sequence - l.first)
                 l.entries[i].check = check
                 l.entries[i].ready = true
-                guard i == 0, !l.wakeRequested else { return false }
+                l.checking -= 1
+                guard l.checking == 0, !l.wakeRequested else { return false }
                 l.wakeRequested = true
                 return true
             }
