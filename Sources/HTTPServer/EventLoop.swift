@@ -27,7 +27,7 @@ final class EventLoop: @unchecked Sendable {
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 1
 
-    private let inbox = Locked<(completions: [Completion], shutdownRequested: Bool)>(([], false))
+    private let inbox = Locked<(completions: [Completion], shutdownRequested: Bool, pipeClosed: Bool)>(([], false, false))
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var loopThread: pthread_t?
@@ -89,8 +89,13 @@ final class EventLoop: @unchecked Sendable {
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        // Under the inbox's lock, so that a thread finishing late never writes to the pipe after
+        // the loop has closed it: the descriptor number may by then belong to a file.
+        inbox.withLock { state in
+            guard !state.pipeClosed else { return }
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
     }
 
     // MARK: - The loop
@@ -137,8 +142,11 @@ final class EventLoop: @unchecked Sendable {
         for connection in Array(connections.values) { connection.close() }
         flushLog()
         poller.remove(wakeRead)
-        close(wakeRead)
-        close(wakeWrite)
+        inbox.withLock { state in
+            state.pipeClosed = true
+            close(wakeRead)
+            close(wakeWrite)
+        }
         poller.close()
     }
 
