@@ -198,7 +198,9 @@ function renderApps(a) {
   fill("apps-windows", a.postback_windows, (tr, r) => { cell(tr, ["first (days 0–2)", "second (days 3–7)", "third (days 8–35)"][r.index] || r.index); cell(tr, r.count, "num"); });
   const tiers = entries(a.privacy_tiers.source_identifier_digits).map((e) => ({ name: e.name + "-digit source identifier", count: e.count }))
     .concat(entries(a.privacy_tiers.conversion_value).map((e) => ({ name: { fine: "fine value", coarse: "coarse value", none: "no value" }[e.name] || e.name, count: e.count })));
-  fill("apps-tiers", tiers, (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+  // Shares of the accepted postbacks: how many got through each privacy tier's filter.
+  const share = (n) => a.postbacks.accepted ? ` (${Math.round((100 * n) / a.postbacks.accepted)} %)` : "";
+  fill("apps-tiers", tiers, (tr, r) => { cell(tr, r.name); cell(tr, r.count + share(r.count), "num"); });
   fill("apps-fidelity", entries(a.fidelity), (tr, r) => { cell(tr, r.name.replaceAll("_", " ")); cell(tr, r.count, "num"); });
   fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
   fill("apps-reasons", entries(a.quarantine_reasons), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
