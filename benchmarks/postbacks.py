@@ -238,8 +238,8 @@ def main():
         "On one core a postback costs %.0f µs of it (1 / ingest): %.0f µs the signature check (1 / the yardstick), %.0f µs "
         "reading the body's fields, and %.0f µs the rest: HTTP, the JSON parse, the fingerprint, the log record with its "
         "share of a flush, the answer and the access log. (On one core the loop checks signatures itself, a bounded share of "
-        "each turn; with more it hands them to threads on the other cores.) For 0.7 × on one core the rest has to fit in "
-        "%.0f µs; a PCM report's whole path takes about 25 µs." % (
+        "each turn; with more it hands them to threads on the other cores.) For 0.7 × on one core the reading and the rest "
+        "together have to fit in %.0f µs; a PCM report's whole path takes about 25 µs." % (
             1e6 / one[0]["rps"], 1e6 / raw["verify_per_second"],
             1e6 / raw["read_and_verify_per_second"] - 1e6 / raw["verify_per_second"], rest,
             1e6 / (0.7 * raw["verify_per_second"]) - 1e6 / raw["verify_per_second"]),
