@@ -14,10 +14,19 @@ public enum Postback: Sendable, Equatable {
         parse(body).flatMap { read(proto, json: $0) }
     }
 
+    /// Keys and words every postback repeats: the parser hands out shared copies instead of
+    /// allocating them for each postback.
+    static let parser = JSONParser(interning: [
+        "version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id", "redownload",
+        "source-app-id", "source-domain", "fidelity-type", "conversion-value", "coarse-conversion-value", "did-win",
+        "postback-sequence-index", "attribution-signature", "country-code", "jws-string", "ad-interaction-type",
+        "low", "medium", "high", "click", "view", "4.0", "3.0",
+    ])
+
     /// The body as JSON, or the refusal of a body that is not.
     public static func parse(_ body: [UInt8]) -> Result<JSONValue, RequestProblem> {
         do {
-            return .success(try JSONParser().parse(body))
+            return .success(try parser.parse(body))
         } catch {
             return .failure(RequestProblem(.malformed, rule: "malformed_json", field: nil,
                                            detail: "the body is not JSON: \(error.description)"))

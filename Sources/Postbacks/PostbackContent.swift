@@ -14,8 +14,9 @@ public enum PostbackContent {
         return hash.value
     }
 
-    /// The fingerprint of a body already parsed: FNV-1a over a canonical walk of the value,
-    /// members sorted by the bytes of their keys. No text is built: this runs for every postback.
+    /// The fingerprint of a body already parsed: FNV-1a over a walk of the value in which an
+    /// object's members are hashed one by one and added up, so that their order cannot matter.
+    /// No text is built and nothing is sorted: this runs for every postback.
     public static func fingerprint(_ json: JSONValue) -> UInt64 {
         var hash = FNV()
         walk(json, &hash)
@@ -52,11 +53,15 @@ public enum PostbackContent {
             for item in items { walk(item, &hash) }
             hash.add(UInt8(ascii: "]"))
         case .object(let members):
-            hash.add(UInt8(ascii: "{"))
-            for member in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-                hash.add(member.key)
-                walk(member.value, &hash)
+            var sum: UInt64 = 0
+            for member in members {
+                var one = FNV()
+                one.add(member.key)
+                walk(member.value, &one)
+                sum &+= one.value
             }
+            hash.add(UInt8(ascii: "{"))
+            withUnsafeBytes(of: sum.littleEndian) { for byte in $0 { hash.add(byte) } }
             hash.add(UInt8(ascii: "}"))
         }
     }

@@ -10,7 +10,10 @@ public struct FieldReader: Sendable {
     }
 
     public func value(_ key: String) -> JSONValue? {
-        members.first { $0.key == key }?.value
+        // Lengths first: comparing two long Strings that are not the same object costs far more
+        // than comparing their byte counts, and most keys differ in length.
+        let length = key.utf8.count
+        return members.first { $0.key.utf8.count == length && $0.key == key }?.value
     }
 
     public func has(_ key: String) -> Bool { value(key) != nil }

@@ -69,8 +69,8 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         p.redownload = r.bool("redownload", required: known.map { $0 != .v1_0 } ?? false)
         p.sourceAppID = r.integer("source-app-id", in: 0...Int.max)
         p.sourceDomain = r.string("source-domain")
-        let since2_2: Set<SKAdNetworkVersion> = [.v2_2, .v3_0, .v4_0]
-        p.fidelityType = r.integer("fidelity-type", in: 0...1, required: known.map(since2_2.contains) ?? false)
+        let since2_2 = known == .v2_2 || known == .v3_0 || known == .v4_0
+        p.fidelityType = r.integer("fidelity-type", in: 0...1, required: since2_2)
         p.conversionValue = r.integer("conversion-value", in: 0...63)
         p.coarseConversionValue = r.word("coarse-conversion-value", of: coarseValues)
         p.didWin = r.bool("did-win", required: known == .v3_0 || known == .v4_0)
@@ -86,7 +86,7 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         if let index = p.postbackSequenceIndex, index > 0, r.has("conversion-value") { r.note("fine_value_in_later_postback") }
         if let known {
             for key in known.absentFields where r.has(key) { r.note(FieldReader.reasonName(key) + "_not_in_version") }
-            p.signedMessage = Array(signedValues(known, r).joined(separator: separator).utf8)
+            p.signedMessage = signedMessage(known, r)
         } else {
             r.note("unknown_version")
         }
@@ -94,13 +94,20 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         return .success(p)
     }
 
-    private static func signedValues(_ version: SKAdNetworkVersion, _ r: FieldReader) -> [String] {
-        version.signedFields.compactMap { field in
-            switch field {
+    /// The signed values' UTF-8, joined by the separator's, written straight into one buffer.
+    private static func signedMessage(_ version: SKAdNetworkVersion, _ r: FieldReader) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        for field in version.signedFields {
+            let text: String? = switch field {
             case .always(let key): r.signedText(key)
             case .ifPresent(let keys): keys.lazy.compactMap { r.signedText($0) }.first
             }
+            guard var text else { continue }
+            if !out.isEmpty { out += [0xE2, 0x81, 0xA3] }  // U+2063 INVISIBLE SEPARATOR
+            text.withUTF8 { out.append(contentsOf: $0) }
         }
+        return out
     }
 
     /// Whether Apple's signature can be checked at all: a known version signed with P-256.

@@ -39,17 +39,30 @@ final class PostbackIntake: Sendable {
     let ownTurnBudget: Double
     let maxQueued: Int
 
-    private struct Queued: Sendable {
-        var proto: AttributionProtocol
-        var postback: Postback
-        var contentHash: UInt64
-        var site: String
-        var body: [UInt8]
-        var responder: HTTPResponder
+    /// A reference, so that the line moves pointers, not a postback's fields, as it advances.
+    private final class Queued: @unchecked Sendable {
+        let proto: AttributionProtocol
+        let postback: Postback
+        let contentHash: UInt64
+        let site: String
+        let body: [UInt8]
+        let responder: HTTPResponder
         /// The signature's outcome once a pool thread has checked it.
         var check: PostbackKeyring.Check?
         /// Ready for the loop: checked, or a copy of a stored postback that needs no check.
-        var ready = false
+        /// Both are read and written under the line's lock only.
+        var ready: Bool
+
+        init(proto: AttributionProtocol, postback: Postback, contentHash: UInt64, site: String, body: [UInt8],
+             responder: HTTPResponder, ready: Bool) {
+            self.proto = proto
+            self.postback = postback
+            self.contentHash = contentHash
+            self.site = site
+            self.body = body
+            self.responder = responder
+            self.ready = ready
+        }
     }
 
     /// Postbacks in arrival order; `first` is the sequence number of `entries[0]`.
@@ -111,7 +124,7 @@ final class PostbackIntake: Sendable {
         var knownRetry = false
         if case .retry = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash) { knownRetry = true }
         let item = Queued(proto: proto, postback: postback, contentHash: contentHash, site: site, body: request.body,
-                          responder: responder, check: nil, ready: knownRetry)
+                          responder: responder, ready: knownRetry)
         let sequence = line.withLock { l -> UInt64? in
             guard l.entries.count < maxQueued else { return nil }
             l.entries.append(item)
