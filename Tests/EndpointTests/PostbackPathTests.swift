@@ -1,6 +1,9 @@
 import Foundation
 import HTTPServer
+import Locking
+import Postbacks
 import Primitives
+import ReportStore
 import RawHTTPClient
 import Testing
 @testable import Endpoint
@@ -182,5 +185,38 @@ import Testing
         #expect((json(odd)["reasons"] as? [String])?.first == "app_id_missing")
         #expect(try postbacks(endpoint).count == 1)
         #expect(try endpoint.get("/api/rejections").bodyText.contains("not_a_jws"))
+    }
+}
+
+/// The line of postbacks waiting for their signature check, driven directly: what a flood of
+/// postbacks gets once the line is full, and that nothing waits for a check forever.
+@Suite struct PostbackLineTests {
+    @Test func aFullLineAnswers503AndTheRestAreStoredInOrder() throws {
+        let directory = temporaryDirectory()
+        let store = try ReportStore(directory: directory, committer: .owner)
+        defer { store.close() }
+        let intake = PostbackIntake(keyring: try PostbackKeyring(), ledger: PostbackLedger(), servedSites: ["app.example"],
+                                    developmentMode: false, trustedProxies: [], maxPostbackBytes: 16384, store: store,
+                                    rejections: RejectionLog(), metrics: EndpointMetrics(), clock: { Timestamp.now() },
+                                    pool: nil, maxQueued: 2)
+        let answers = Locked<[Int: Int]>([:])
+        for n in 0..<3 {
+            let body = #"{"version":"3.0","ad-network-id":"n","campaign-id":1,"app-id":1,"transaction-id":"t-\#(n)","redownload":false,"fidelity-type":1,"did-win":true,"attribution-signature":"MEUCIQ=="}"#
+            var headers = HTTPHeaders()
+            headers.add(name: "Host", value: "app.example")
+            intake.handle(.skadnetwork, HTTPRequest(method: "POST", target: "/", headers: headers, body: Array(body.utf8)),
+                          responder: HTTPResponder { response in answers.withLock { $0[n] = response.status } })
+        }
+        // The third found the line full: refused at once, with a reason devices act on (retry).
+        #expect(answers.withLock { $0 } == [2: 503])
+        #expect(intake.hasReady)
+        // On a single core each turn checks what its budget allows, then commits.
+        while intake.hasReady {
+            intake.drainForTurn()
+            store.commitQueued()
+        }
+        #expect(answers.withLock { $0 } == [0: 200, 1: 200, 2: 503])
+        let ids = Array(sequence(state: store.postbacks()) { $0.next() }).map { $0.draft.duplicateKey }
+        #expect(ids == ["skadnetwork\u{1F}n\u{1F}t-0\u{1F}0", "skadnetwork\u{1F}n\u{1F}t-1\u{1F}0"])
     }
 }
