@@ -4,7 +4,7 @@ import Primitives
 
 /// What the endpoint knows about its app developers: their apps and ad networks, saved in
 /// `apps.json` in the data directory after every change.
-final class AppBook: Sendable {
+final class AppBook: RegistryKeeper {
     let siteRules: SiteRules
     private let file: RegistryFile<AppRegistry>
     private let state: Locked<AppRegistry>

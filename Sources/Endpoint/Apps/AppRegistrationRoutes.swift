@@ -45,33 +45,14 @@ struct AppRegistrationRoutes: Sendable {
     }
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) -> HTTPResponse {
-        let parsed: JSONValue
-        do {
-            parsed = try JSONParser().parse(request.body)
-        } catch {
-            return Problem(status: 400, rule: "invalid_json", detail: "the body is not valid JSON: \(error.description)").response
-        }
-        var created = ""
-        do {
-            try book.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
-        } catch {
-            return Problem(error).response
-        }
-        return JSONResponse.make(201, created)
+        Registrations.register(request, in: book, add)
     }
 
     private func remove(_ request: HTTPRequest, key: String, _ change: (inout AppRegistry, String) -> Bool) -> HTTPResponse {
         guard let value = request.queryItems.first(where: { $0.name == key })?.value else {
             return Problem(status: 400, rule: "missing_parameter", field: key, detail: "DELETE needs ?\(key)=…").response
         }
-        var found = false
-        do {
-            try book.update { (registry) throws(RequestProblem) in found = change(&registry, value) }
-        } catch {
-            return Problem(error).response
-        }
-        guard found else { return Problem(status: 404, rule: "not_found", detail: "nothing registered with \(key) \"\(value)\"").response }
-        return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+        return Registrations.remove(in: book, notFound: "nothing registered with \(key) \"\(value)\"") { change(&$0, value) }
     }
 }
 

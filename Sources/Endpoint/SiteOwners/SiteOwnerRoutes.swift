@@ -56,19 +56,7 @@ struct SiteOwnerRoutes: Sendable {
     }
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) -> HTTPResponse {
-        let parsed: JSONValue
-        do {
-            parsed = try JSONParser().parse(request.body)
-        } catch {
-            return Problem(status: 400, rule: "invalid_json", detail: "the body is not valid JSON: \(error.description)").response
-        }
-        var created = ""
-        do {
-            try book.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
-        } catch {
-            return Problem(error).response
-        }
-        return JSONResponse.make(201, created)
+        Registrations.register(request, in: book, add)
     }
 
     private func remove(_ request: HTTPRequest, keys: (String, String), _ change: (inout Registry, String, String) -> Bool) -> HTTPResponse {
@@ -77,14 +65,7 @@ struct SiteOwnerRoutes: Sendable {
             return Problem(status: 400, rule: "missing_parameter", field: items[keys.0] == nil ? keys.0 : keys.1,
                            detail: "DELETE needs ?\(keys.0)=…&\(keys.1)=…").response
         }
-        var found = false
-        do {
-            try book.update { (registry) throws(RequestProblem) in found = change(&registry, site, name) }
-        } catch {
-            return Problem(error).response
-        }
-        guard found else { return Problem(status: 404, rule: "not_found", detail: "\(site) has nothing named \"\(name)\"").response }
-        return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+        return Registrations.remove(in: book, notFound: "\(site) has nothing named \"\(name)\"") { change(&$0, site, name) }
     }
 
     // MARK: - The conversion pixel

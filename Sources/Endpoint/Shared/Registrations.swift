@@ -1,0 +1,43 @@
+import HTTPServer
+import Primitives
+
+/// What keeps a registry for the admin API: the site owners' book and the app developers'.
+protocol RegistryKeeper: Sendable {
+    associatedtype Contents
+    /// Applies `change` to a copy and saves it; nothing changes if either fails.
+    func update(_ change: (inout Contents) throws(RequestProblem) -> Void) throws(RequestProblem)
+}
+
+/// The admin API's registration answers, the same for every registry: POST reads JSON and
+/// answers 201 with what was registered, DELETE answers 204 or 404, refusals are problem+json.
+enum Registrations {
+    static func register<Keeper: RegistryKeeper>(_ request: HTTPRequest, in keeper: Keeper,
+                                                 _ add: (JSONValue, inout Keeper.Contents) throws(RequestProblem) -> String) -> HTTPResponse {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONParser().parse(request.body)
+        } catch {
+            return Problem(status: 400, rule: "invalid_json", detail: "the body is not valid JSON: \(error.description)").response
+        }
+        var created = ""
+        do {
+            try keeper.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
+        } catch {
+            return Problem(error).response
+        }
+        return JSONResponse.make(201, created)
+    }
+
+    /// `change` says whether it found what to remove; `notFound` is the 404's detail.
+    static func remove<Keeper: RegistryKeeper>(in keeper: Keeper, notFound: String,
+                                               _ change: (inout Keeper.Contents) -> Bool) -> HTTPResponse {
+        var found = false
+        do {
+            try keeper.update { (registry) throws(RequestProblem) in found = change(&registry) }
+        } catch {
+            return Problem(error).response
+        }
+        guard found else { return Problem(status: 404, rule: "not_found", detail: notFound).response }
+        return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+    }
+}
