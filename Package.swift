@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CSystemShims", "Locking"],
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // A pthread-mutex-guarded value that ThreadSanitizer can see through.
-        .target(name: "Locking"),
+        .target(name: "Locking", dependencies: ["CSystemShims"]),
         // epoll's header, which the Glibc module does not export.
         .target(name: "CSystemShims"),
         // Pure value types, no locks, no I/O but the list read once, no HTTP: a rule says what failed.

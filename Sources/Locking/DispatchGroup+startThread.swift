@@ -1,3 +1,4 @@
+import CSystemShims
 import Foundation
 
 extension DispatchGroup {
@@ -6,6 +7,9 @@ extension DispatchGroup {
     public func startThread(named name: String, stackSize: Int? = nil, _ body: @escaping @Sendable () -> Void) {
         enter()
         let thread = Thread { [self] in
+            // Foundation keeps `Thread.name` to itself on Linux; the kernel's name (what `top -H`,
+            // `perf` and /proc show) is set by the thread itself.
+            _ = c_system_shims_name_this_thread(name)
             body()
             leave()
         }

@@ -1,0 +1,22 @@
+import Dispatch
+import Foundation
+import Locking
+import Testing
+
+/// Operators find the endpoint's threads in `top -H`, `perf` and /proc by the names we give them.
+@Suite struct ThreadNameTests {
+    @Test func aStartedThreadCarriesItsNameForTheKernelCutAt15Bytes() throws {
+        #if os(Linux)
+        let seen = Locked<[String]>([])
+        let group = DispatchGroup()
+        for name in ["log-writer", "signature-check-0"] {
+            group.startThread(named: name) {
+                let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+                seen.withLock { $0.append(comm.trimmingCharacters(in: .newlines)) }
+            }
+        }
+        group.wait()
+        #expect(seen.withLock { $0.sorted() } == ["log-writer", "signature-check"])
+        #endif
+    }
+}
