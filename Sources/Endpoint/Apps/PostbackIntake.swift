@@ -12,14 +12,16 @@ import ReportStore
 /// postback, or the record of its retry, is on disk; a refusal is kept for bodies that can never
 /// be a postback, so that nothing true is turned away.
 ///
-/// Checking a signature takes about 100 µs, far more than a report's whole path. So a postback is
-/// read on arrival and waits in a line; what remains (telling a retry from a new postback, the
-/// verdict, the append) happens on the event loop at the end of a turn, in arrival order, which
-/// keeps two copies of one postback in the order they came. The signature is checked:
-/// - with more than one core, by `SignatureCheckPool` threads on the other cores, and the loop
-///   takes up every postback whose check is done: a few microseconds each;
-/// - on a single core, by the loop itself at the end of a turn, for at most `sharedTurnBudget`
-///   when reports or triggers wait for the same commit and `ownTurnBudget` when none do, so that a
+/// Checking a signature takes about 100 µs, and reading a body about 15, far more than a report's
+/// whole path. So a postback waits in a line; what ends it (telling a retry from a new postback,
+/// the verdict, the append, or a refusal) happens on the event loop at the end of a turn, in
+/// arrival order, which keeps two copies of one postback in the order they came.
+/// - With more than one core, `SignatureCheckPool` threads on the other cores read the body and
+///   check the signature, and the loop takes up every postback they are done with: a few
+///   microseconds each. The loop itself only finds the site and the size.
+/// - On a single core, the loop reads the body on arrival, refusing at once what cannot be a
+///   postback, and checks signatures at the end of a turn, for at most `sharedTurnBudget` when
+///   reports or triggers wait for the same commit and `ownTurnBudget` when none do, so that a
 ///   burst spreads over turns instead of holding up the reports that share one.
 /// A copy of a postback already stored is not checked at all. Past `maxQueued` waiting, the
 /// answer is 503 with Retry-After, and devices retry.
@@ -39,28 +41,34 @@ final class PostbackIntake: Sendable {
     let ownTurnBudget: Double
     let maxQueued: Int
 
+    /// What reading a body gave: a postback and its content's fingerprint, or the refusal of a
+    /// body that cannot be one.
+    private enum Reading: Sendable {
+        case postback(Postback, contentHash: UInt64)
+        case refused(Problem)
+    }
+
     /// A reference, so that the line moves pointers, not a postback's fields, as it advances.
     private final class Queued: @unchecked Sendable {
         let proto: AttributionProtocol
-        let postback: Postback
-        let contentHash: UInt64
         let site: String
         let body: [UInt8]
         let responder: HTTPResponder
+        /// Set on arrival on a single core, by a pool thread otherwise.
+        var reading: Reading?
         /// The signature's outcome once a pool thread has checked it.
         var check: PostbackKeyring.Check?
-        /// Ready for the loop: checked, or a copy of a stored postback that needs no check.
-        /// Both are read and written under the line's lock only.
+        /// Ready for the loop: read and checked, or a copy of a stored postback that needs no check.
+        /// These three are read and written under the line's lock only.
         var ready: Bool
 
-        init(proto: AttributionProtocol, postback: Postback, contentHash: UInt64, site: String, body: [UInt8],
-             responder: HTTPResponder, ready: Bool) {
+        init(proto: AttributionProtocol, site: String, body: [UInt8], responder: HTTPResponder,
+             reading: Reading?, ready: Bool) {
             self.proto = proto
-            self.postback = postback
-            self.contentHash = contentHash
             self.site = site
             self.body = body
             self.responder = responder
+            self.reading = reading
             self.ready = ready
         }
     }
@@ -103,49 +111,45 @@ final class PostbackIntake: Sendable {
         self.maxQueued = maxQueued
     }
 
-    /// Reads the request on arrival, answers refusals at once, and hands the signature to the pool.
+    /// Finds the site and the size on arrival; reads the body here on a single core (answering a
+    /// refusal at once), on a pool thread otherwise, with the signature.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) {
         let site: String
         switch resolveSite(request) {
         case .success(let s): site = s
-        case .failure(let problem): return refuse(problem, request, responder)
+        case .failure(let problem): return refuse(problem, body: request.body, responder)
         }
         guard request.body.count <= maxPostbackBytes else {
             return refuse(Problem(status: 413, rule: "body_too_large",
                                   detail: "the body has \(request.body.count) bytes; postbacks are at most \(maxPostbackBytes)"),
-                          request, responder)
+                          body: request.body, responder)
         }
-        let json: JSONValue, postback: Postback
-        switch Postback.parse(request.body).flatMap({ json in Postback.read(proto, json: json).map { (json, $0) } }) {
-        case .success(let read): (json, postback) = read
-        case .failure(let problem): return refuse(Problem(problem), request, responder)
+        guard let pool else {
+            let reading = Self.read(proto, request.body)
+            if case .refused(let problem) = reading { return refuse(problem, body: request.body, responder) }
+            // A copy of a postback already stored needs no check: the loop will count it. (The
+            // loop decides again when its turn comes; should it not be a retry then, it checks it
+            // there.)
+            let item = Queued(proto: proto, site: site, body: request.body, responder: responder,
+                              reading: reading, ready: isKnownRetry(reading))
+            _ = enqueue(item, responder: responder, checking: false)
+            return
         }
-        let contentHash = PostbackContent.fingerprint(json)
-        // A copy of a postback already stored needs no check: the loop will count it. (The loop
-        // decides again when its turn comes; should it not be a retry then, it checks it there.)
-        var knownRetry = false
-        if case .retry = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash) { knownRetry = true }
-        let item = Queued(proto: proto, postback: postback, contentHash: contentHash, site: site, body: request.body,
-                          responder: responder, ready: knownRetry)
-        let sequence = line.withLock { l -> UInt64? in
-            guard l.entries.count < maxQueued else { return nil }
-            l.entries.append(item)
-            if !knownRetry && pool != nil { l.checking += 1 }
-            return l.first + UInt64(l.entries.count - 1)
-        }
-        guard let sequence else {
-            return responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
-                detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
-        }
-        guard !knownRetry, let pool else { return }
-        let (keyring, line) = (self.keyring, self.line)
+        let item = Queued(proto: proto, site: site, body: request.body, responder: responder, reading: nil, ready: false)
+        guard let sequence = enqueue(item, responder: responder, checking: true) else { return }
+        let (keyring, line, ledger, body) = (self.keyring, self.line, self.ledger, request.body)
         pool.submit {
-            let check = keyring.check(postback)
+            let reading = Self.read(proto, body)
+            var check: PostbackKeyring.Check?
+            if case .postback(let postback, _) = reading, !Self.isKnownRetry(reading, in: ledger) {
+                check = keyring.check(postback)
+            }
             // While postbacks keep arriving, their requests turn the loop, which takes up what is
             // done in passing; a wake-up is needed only when the last check in flight is done, and
             // one per drain is enough. (Every extra turn would cost a flush of its own.)
             let wake = line.withLock { l -> Bool in
                 let i = Int(sequence - l.first)
+                l.entries[i].reading = reading
                 l.entries[i].check = check
                 l.entries[i].ready = true
                 l.checking -= 1
@@ -155,6 +159,37 @@ final class PostbackIntake: Sendable {
             }
             if wake { responder.wakeLoop() }
         }
+    }
+
+    /// Puts `item` at the end of the line and returns its sequence number, or answers 503 when
+    /// the line is full.
+    private func enqueue(_ item: Queued, responder: HTTPResponder, checking: Bool) -> UInt64? {
+        let sequence = line.withLock { l -> UInt64? in
+            guard l.entries.count < maxQueued else { return nil }
+            l.entries.append(item)
+            if checking { l.checking += 1 }
+            return l.first + UInt64(l.entries.count - 1)
+        }
+        if sequence == nil {
+            responder.respond(Problem(status: 503, rule: "postbacks_backlogged",
+                detail: "\(maxQueued) postbacks are waiting for their signature check; send this one again later").response)
+        }
+        return sequence
+    }
+
+    private static func read(_ proto: AttributionProtocol, _ body: [UInt8]) -> Reading {
+        switch Postback.parse(body).flatMap({ json in Postback.read(proto, json: json).map { (json, $0) } }) {
+        case .success(let (json, postback)): .postback(postback, contentHash: PostbackContent.fingerprint(json))
+        case .failure(let problem): .refused(Problem(problem))
+        }
+    }
+
+    private func isKnownRetry(_ reading: Reading) -> Bool { Self.isKnownRetry(reading, in: ledger) }
+
+    private static func isKnownRetry(_ reading: Reading, in ledger: PostbackLedger) -> Bool {
+        guard case .postback(let postback, let contentHash) = reading,
+              case .retry = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash) else { return false }
+        return true
     }
 
     /// Whether the loop has postbacks to take up now.
@@ -200,8 +235,13 @@ final class PostbackIntake: Sendable {
     }
 
     private func process(_ item: Queued) {
-        let (store, ledger, metrics, proto) = (self.store, self.ledger, self.metrics, item.proto)
-        let (responder, contentHash, duplicateKey) = (item.responder, item.contentHash, item.postback.duplicateKey)
+        let (store, ledger, metrics, proto, responder) = (self.store, self.ledger, self.metrics, item.proto, item.responder)
+        let postback: Postback, contentHash: UInt64
+        switch item.reading ?? Self.read(proto, item.body) {
+        case .refused(let problem): return refuse(problem, body: item.body, responder)
+        case .postback(let p, let hash): (postback, contentHash) = (p, hash)
+        }
+        let duplicateKey = postback.duplicateKey
         let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash)
         if case .retry(let original) = claim {
             store.appendRetry(of: original, protocol: proto) { result in
@@ -217,8 +257,8 @@ final class PostbackIntake: Sendable {
             }
             return
         }
-        let check = item.check ?? keyring.check(item.postback)
-        let (verdict, reasons) = PostbackVerdict.judge(item.postback, signature: check, developmentMode: developmentMode,
+        let check = item.check ?? keyring.check(postback)
+        let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
                                          signature: check.outcome, keyName: check.keyName,
@@ -252,9 +292,9 @@ extension PostbackIntake {
                                 detail: "the postback was sent to \(sentTo), which this endpoint does not serve (it serves \(served))"))
     }
 
-    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
+    private func refuse(_ problem: Problem, body: [UInt8], _ responder: HTTPResponder) {
         rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                          detail: problem.detail, body: request.body)
+                          detail: problem.detail, body: body)
         responder.respond(problem.response)
     }
 
