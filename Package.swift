@@ -34,8 +34,9 @@ let package = Package(
         // AdAttributionKit's postback rules: the compact JWS, its payload, Apple's key ids.
         .target(name: "AdAttributionKit", dependencies: ["Primitives"]),
         // The only target that imports swift-crypto: verifying (and, for demos and tests, making)
-        // the signatures the protocols use.
-        .target(name: "Signatures", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // the signatures the protocols use, and blind-signing PCM tokens (RFC 9474, `_CryptoExtras`).
+        .target(name: "Signatures", dependencies: [.product(name: "Crypto", package: "swift-crypto"),
+                                                   .product(name: "_CryptoExtras", package: "swift-crypto")]),
         // App developers' postbacks: either protocol read, signatures checked, duplicates told
         // apart, and their records in the log.
         .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
@@ -62,6 +63,7 @@ let package = Package(
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "ReportStore"],
                     resources: [.copy("Resources/vectors")]),
+        .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
                                                      "Postbacks", "ReportStore"],

@@ -1,5 +1,20 @@
 /// base64url (RFC 4648 §5) as PCM's token fields use it: URL-safe alphabet, no padding.
 public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var i = 0
+        while i < bytes.count {
+            let n = min(3, bytes.count - i)
+            let chunk = UInt32(bytes[i]) << 16 | (n > 1 ? UInt32(bytes[i + 1]) << 8 : 0) | (n > 2 ? UInt32(bytes[i + 2]) : 0)
+            for k in 0...n { out.append(alphabet[Int(chunk >> (18 - 6 * UInt32(k)) & 0x3F)]) }
+            i += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     public static func isValidUnpadded(_ text: String) -> Bool {
         let bytes = text.utf8
         // A single leftover character cannot encode a byte.
