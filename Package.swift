@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers"]),
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "Signatures"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
@@ -66,8 +66,8 @@ let package = Package(
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
-                                                     "Postbacks", "ReportStore"],
-                    resources: [.copy("Resources/log-2026-11-23")]),
+                                                     "Postbacks", "ReportStore", "Signatures"],
+                    resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -59,6 +59,8 @@ import Testing
         configuration.adminToken = "test-token"
         configuration.accessLog = false
         configuration.publicDirectory = repositoryRoot + "/Public"
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        try TestTokenKeys.seed(configuration.dataDirectory, sites: configuration.sites)
         let server = try EndpointServer(configuration: configuration)
         let port = try server.start()
         defer { server.shutdown(); server.waitUntilStopped() }

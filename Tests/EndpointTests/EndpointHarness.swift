@@ -1,3 +1,4 @@
+import Demo
 import Dispatch
 import PCM
 import Primitives
@@ -6,6 +7,7 @@ import Foundation
 import Locking
 import HTTPServer
 import RawHTTPClient
+import Signatures
 @testable import Endpoint
 
 /// A clock the test moves by hand.
@@ -22,6 +24,51 @@ func temporaryDirectory() -> String {
     let path = NSTemporaryDirectory() + "endpoint-tests-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
+}
+
+/// Token keys for the test sites, made once per test run: an RSA-4096 key takes a second or
+/// more to make, and most tests start an endpoint of their own.
+enum TestTokenKeys {
+    /// Made once by hand (Resources/token-keys), so that no test run waits for RSA-4096 key
+    /// generation; a site without one there gets a key made on first use.
+    private static let made = Locked<[String: TokenSigningKey]>({
+        struct Fixture: Decodable { var keys: [String: String] }
+        let url = Bundle.module.url(forResource: "token-keys/test-token-keys", withExtension: "json")!
+        let fixture = try! JSONDecoder().decode(Fixture.self, from: Data(contentsOf: url))
+        return fixture.keys.mapValues { try! TokenSigningKey(derRepresentation: Array(Data(base64Encoded: $0)!)) }
+    }())
+
+    /// The test key of `site`, the same for every test of the run.
+    static func key(_ site: String) -> TokenSigningKey {
+        made.withLock { made in
+            if let key = made[site] { return key }
+            let key = try! TokenSigningKey.generate()
+            made[site] = key
+            return key
+        }
+    }
+
+    /// The same for a command line's `--data` and `--site`s.
+    static func seed(arguments: [String]) throws {
+        guard let i = arguments.firstIndex(of: "--data"), i + 1 < arguments.count else { return }
+        let sites = arguments.first == "demo" ? Demo.sites
+            : arguments.indices.filter { arguments[$0] == "--site" && $0 + 1 < arguments.count }.map { arguments[$0 + 1] }
+        try FileManager.default.createDirectory(atPath: arguments[i + 1], withIntermediateDirectories: true)
+        try seed(arguments[i + 1], sites: sites)
+    }
+
+    /// Writes the test keys for `sites` into a new data directory, as a first start would have.
+    static func seed(_ directory: String, sites: [String]) throws {
+        let path = directory + "/" + TokenKeyBook.fileName
+        guard !FileManager.default.fileExists(atPath: path) else { return }
+        let then = Timestamp(rfc3339: "2026-01-01T00:00:00Z")!
+        let entries = sites.map { site in
+            TokenKeyBook.File.Entry(site: site, privateKey: Data(key(site).derRepresentation).base64EncodedString(),
+                                    createdAt: then, servesFrom: then)
+        }
+        guard !entries.isEmpty else { return }
+        try RegistryFile(path: path, empty: TokenKeyBook.File(), mode: 0o600).save(TokenKeyBook.File(keys: entries))
+    }
 }
 
 /// The real endpoint, in process, on port 0.
@@ -44,6 +91,7 @@ final class LiveEndpoint {
         configuration.publicDirectory = repositoryRoot + "/Public"
         configure(&configuration)
         self.directory = directory
+        try TestTokenKeys.seed(directory, sites: configuration.sites)
         server = try EndpointServer(configuration: configuration, systemClock: clock.read)
         port = try server.start()
     }
@@ -132,6 +180,7 @@ final class EndpointProcess {
         process.executableURL = try executable ?? endpointExecutable()
         if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         process.arguments = ["--port", "0"] + (accessLog ? [] : ["--no-access-log"]) + arguments
+        try TestTokenKeys.seed(arguments: arguments)
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
         process.terminationHandler = { [exited] _ in exited.signal() }
@@ -172,6 +221,7 @@ func runEndpoint(_ arguments: [String], executable: URL? = nil, workingDirectory
     process.executableURL = try executable ?? endpointExecutable()
     if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
     process.arguments = arguments
+    try TestTokenKeys.seed(arguments: arguments)
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

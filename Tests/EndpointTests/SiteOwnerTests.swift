@@ -274,6 +274,8 @@ private func reasons(_ ack: [String: Any]) -> [String] { ack["reasons"] as? [Str
         configuration.port = 0
         configuration.adminToken = "t"
         configuration.accessLog = false
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        try TestTokenKeys.seed(configuration.dataDirectory, sites: configuration.sites)
         for _ in 0..<2 {  // twice: the second start finds them registered and adds nothing
             let server = try EndpointServer(configuration: configuration)
             let port = try server.start()

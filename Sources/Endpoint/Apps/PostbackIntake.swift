@@ -16,7 +16,7 @@ import ReportStore
 /// whole path. So a postback waits in a line; what ends it (telling a retry from a new postback,
 /// the verdict, the append, or a refusal) happens on the event loop at the end of a turn, in
 /// arrival order, which keeps two copies of one postback in the order they came.
-/// - With more than one core, `SignatureCheckPool` threads on the other cores read the body and
+/// - With more than one core, `WorkerPool` threads (`signature-check-N`) on the other cores read the body and
 ///   check the signature, and the loop takes up every postback they are done with: a few
 ///   microseconds each. The loop itself only finds the site and the size.
 /// - On a single core, the loop reads the body on arrival, refusing at once what cannot be a
@@ -36,7 +36,7 @@ final class PostbackIntake: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
-    let pool: SignatureCheckPool?
+    let pool: WorkerPool?
     let sharedTurnBudget: Double
     let ownTurnBudget: Double
     let maxQueued: Int
@@ -93,7 +93,7 @@ final class PostbackIntake: Sendable {
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
          metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp,
-         pool: SignatureCheckPool? = SignatureCheckPool.forOtherCores(), sharedTurnBudget: Double = 0.001,
+         pool: WorkerPool? = WorkerPool.forOtherCores(named: "signature-check"), sharedTurnBudget: Double = 0.001,
          ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger

@@ -17,6 +17,7 @@ final class EndpointMetrics: Sendable {
         var lastStoreFailure: Date?
         var postbacks: [PostbackKind: Int] = [:]
         var postbackRetries: [AttributionProtocol: Int] = [:]
+        var tokensSigned: [String: Int] = [:]
     }
 
     private struct PostbackKind: Hashable {
@@ -48,6 +49,10 @@ final class EndpointMetrics: Sendable {
         counts.withLock { $0.postbackRetries[proto, default: 0] += 1 }
     }
 
+    func tokenSigned(_ side: UnlinkableTokenRequest.Side) {
+        counts.withLock { $0.tokensSigned[side.rawValue, default: 0] += 1 }
+    }
+
     func storeFailed(_ error: StoreError) {
         let firstInAWhile = counts.withLock { c -> Bool in
             let quiet = c.lastStoreFailure.map { Date().timeIntervalSince($0) > 10 } ?? true
@@ -66,7 +71,7 @@ final class EndpointMetrics: Sendable {
         return counts.withLock { c in c.lastStoreFailure.map { Date().timeIntervalSince($0) < 5 } ?? false }
     }
 
-    func prometheusText(store: ReportStore, rejections: RejectionLog) -> String {
+    func prometheusText(store: ReportStore, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, now: Timestamp = .now()) -> String {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"
@@ -84,6 +89,18 @@ final class EndpointMetrics: Sendable {
         out += "# TYPE attribution_postback_retries_total counter\n"
         for (proto, n) in c.postbackRetries.sorted(by: { $0.key.name < $1.key.name }) {
             out += "attribution_postback_retries_total{protocol=\"\(proto.name)\"} \(n)\n"
+        }
+        out += "# HELP attribution_tokens_signed_total PCM unlinkable tokens blind-signed since start, by side.\n"
+        out += "# TYPE attribution_tokens_signed_total counter\n"
+        for side in ["destination", "source"] {
+            out += "attribution_tokens_signed_total{side=\"\(side)\"} \(c.tokensSigned[side, default: 0])\n"
+        }
+        if let tokenKeys {
+            out += "# HELP attribution_token_key_info The sites' PCM token keys by key id: served (signs now), scheduled, or retired (verifies only).\n"
+            out += "# TYPE attribution_token_key_info gauge\n"
+            for key in tokenKeys.all.sorted(by: { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }) {
+                out += "attribution_token_key_info{site=\"\(key.site)\",key_id=\"\(key.keyID)\",state=\"\(tokenKeys.state(of: key, at: now).rawValue)\"} 1\n"
+            }
         }
         out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
         out += "# TYPE attribution_requests_rejected_total counter\n"

@@ -12,6 +12,7 @@ struct OperationsRoutes: Sendable {
     let metrics: EndpointMetrics
     let rejections: RejectionLog
     let clock: EndpointClock
+    let tokenKeys: TokenKeyBook?
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
@@ -34,7 +35,7 @@ struct OperationsRoutes: Sendable {
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                     body: Array(metrics.prometheusText(store: store, rejections: rejections).utf8))
+                     body: Array(metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys, now: clock.now()).utf8))
     }
 
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.

@@ -3,13 +3,17 @@ import Primitives
 import SiteOwners
 import HTTPServer
 
-/// Private Click Measurement's well-known paths, as browsers call them: reports and the trigger.
-/// Open to every browser; never sets or reads a cookie.
+/// Private Click Measurement's well-known paths, as browsers call them: reports, the trigger, and
+/// fraud prevention's token key and signatures. Open to every browser; never sets or reads a
+/// cookie, never redirects.
 struct PCMRoutes: Sendable {
     static let reportPath = "/.well-known/private-click-measurement/report-attribution/"
+    static let tokenKeyPath = "/.well-known/private-click-measurement/get-token-public-key/"
+    static let signTokenPath = "/.well-known/private-click-measurement/sign-unlinkable-token/"
 
     let reports: ReportIngest
     let triggers: TriggerIngest
+    let tokens: TokenSigning
 
     var routes: [RouteGroup] {
         [
@@ -18,6 +22,10 @@ struct PCMRoutes: Sendable {
                 // WebKit always sends the trailing slash; people testing with curl often do not.
                 Route(.exact(String(Self.reportPath.dropLast())), methods: ["POST"], handler: reports.handle),
                 Route(.prefix(TriggerPath.prefix), methods: ["GET", "HEAD"], handler: triggers.handle),
+                Route(.exact(Self.tokenKeyPath), methods: ["GET", "HEAD"], handler: tokens.publicKey),
+                Route(.exact(String(Self.tokenKeyPath.dropLast())), methods: ["GET", "HEAD"], handler: tokens.publicKey),
+                Route(.exact(Self.signTokenPath), methods: ["POST"], handler: tokens.sign),
+                Route(.exact(String(Self.signTokenPath.dropLast())), methods: ["POST"], handler: tokens.sign),
             ]),
         ]
     }

@@ -1,3 +1,4 @@
+import Signatures
 import PCM
 import Primitives
 import SiteOwners
@@ -31,6 +32,10 @@ public struct EndpointConfiguration: Sendable {
     /// Threads that check postback signatures off the event loop; nil: one for each core the
     /// process may use besides the loop's. 0 checks them on the loop, a bounded share per turn.
     public var signatureThreads: Int?
+    /// Public token keys of sites whose keys this endpoint does not hold (`--token-public-key
+    /// SITE=BASE64URL-SPKI`), to verify their tokens in reports: a destination endpoint receives
+    /// the source site's token too.
+    public var tokenPublicKeys: [(site: String, subjectPublicKeyInfo: String)] = []
     public var accessLog = true
     /// The summary page's files, served at `/`; nil: found by `PageLocator` beside the binary.
     public var publicDirectory: String?
@@ -82,7 +87,7 @@ public struct EndpointConfiguration: Sendable {
                                "trusted_proxies" (array), "dev" (bool), "max_connections",
                                "request_timeout", "idle_timeout", "max_report_bytes",
                                "max_postback_bytes", "postback_keys" (object: name → key),
-                               "signature_threads",
+                               "signature_threads", "token_public_keys" (object: site → key),
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
@@ -106,6 +111,12 @@ public struct EndpointConfiguration: Sendable {
                                postback signatures: for tests, demos and an ad network's test
                                setup. What it signs is exported as signature "test_key", never
                                as Apple's. Repeatable.
+      --token-public-key SITE=KEY
+                               The PCM token key of a site this endpoint does not serve
+                               (base64url DER SubjectPublicKeyInfo, as its
+                               get-token-public-key answers), to verify that site's tokens in
+                               reports. Each served site's own key is made on first start and
+                               kept in DATA/token-keys.json (0600). Repeatable.
       --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
                                (token) sets it. For tests and demos that walk through days.
       --late-cutoff-days N     Reports more than N days after their trigger are quarantined
@@ -174,6 +185,7 @@ public struct EndpointConfiguration: Sendable {
         var sitesFromFlags: [String] = []
         var proxiesFromFlags: [String] = []
         var keysFromFlags: [(name: String, subjectPublicKeyInfo: String)] = []
+        var tokenKeysFromFlags: [(site: String, subjectPublicKeyInfo: String)] = []
         var i = 0
         func value(_ flag: String) throws -> String {
             i += 1
@@ -209,6 +221,12 @@ public struct EndpointConfiguration: Sendable {
                     throw ParseError(description: "--postback-key needs NAME=BASE64-SPKI")
                 }
                 keysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
+            case "--token-public-key":
+                let text = try value(flag)
+                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                    throw ParseError(description: "--token-public-key needs SITE=BASE64URL-SPKI")
+                }
+                tokenKeysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
             case "--no-page": configuration.servePage = false
@@ -223,6 +241,7 @@ public struct EndpointConfiguration: Sendable {
         if !sitesFromFlags.isEmpty { configuration.sites = sitesFromFlags }
         if !proxiesFromFlags.isEmpty { configuration.trustedProxies = proxiesFromFlags }
         if !keysFromFlags.isEmpty { configuration.postbackKeys = keysFromFlags }
+        if !tokenKeysFromFlags.isEmpty { configuration.tokenPublicKeys = tokenKeysFromFlags }
         if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
             configuration.adminToken = token
         }
@@ -255,6 +274,9 @@ public struct EndpointConfiguration: Sendable {
             case "postback_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            case "token_public_keys":
+                guard let v = value as? [String: String] else { throw bad() }
+                tokenPublicKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
             case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
             case "summary_checkpoint_interval": guard let v = value as? Double else { throw bad() }; summaryCheckpointInterval = v
@@ -308,6 +330,24 @@ public struct EndpointConfiguration: Sendable {
         return publicDirectory
     }
 
+    /// `tokenPublicKeys` read, or the reason one cannot be.
+    public func resolvedTokenPublicKeys() throws -> [String: TokenPublicKey] {
+        var keys: [String: TokenPublicKey] = [:]
+        let rules = SiteRules(developmentMode: developmentMode)
+        for (site, text) in tokenPublicKeys {
+            if let violation = rules.check(site) { throw ParseError(description: "--token-public-key \(site): \(violation.detail)") }
+            guard let der = Base64.decode(text, urlSafe: true) ?? Base64.decode(text, urlSafe: false) else {
+                throw ParseError(description: "--token-public-key \(site): the key is not base64url")
+            }
+            do {
+                keys[site] = try TokenPublicKey(subjectPublicKeyInfo: der)
+            } catch {
+                throw ParseError(description: "--token-public-key \(site): \(error) (an RSA key as base64url DER SubjectPublicKeyInfo)")
+            }
+        }
+        return keys
+    }
+
     /// Refuses configurations that would silently lose reports.
     public func check() throws {
         if sites.isEmpty && !developmentMode {
@@ -327,6 +367,7 @@ public struct EndpointConfiguration: Sendable {
         } catch {
             throw ParseError(description: "--postback-key: \(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)")
         }
+        _ = try resolvedTokenPublicKeys()
         if let threads = signatureThreads, !(0...256).contains(threads) {
             throw ParseError(description: "--signature-threads must be 0 to 256")
         }

@@ -33,6 +33,8 @@ public final class EndpointServer: Sendable {
     private let stopping = Locked(false)
     private let http: HTTPServer
     private let routes: EndpointRoutes
+    private let tokenKeys: TokenKeyBook
+    private let signingPool: WorkerPool
 
     public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) throws {
         try configuration.check()
@@ -84,17 +86,30 @@ public final class EndpointServer: Sendable {
             servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
             trustedProxies: trustedProxies, maxPostbackBytes: configuration.maxPostbackBytes, store: store,
             rejections: rejections, metrics: metrics, clock: { clock.now() },
-            pool: configuration.signatureThreads.map { $0 > 0 ? SignatureCheckPool(threads: $0) : nil } ?? SignatureCheckPool.forOtherCores())
+            pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0) : nil } ?? WorkerPool.forOtherCores(named: "signature-check"))
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try Self.ensureRegistered(configuration, in: apps)
-        let surfaces = PCMRoutes(reports: ingest, triggers: triggers).routes
+        let tokenKeys = try TokenKeyBook(dataDirectory: configuration.dataDirectory, servedSites: configuration.sites,
+                                         foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
+                                         announce: { key in
+                                             EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                                                  "serves_from": .string(key.servesFrom.rfc3339)])
+                                         })
+        self.tokenKeys = tokenKeys
+        let signingThreads = WorkerPool.allowedCores()
+        let signingPool = WorkerPool(named: "token-signing", threads: signingThreads, maxWaiting: 64 * signingThreads)
+        self.signingPool = signingPool
+        let tokens = TokenSigning(keys: tokenKeys, pool: signingPool, trustedProxies: trustedProxies, rejections: rejections,
+                                  metrics: metrics, clock: { clock.now() })
+        let surfaces = PCMRoutes(reports: ingest, triggers: triggers, tokens: tokens).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, clock: clock).routes(bearer: bearer)
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
+            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
-            + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock).routes(bearer: bearer)
+            + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks)
         self.routes = routes
@@ -159,6 +174,7 @@ public final class EndpointServer: Sendable {
             "seconds": .number(String(format: "%.3f", replay.seconds)),
         ])
         let port = try http.start()
+        tokenKeys.generateMissing()
         // Serving first, the summary after: a restart with ten million reports takes reports
         // at once, and the summary API answers 503 with its progress until it is ready.
         let (summary, store, end, stopping) = (self.summary, self.store, summaryRebuildEnd, self.stopping)
@@ -183,6 +199,10 @@ public final class EndpointServer: Sendable {
             ("page", publicDirectory.map { .string($0) } ?? .null),
         ]
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
+        // The keys each site serves now; a site without one yet logs `token_key_created` when it is made.
+        fields.append(("token_keys", .object(configuration.sites.compactMap { site in
+            tokenKeys.servedKey(for: site).map { JSONMember(key: site, value: .string($0.keyID)) }
+        })))
         EventLog.write("listening", fields)
         return port
     }
@@ -228,6 +248,8 @@ public final class EndpointServer: Sendable {
     public func waitUntilStopped() {
         http.waitUntilStopped()
         routes.postbacks?.stop()
+        signingPool.stop()
+        tokenKeys.stop()
         stopping.withLock { $0 = true }
         rebuildDone.wait()
         store.close()

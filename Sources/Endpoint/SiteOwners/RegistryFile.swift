@@ -6,14 +6,17 @@ import Foundation
 /// A registry's home on disk (`registry.json` for site owners, `apps.json` for app developers,
 /// in the data directory), replaced atomically (write a temporary file, flush it, rename it over
 /// the old one, flush the directory) so that a crash leaves either the old registry or the new
-/// one, never half of each.
+/// one, never half of each. `token-keys.json` holds private keys, so it is written with mode
+/// 0600.
 struct RegistryFile<Contents: Codable & Sendable>: Sendable {
     let path: String
     let empty: Contents
+    let mode: mode_t
 
-    init(path: String, empty: Contents) {
+    init(path: String, empty: Contents, mode: mode_t = 0o644) {
         self.path = path
         self.empty = empty
+        self.mode = mode
     }
 
     func load() throws -> Contents {
@@ -30,12 +33,25 @@ struct RegistryFile<Contents: Codable & Sendable>: Sendable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(registry)
         let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
-            throw RegistryFileError(description: "cannot write \(temporary)")
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw RegistryFileError(description: "cannot write \(temporary): errno \(errno)") }
+        let written = data.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return false }
+                offset += n
+            }
+            return true
         }
-        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: temporary))
-        try handle.synchronize()
-        try handle.close()
+        let flushed = fsync(fd) == 0
+        close(fd)
+        guard written && flushed else {
+            unlink(temporary)
+            throw RegistryFileError(description: "cannot write \(temporary): errno \(errno)")
+        }
         guard rename(temporary, path) == 0 else {
             throw RegistryFileError(description: "cannot replace \(path): errno \(errno)")
         }

@@ -5,13 +5,13 @@ import Locking
 import Glibc
 #endif
 
-/// Threads that check postback signatures off the event loop: one for each core the process may
-/// run on besides the loop's own (`forOtherCores`), none on a single core. A check takes about
-/// 100 µs; on the loop, a burst of postbacks would hold up every report of its turn.
+/// Threads for work too slow for the event loop: checking postback signatures (about 100 µs) and
+/// blind-signing PCM tokens (milliseconds). On the loop, a burst of either would hold up every
+/// report of its turn.
 ///
 /// The threads run at a lower priority (nice 19) than the loop, so that where the scheduler puts
 /// one on the loop's core, the loop still gets it whenever it has work.
-final class SignatureCheckPool: Sendable {
+final class WorkerPool: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         var stopping = false
@@ -20,11 +20,14 @@ final class SignatureCheckPool: Sendable {
     private let available = DispatchSemaphore(value: 0)
     private let threads = DispatchGroup()
     let size: Int
+    /// Jobs waiting beyond this many are refused by `submit` (nil: never).
+    let maxWaiting: Int?
 
-    /// A pool with a thread for every core but one, or nil on a single core.
-    static func forOtherCores() -> SignatureCheckPool? {
+    /// A pool with a thread for every core but the loop's, or nil on a single core: for work the
+    /// loop can also do itself, a bounded share of each turn.
+    static func forOtherCores(named name: String) -> WorkerPool? {
         let cores = allowedCores()
-        return cores > 1 ? SignatureCheckPool(threads: cores - 1) : nil
+        return cores > 1 ? WorkerPool(named: name, threads: cores - 1) : nil
     }
 
     /// The cores this process may run on (`taskset`, a container's cpuset), from
@@ -42,10 +45,12 @@ final class SignatureCheckPool: Sendable {
         return ProcessInfo.processInfo.activeProcessorCount
     }
 
-    init(threads count: Int) {
+    /// Threads named `name-0`, `name-1`, … as `top -H` shows them.
+    init(named name: String, threads count: Int, maxWaiting: Int? = nil) {
         size = max(1, count)
+        self.maxWaiting = maxWaiting
         for n in 0..<size {
-            threads.startThread(named: "signature-check-\(n)") { [self] in
+            threads.startThread(named: "\(name)-\(n)") { [self] in
                 #if canImport(Glibc)
                 // On Linux a nice value is a thread's own: 0 names the calling thread only.
                 _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
@@ -55,10 +60,17 @@ final class SignatureCheckPool: Sendable {
         }
     }
 
-    /// Runs `job` on one of the threads, in the order given (across threads, in no order).
-    func submit(_ job: @escaping @Sendable () -> Void) {
-        state.withLock { $0.jobs.append(job) }
-        available.signal()
+    /// Runs `job` on one of the threads, in the order given (across threads, in no order); false,
+    /// and `job` never runs, when `maxWaiting` jobs already wait or the pool is stopping.
+    @discardableResult
+    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+        let taken = state.withLock { s -> Bool in
+            guard !s.stopping, s.jobs.count < (maxWaiting ?? Int.max) else { return false }
+            s.jobs.append(job)
+            return true
+        }
+        if taken { available.signal() }
+        return taken
     }
 
     /// Lets the threads finish what was submitted, then stops them.

@@ -1,0 +1,171 @@
+import Dispatch
+import Foundation
+import Locking
+import Primitives
+import Signatures
+
+/// The sites' PCM token keys: one RSA-4096 key per served site, made on first start and kept in
+/// `token-keys.json` in the data directory (mode 0600, replaced atomically), so that the key bytes
+/// served never change by accident; and the public keys of other sites given with
+/// `--token-public-key`, for checking tokens this endpoint did not sign.
+///
+/// A browser fetches the key again before it sends a report and drops the report if the key id
+/// changed since the click, so a key must be served for as long as reports signed with it can
+/// arrive: 7 days + 48 h after its last signature. Rotating is scheduling a successor
+/// (`schedule`): from its `serves_from` on, the successor is served and signs, and the old key
+/// only verifies (reports signed with it before the switch are lost by the browser anyway, which
+/// is why a rotation is chosen, not routine).
+final class TokenKeyBook: Sendable {
+    struct Key: Sendable {
+        let site: String
+        let signing: TokenSigningKey
+        let publicKey: TokenPublicKey
+        /// base64url(SHA-256(served SubjectPublicKeyInfo)), as the browser computes it.
+        let keyID: String
+        let createdAt: Timestamp
+        let servesFrom: Timestamp
+    }
+
+    /// `token-keys.json`.
+    struct File: Codable, Sendable {
+        struct Entry: Codable, Sendable {
+            var site: String
+            /// base64 of the private key's DER.
+            var privateKey: String
+            var createdAt: Timestamp
+            var servesFrom: Timestamp
+
+            enum CodingKeys: String, CodingKey {
+                case site, privateKey = "private_key", createdAt = "created_at", servesFrom = "serves_from"
+            }
+        }
+        var keys: [Entry] = []
+    }
+
+    static let fileName = "token-keys.json"
+
+    private let file: RegistryFile<File>
+    private let keys: Locked<[Key]>
+    let foreignKeys: [String: TokenPublicKey]
+    let servedSites: [String]
+    private let clock: @Sendable () -> Timestamp
+    private let generating = DispatchGroup()
+    private let stopping = Locked(false)
+    /// Called with each key made at start, for the log.
+    private let announce: @Sendable (Key) -> Void
+
+    init(dataDirectory: String, servedSites: [String], foreignKeys: [String: TokenPublicKey],
+         clock: @escaping @Sendable () -> Timestamp, announce: @escaping @Sendable (Key) -> Void = { _ in }) throws {
+        file = RegistryFile(path: dataDirectory + "/" + Self.fileName, empty: File(), mode: 0o600)
+        var loaded: [Key] = []
+        for entry in try file.load().keys {
+            guard let der = Base64.decode(entry.privateKey, urlSafe: false) else {
+                throw RegistryFileError(description: "\(file.path): the key of \(entry.site) is not base64")
+            }
+            do {
+                loaded.append(Self.key(site: entry.site, signing: try TokenSigningKey(derRepresentation: der),
+                                       createdAt: entry.createdAt, servesFrom: entry.servesFrom))
+            } catch {
+                throw RegistryFileError(description: "\(file.path): the key of \(entry.site): \(error)")
+            }
+        }
+        keys = Locked(loaded)
+        self.foreignKeys = foreignKeys
+        self.servedSites = servedSites
+        self.clock = clock
+        self.announce = announce
+    }
+
+    /// Makes, on a thread of its own, a key for every served site that has none: an RSA-4096 key
+    /// takes a second or more, which the start does not wait for. A request that needs one first
+    /// waits for it (`servedKey(for:waiting:)`).
+    func generateMissing() {
+        let missing = keys.withLock { keys in servedSites.filter { site in !keys.contains { $0.site == site } } }
+        guard !missing.isEmpty else { return }
+        generating.startThread(named: "token-keys") { [self] in
+            for site in missing {
+                if stopping.withLock({ $0 }) { return }
+                do {
+                    let now = clock()
+                    announce(try add(Self.key(site: site, signing: try TokenSigningKey.generate(), createdAt: now, servesFrom: now)))
+                } catch {
+                    // The site serves no key and signs nothing; its reports are still taken.
+                    EventLog.write("token_key_failed", ["site": .string(site), "detail": .string("\(error)")])
+                }
+            }
+        }
+    }
+
+    /// Waits for the key being made, if any, and makes no more: the next start makes the rest.
+    func stop() {
+        stopping.withLock { $0 = true }
+        generating.wait()
+    }
+
+    /// The key `site` serves and signs with now: the one with the latest `servesFrom` not after
+    /// now. With `waiting`, waits for the keys being made at start first (on a worker thread only).
+    func servedKey(for site: String, waiting: Bool = false) -> Key? {
+        if waiting { generating.wait() }
+        return servedKey(for: site, at: clock())
+    }
+
+    private func servedKey(for site: String, at now: Timestamp) -> Key? {
+        keys.withLock { keys in
+            keys.filter { $0.site == site && $0.servesFrom <= now }.max { $0.servesFrom < $1.servesFrom }
+        }
+    }
+
+    /// Every key that may have signed a token of `site`, the served one first: its own keys,
+    /// retired and scheduled included, then a key given with `--token-public-key`.
+    func verificationKeys(for site: String) -> [(publicKey: TokenPublicKey, keyID: String)] {
+        let served = servedKey(for: site)
+        var result = keys.withLock { keys in
+            keys.filter { $0.site == site }.sorted { a, b in
+                (a.keyID == served?.keyID ? 1 : 0, a.servesFrom) > (b.keyID == served?.keyID ? 1 : 0, b.servesFrom)
+            }.map { ($0.publicKey, $0.keyID) }
+        }
+        if let foreign = foreignKeys[site] { result.append((foreign, Base64URL.encode(foreign.keyID))) }
+        return result
+    }
+
+    enum State: String, Sendable {
+        /// Served and signing now.
+        case served
+        /// A successor whose time has not come.
+        case scheduled
+        /// Replaced: verifies tokens it signed, signs nothing.
+        case retired
+    }
+
+    func state(of key: Key, at now: Timestamp) -> State {
+        if key.servesFrom > now { return .scheduled }
+        return servedKey(for: key.site, at: now)?.keyID == key.keyID ? .served : .retired
+    }
+
+    /// All keys, for the admin API and `/metrics`.
+    var all: [Key] { keys.withLock { $0 } }
+
+    /// Makes a successor for `site`'s key, served from `servesFrom` on. Slow (RSA-4096): call it off the loop.
+    func schedule(site: String, servesFrom: Timestamp) throws -> Key {
+        try add(Self.key(site: site, signing: try TokenSigningKey.generate(), createdAt: clock(), servesFrom: servesFrom))
+    }
+
+    /// Keeps `key`, on disk first.
+    private func add(_ key: Key) throws -> Key {
+        try keys.withLock { keys in
+            let next = keys + [key]
+            try file.save(File(keys: next.map {
+                File.Entry(site: $0.site, privateKey: Data($0.signing.derRepresentation).base64EncodedString(),
+                           createdAt: $0.createdAt, servesFrom: $0.servesFrom)
+            }))
+            keys = next
+        }
+        return key
+    }
+
+    private static func key(site: String, signing: TokenSigningKey, createdAt: Timestamp, servesFrom: Timestamp) -> Key {
+        let publicKey = signing.publicKey
+        return Key(site: site, signing: signing, publicKey: publicKey, keyID: Base64URL.encode(publicKey.keyID),
+                   createdAt: createdAt, servesFrom: servesFrom)
+    }
+}

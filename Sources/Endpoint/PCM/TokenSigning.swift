@@ -1,0 +1,93 @@
+import HTTPServer
+import PCM
+import Primitives
+import ReportStore
+import Signatures
+
+/// PCM's two fraud-prevention paths, as browsers call them: the site's token key
+/// (`get-token-public-key/`) and the blind signature of a token (`sign-unlinkable-token/`).
+///
+/// An RSA-4096 signature takes milliseconds, so it never runs on the event loop: `pool` has a
+/// thread per core (nice 19, so that the loop keeps its core) and a bounded queue; past the bound
+/// the answer is 503 with Retry-After, so that a flood of signing requests cannot slow reports.
+/// Serving the key needs no signature, but the key may still be being made on first start, so it
+/// too is answered from the pool when it is not ready.
+struct TokenSigning: Sendable {
+    let keys: TokenKeyBook
+    let pool: WorkerPool
+    let trustedProxies: [AddressRange]
+    let rejections: RejectionLog
+    let metrics: EndpointMetrics
+    let clock: @Sendable () -> Timestamp
+
+    func publicKey(_ request: HTTPRequest, responder: HTTPResponder) {
+        let site: String
+        switch servedSite(request) {
+        case .success(let s): site = s
+        case .failure(let problem): return refuse(problem, request, responder)
+        }
+        if let key = keys.servedKey(for: site) { return responder.respond(Self.publicKeyAnswer(key)) }
+        let keys = self.keys
+        guard pool.submit({
+            guard let key = keys.servedKey(for: site, waiting: true) else {
+                return responder.respond(Problem(status: 503, rule: "token_key_unavailable",
+                                                 detail: "\(site) has no token key; see the endpoint's log").response)
+            }
+            responder.respond(Self.publicKeyAnswer(key))
+        }) else { return responder.respond(backlogged) }
+    }
+
+    func sign(_ request: HTTPRequest, responder: HTTPResponder) {
+        let site: String
+        switch servedSite(request) {
+        case .success(let s): site = s
+        case .failure(let problem): return refuse(problem, request, responder)
+        }
+        let tokenRequest: UnlinkableTokenRequest
+        switch UnlinkableTokenRequest.read(request.body) {
+        case .success(let r): tokenRequest = r
+        case .failure(let problem): return refuse(Problem(problem), request, responder)
+        }
+        let (keys, metrics, rejections, clock, body) = (self.keys, self.metrics, self.rejections, self.clock, request.body)
+        guard pool.submit({
+            guard let key = keys.servedKey(for: site, waiting: true) else {
+                return responder.respond(Problem(status: 503, rule: "token_key_unavailable",
+                                                 detail: "\(site) has no token key; see the endpoint's log").response)
+            }
+            guard let signature = key.signing.blindSignature(for: tokenRequest.blindedMessage) else {
+                let field = tokenRequest.side.rawValue + "_unlinkable_token"
+                let problem = Problem(status: 422, rule: "token_not_below_modulus", field: field,
+                                      detail: "\(field) is not below the modulus of \(site)'s key \(key.keyID)")
+                rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                                  detail: problem.detail, body: body)
+                return responder.respond(problem.response)
+            }
+            metrics.tokenSigned(tokenRequest.side)
+            responder.respond(JSONResponse.make(200, "{\"unlinkable_token\":\"\(Base64URL.encode(signature))\"}"))
+        }) else { return responder.respond(backlogged) }
+    }
+
+    private var backlogged: HTTPResponse {
+        Problem(status: 503, rule: "signing_backlogged",
+                detail: "\(pool.maxWaiting ?? 0) token signatures are waiting; ask again later").response
+    }
+
+    static func publicKeyAnswer(_ key: TokenKeyBook.Key) -> HTTPResponse {
+        JSONResponse.make(200, "{\"token_public_key\":\"\(Base64URL.encode(key.publicKey.subjectPublicKeyInfo))\"}")
+    }
+
+    /// The site the browser asked, which must be one this endpoint holds a key for.
+    private func servedSite(_ request: HTTPRequest) -> Result<String, Problem> {
+        let host = RequestedHost.of(request, trustedProxies: trustedProxies).map(RoleResolver.normalizeHost)
+        if let host, keys.servedSites.contains(host) { return .success(host) }
+        let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
+        return .failure(Problem(status: 421, rule: "site_not_served",
+                                detail: "the request was sent to \(sentTo), which this endpoint does not serve (it serves \(keys.servedSites.joined(separator: ", ")))"))
+    }
+
+    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
+        rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                          detail: problem.detail, body: request.body)
+        responder.respond(problem.response)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import HTTPServer
+import Primitives
+
+/// The site owners' token keys, with the token: `GET /api/token-keys` lists them, and
+/// `POST /api/token-keys {"site":…,"serves_from":RFC 3339}` schedules a successor (a rotation).
+///
+/// Rotating drops every report still in flight for the old key: before it sends a report the
+/// browser fetches the key again and drops the report if the key id changed. So a rotation is
+/// scheduled for a chosen time, and the old key stays to verify what it signed before.
+struct TokenKeyRoutes: Sendable {
+    static let path = "/api/token-keys"
+
+    let keys: TokenKeyBook
+    /// Making an RSA-4096 key takes seconds: never on the event loop.
+    let pool: WorkerPool
+    let clock: EndpointClock
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("token keys", gate: bearer, routes: [
+                Route(.exact(Self.path), methods: ["GET", "HEAD"], answer: list),
+                Route(.exact(Self.path), methods: ["POST"], handler: schedule),
+            ]),
+        ]
+    }
+
+    func list(_ request: HTTPRequest) -> HTTPResponse {
+        let now = clock.now()
+        let rows = keys.all.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
+        return JSONResponse.make(200, "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]}")
+    }
+
+    static func describe(_ key: TokenKeyBook.Key, state: TokenKeyBook.State) -> String {
+        var json = "{\"site\":"
+        JSONValue.writeString(key.site, to: &json)
+        json += ",\"key_id\":\"\(key.keyID)\",\"state\":\"\(state.rawValue)\",\"created_at\":\"\(key.createdAt.rfc3339)\""
+        json += ",\"serves_from\":\"\(key.servesFrom.rfc3339)\"}"
+        return json
+    }
+
+    func schedule(_ request: HTTPRequest, responder: HTTPResponder) {
+        let fail = { (rule: String, field: String?, detail: String) in
+            responder.respond(Problem(status: 422, rule: rule, field: field, detail: detail).response)
+        }
+        guard case .object(let members)? = try? JSONParser().parse(request.body) else {
+            return responder.respond(Problem(status: 400, rule: "malformed_json", detail: "the body must be a JSON object").response)
+        }
+        let fields = FieldReader(members)
+        guard case .string(let site)? = fields.value("site") else { return fail("missing_field", "site", "site is required (a served site)") }
+        guard keys.servedSites.contains(site) else {
+            return fail("site_not_served", "site", "site \"\(site)\" is not served by this endpoint (it serves \(keys.servedSites.joined(separator: ", ")))")
+        }
+        let now = clock.now()
+        var servesFrom = now
+        if let value = fields.value("serves_from") {
+            guard case .string(let text) = value, let time = Timestamp(rfc3339: text) else {
+                return fail("invalid_time", "serves_from", "serves_from must be an RFC 3339 time")
+            }
+            guard time >= now else { return fail("time_in_the_past", "serves_from", "serves_from must not be before now (\(now.rfc3339))") }
+            servesFrom = time
+        }
+        let (keys, servesFromTime) = (self.keys, servesFrom)
+        guard pool.submit({
+            do {
+                let key = try keys.schedule(site: site, servesFrom: servesFromTime)
+                EventLog.write("token_key_created", ["site": .string(site), "key_id": .string(key.keyID),
+                                                     "serves_from": .string(servesFromTime.rfc3339)])
+                responder.respond(JSONResponse.make(201, Self.describe(key, state: keys.state(of: key, at: now))))
+            } catch {
+                responder.respond(Problem(status: 503, rule: "store_unavailable", detail: "the new key could not be kept: \(error)").response)
+            }
+        }) else {
+            return responder.respond(Problem(status: 503, rule: "signing_backlogged", detail: "the signing threads are busy; ask again later").response)
+        }
+    }
+}
