@@ -142,3 +142,82 @@ import Testing
         #expect(endpoint.request("POST", "/api/token-keys", body: Array("{}".utf8)).status == 401)
     }
 }
+
+/// Tokens in reports: checked with the key of the site that signed them, remembered once verified.
+@Suite struct ReportTokenTests {
+    struct Example: Decodable {
+        var token_public_key: String
+        var secret_token: String
+        var secret_token_signature: String
+    }
+
+    /// WebKit's published key, token and signature (Resources/token-keys, from the project's vectors).
+    static let example: Example = {
+        let url = Bundle.module.url(forResource: "token-keys/pcm_token_example", withExtension: "json")!
+        return try! JSONDecoder().decode(Example.self, from: Data(contentsOf: url))
+    }()
+
+    static func pair(_ side: String, token: String, signature: String) -> String {
+        ",\"\(side)_secret_token\":\"\(token)\",\"\(side)_secret_token_signature\":\"\(signature)\""
+    }
+
+    func reasons(_ response: RawResponse) -> [String] { json(response)["reasons"] as? [String] ?? [] }
+
+    @Test func webKitsTokenVerifiesWithItsKeyGivenForItsSiteAndAOneBitChangeDoesNot() throws {
+        let e = Self.example
+        let endpoint = try LiveEndpoint(sites: ["shop.example"]) { $0.tokenPublicKeys = [("news.example", e.token_public_key)] }
+        defer { endpoint.stop() }
+        let good = try endpoint.post(reportBody(extra: Self.pair("source", token: e.secret_token, signature: e.secret_token_signature)),
+                                     host: "shop.example")
+        #expect(good.status == 201)
+        #expect(reasons(good).contains("source_token_verified"))
+        #expect(json(good)["verdict"] as? String == "accepted")
+        // One bit of the token changed: the signature no longer matches.
+        var token = Base64.decode(e.secret_token, urlSafe: true)!
+        token[0] ^= 0x01
+        let flipped = try endpoint.post(reportBody(extra: Self.pair("source", token: Base64URL.encode(token), signature: e.secret_token_signature)),
+                                        host: "shop.example")
+        #expect(reasons(flipped).contains("source_token_invalid"))
+        #expect(json(flipped)["verdict"] as? String == "quarantined")
+        // The same click reported again to the same role.
+        let again = try endpoint.post(reportBody(extra: Self.pair("source", token: e.secret_token, signature: e.secret_token_signature)),
+                                      host: "shop.example")
+        #expect(reasons(again).contains("source_token_replayed"))
+        #expect(json(again)["verdict"] as? String == "quarantined")
+    }
+
+    @Test func aTokenSignedByTheLiveEndpointVerifiesOnceAndIsAReplayAfterARestart() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try LiveEndpoint(directory: directory)
+        let token = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let tokenPaths = TokenPathTests()
+        let key = try tokenPaths.servedKey(endpoint, host: "news.example")
+        let blinding = try key.blind(token: token)
+        let signed = try tokenPaths.exchange(endpoint, "POST", TokenPathTests.signPath, host: "news.example",
+                                             body: TokenPathTests.signRequest(blinded: blinding.blindedMessage))
+        let signature = try #require(blinding.finalize(blindSignature: Base64.decode(json(signed)["unlinkable_token"] as! String, urlSafe: true)!))
+        let body = reportBody(extra: Self.pair("source", token: Base64URL.encode(token), signature: Base64URL.encode(signature)))
+        // The click's site gets its copy, and so does the conversion's: one role each.
+        #expect(reasons(try endpoint.post(body, host: "news.example")).contains("source_token_verified"))
+        #expect(reasons(try endpoint.post(body, host: "shop.example")).contains("source_token_verified"))
+        #expect(reasons(try endpoint.post(body, host: "news.example")).contains("source_token_replayed"))
+        endpoint.stop()
+        endpoint = try LiveEndpoint(directory: directory)
+        defer { endpoint.stop() }
+        #expect(reasons(try endpoint.post(body, host: "shop.example")).contains("source_token_replayed"))
+        // A token from a site nobody has a key for is kept, with a note.
+        let foreign = reportBody(sourceSite: "elsewhere.example", extra: Self.pair("source", token: Base64URL.encode(token), signature: Base64URL.encode(signature)))
+        let unverifiable = try endpoint.post(foreign, host: "shop.example")
+        #expect(reasons(unverifiable).contains("source_token_unverifiable"))
+        #expect(!reasons(unverifiable).contains("source_token_invalid"))
+    }
+
+    @Test func requiredTokensQuarantineAReportWithout() throws {
+        let endpoint = try LiveEndpoint { $0.requireTokens = true }
+        defer { endpoint.stop() }
+        let response = try endpoint.post(reportBody(), host: "shop.example")
+        #expect(response.status == 201)
+        #expect(reasons(response).contains("token_missing"))
+        #expect(json(response)["verdict"] as? String == "quarantined")
+    }
+}

@@ -20,6 +20,7 @@ struct ReportIngest: Sendable {
     let metrics: EndpointMetrics
     let book: SiteOwnerBook
     let summary: SummaryBook
+    let tokens: TokenChecks
     let clock: @Sendable () -> Timestamp
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
@@ -28,9 +29,9 @@ struct ReportIngest: Sendable {
             rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
                               detail: problem.detail, body: request.body)
             responder.respond(problem.response)
-        case .success(let (draft, facts)):
+        case .success(let (draft, facts, tokenOutcome)):
             let metrics = self.metrics
-            let book = self.book, summary = self.summary
+            let book = self.book, summary = self.summary, tokens = self.tokens
             store.append(draft) { result in
                 switch result {
                 case .success(let stored):
@@ -40,6 +41,8 @@ struct ReportIngest: Sendable {
                 case .failure(let error):
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
+                    // Nor are its tokens: the browser's next delivery is no replay.
+                    tokens.forget(tokenOutcome)
                     metrics.storeFailed(error)
                     responder.respond(Problem.storeFailed(error, "the report could not be stored").response)
                 }
@@ -48,7 +51,7 @@ struct ReportIngest: Sendable {
     }
 
     /// Checks the request and the body; on success, the draft to store.
-    func prepare(_ request: HTTPRequest) -> Result<(StoredReport.Draft, ReportFacts), Problem> {
+    func prepare(_ request: HTTPRequest) -> Result<(StoredReport.Draft, ReportFacts, TokenChecks.Outcome), Problem> {
         guard request.headers.withFirstValue("Content-Type", Self.isJSON) == true else {
             let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
             return .failure(Problem(ReportRejection(.unsupportedMediaType,
@@ -72,10 +75,19 @@ struct ReportIngest: Sendable {
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }
         let judgement = book.judge(report, role: resolution.role, now: clock())
         reasons += judgement.reasons
-        let draft = StoredReport.Draft(role: resolution.role, verdict: judgement.verdict == .accepted ? .accepted : .quarantined,
-                                       reasons: reasons, body: request.body, triggerID: judgement.trigger?.id,
-                                       campaign: judgement.campaign?.name, triggerRecordedAt: judgement.trigger?.recordedAt)
-        return .success((draft, ReportFacts(report)))
+        let tokenOutcome = tokens.check(report, role: resolution.role)
+        reasons += tokenOutcome.reasons
+        var trigger = judgement.trigger
+        if tokenOutcome.quarantine, let claimed = trigger {
+            // A report whose token is forged or replayed is no conversion: the trigger stays for a real one.
+            book.release(triggerID: claimed.id)
+            trigger = nil
+        }
+        let accepted = judgement.verdict == .accepted && !tokenOutcome.quarantine
+        let draft = StoredReport.Draft(role: resolution.role, verdict: accepted ? .accepted : .quarantined,
+                                       reasons: reasons, body: request.body, triggerID: trigger?.id,
+                                       campaign: judgement.campaign?.name, triggerRecordedAt: trigger?.recordedAt)
+        return .success((draft, ReportFacts(report), tokenOutcome))
     }
 
     /// `application/json`, any case, optionally followed by parameters.

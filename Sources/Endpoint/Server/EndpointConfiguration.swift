@@ -36,6 +36,9 @@ public struct EndpointConfiguration: Sendable {
     /// SITE=BASE64URL-SPKI`), to verify their tokens in reports: a destination endpoint receives
     /// the source site's token too.
     public var tokenPublicKeys: [(site: String, subjectPublicKeyInfo: String)] = []
+    /// Quarantine PCM reports that carry no token pair (`token_missing`): for sites that put a
+    /// nonce on every link.
+    public var requireTokens = false
     public var accessLog = true
     /// The summary page's files, served at `/`; nil: found by `PageLocator` beside the binary.
     public var publicDirectory: String?
@@ -88,6 +91,7 @@ public struct EndpointConfiguration: Sendable {
                                "request_timeout", "idle_timeout", "max_report_bytes",
                                "max_postback_bytes", "postback_keys" (object: name → key),
                                "signature_threads", "token_public_keys" (object: site → key),
+                               "require_tokens" (bool),
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
@@ -117,6 +121,8 @@ public struct EndpointConfiguration: Sendable {
                                get-token-public-key answers), to verify that site's tokens in
                                reports. Each served site's own key is made on first start and
                                kept in DATA/token-keys.json (0600). Repeatable.
+      --require-tokens         Quarantine PCM reports without a token pair (token_missing):
+                               for sites that put attributionsourcenonce on every link.
       --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
                                (token) sets it. For tests and demos that walk through days.
       --late-cutoff-days N     Reports more than N days after their trigger are quarantined
@@ -227,6 +233,7 @@ public struct EndpointConfiguration: Sendable {
                     throw ParseError(description: "--token-public-key needs SITE=BASE64URL-SPKI")
                 }
                 tokenKeysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
+            case "--require-tokens": configuration.requireTokens = true
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
             case "--no-page": configuration.servePage = false
@@ -274,6 +281,7 @@ public struct EndpointConfiguration: Sendable {
             case "postback_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            case "require_tokens": guard let v = value as? Bool else { throw bad() }; requireTokens = v
             case "token_public_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 tokenPublicKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }

@@ -51,6 +51,13 @@ public final class EndpointServer: Sendable {
         claimedCheckpoint = claimed
         // The event loop commits at the end of each turn (EndpointRoutes.finishTurn); the trigger
         // ledger is rebuilt from the records replay shows on the way.
+        let tokenKeys = try TokenKeyBook(dataDirectory: configuration.dataDirectory, servedSites: configuration.sites,
+                                         foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
+                                         announce: { key in
+                                             EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                                                  "serves_from": .string(key.servesFrom.rfc3339)])
+                                         })
+        let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens)
         var replayed = ReplayedTriggers()
         let ledger = PostbackLedger()
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
@@ -58,6 +65,10 @@ public final class EndpointServer: Sendable {
                                 clock: { clock.now() }, replaying: { record in
                                     replayed.take(record)
                                     ledger.take(record)
+                                    if let verified = StoredReport.verifiedTokens(record) {
+                                        tokenChecks.take(role: verified.role, source: verified.source, destination: verified.destination,
+                                                         body: verified.body)
+                                    }
                                 })
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
@@ -78,7 +89,8 @@ public final class EndpointServer: Sendable {
             roles: RoleResolver(servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode),
             trustedProxies: trustedProxies,
             maxReportBytes: configuration.maxReportBytes,
-            store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, clock: { clock.now() })
+            store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, tokens: tokenChecks,
+            clock: { clock.now() })
         let bearer = AdminToken.gate(adminToken)
         let triggers = TriggerIngest(book: book, store: store, trustedProxies: trustedProxies, servedSites: Set(configuration.sites))
         let postbacks = PostbackIntake(
@@ -89,12 +101,6 @@ public final class EndpointServer: Sendable {
             pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0) : nil } ?? WorkerPool.forOtherCores(named: "signature-check"))
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try Self.ensureRegistered(configuration, in: apps)
-        let tokenKeys = try TokenKeyBook(dataDirectory: configuration.dataDirectory, servedSites: configuration.sites,
-                                         foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
-                                         announce: { key in
-                                             EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
-                                                                                  "serves_from": .string(key.servesFrom.rfc3339)])
-                                         })
         self.tokenKeys = tokenKeys
         let signingThreads = WorkerPool.allowedCores()
         let signingPool = WorkerPool(named: "token-signing", threads: signingThreads, maxWaiting: 64 * signingThreads)
