@@ -5,6 +5,8 @@
 # method answered other than 405, and no authenticated path that answers without the token.
 # The endpoint runs the demo (three weeks of traffic, registrations, the manual clock), so the
 # summary, the exports and the registries have something in them.
+# `scheduleTokenKey` is left out: each call it accepts makes an RSA-4096 key (seconds of CPU), and a
+# hundred of them would be the run; TokenPathTests covers it.
 # Usage: scripts/api_schema_test.sh BINARY [max examples per operation, default 100]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,10 +30,11 @@ done
 set +e
 schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,ignored_auth \
+  --exclude-operation-id scheduleTokenKey \
   --max-examples "$examples" --seed 20261123 --suppress-health-check all --no-color > "$work/schemathesis.out" 2>&1
 status=$?
 set -e
-tail -40 "$work/schemathesis.out"
+tail -150 "$work/schemathesis.out"
 cases=$(sed -n 's/^ *\([0-9]*\) generated.*/\1/p' "$work/schemathesis.out" | tail -1)
 kill -0 $pid 2>/dev/null || { echo "the endpoint died during the run" >&2; status=1; }
 echo "schemathesis: ${cases:-0} test cases against $(grep -c 'operationId:' docs/openapi.yaml) operations"

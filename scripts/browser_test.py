@@ -91,6 +91,9 @@ def expected_from_export(base, day_from, day_to):
                 counts["late"] += 1
             campaigns[(r.get("campaign") or "No campaign registered", r["source_site"], r["source_id"], role)] += 1
             conversions[(r["attributed_on_site"], r["trigger_data"], role)] += 1
+            if any(reason.endswith("_token_verified") for reason in r["reasons"]):
+                campaigns[(r.get("campaign") or "No campaign registered", r["source_site"], r["source_id"], "verified")] += 1
+                conversions[(r["attributed_on_site"], r["trigger_data"], "verified")] += 1
         else:
             counts["quarantined"] += 1
             for reason in r["reasons"]:
@@ -162,27 +165,27 @@ def main():
             check(counts["accepted_source"] > 0 and counts["quarantined"] > 0 and counts["late"] > 0, "the demo produced every kind")
 
             shown = {}
-            for name_cell, source, destination in table(driver, "campaigns"):
+            for name_cell, source, destination, verified in table(driver, "campaigns"):
                 name, detail = name_cell.split("\n")
                 site, source_id = re.match(r"(\S+) · source id (\d+)", detail).groups()
-                shown[(name, site, int(source_id))] = (int(source), int(destination))
+                shown[(name, site, int(source_id))] = (int(source), int(destination), int(verified.split()[0]))
             wanted = {}
             for (name, site, source_id, role), n in campaigns.items():
-                pair = wanted.setdefault((name, site, source_id), [0, 0])
-                pair[0 if role == "source" else 1] += n
+                row = wanted.setdefault((name, site, source_id), [0, 0, 0])
+                row[{"source": 0, "destination": 1, "verified": 2}[role]] += n
             check(shown == {k: tuple(v) for k, v in wanted.items()}, f"campaign table = export ({len(shown)} rows)")
 
             shown = {}
-            for name_cell, source, destination in table(driver, "conversions"):
+            for name_cell, source, destination, verified in table(driver, "conversions"):
                 name, detail = name_cell.split("\n")
                 site, data = re.match(r"(\S+) · trigger data (\d+)", detail).groups()
-                shown[(site, int(data))] = (name, int(source), int(destination))
+                shown[(site, int(data))] = (name, int(source), int(destination), int(verified.split()[0]))
             wanted = {}
             for (site, data, role), n in conversions.items():
-                pair = wanted.setdefault((site, data), [0, 0])
-                pair[0 if role == "source" else 1] += n
+                row = wanted.setdefault((site, data), [0, 0, 0])
+                row[{"source": 0, "destination": 1, "verified": 2}[role]] += n
             names = {5: "purchase", 2: "signup", 1: "add_to_cart"}
-            expected = {k: (names[k[1]], v[0], v[1]) for k, v in wanted.items()}
+            expected = {k: (names[k[1]], v[0], v[1], v[2]) for k, v in wanted.items()}
             check(shown == expected, f"conversion table = export ({len(shown)} rows), with names: {shown} vs {expected}")
 
             shown = {row[0]: (int(row[1]), int(row[2])) for row in table(driver, "quarantine")}

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# libFuzzer over the HTTP request parser, the report validator and the postback readers (JSON
-# bodies of both protocols, and the compact JWS splitter), with AddressSanitizer.
+# libFuzzer over the HTTP request parser, the report validator, the postback readers (JSON
+# bodies of both protocols, and the compact JWS splitter) and the sign-unlinkable-token request
+# reader, with AddressSanitizer.
 # Usage: scripts/fuzz.sh [runs per target, default 1000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 out=.build/fuzz
-mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback"
+mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback" "$out/corpus-token"
 
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
   Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
@@ -19,6 +20,8 @@ swiftc -O -sanitize=fuzzer,address -parse-as-library -wmo -module-name Primitive
   2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" -I "$out" \
   "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzToken -o "$out/fuzz-token" -I "$out" \
+  "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/TokenRequestFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPostback -o "$out/fuzz-postback" -I "$out" \
   "$out/Primitives.o" Sources/SKAdNetwork/*.swift Sources/AdAttributionKit/*.swift Tests/Fuzz/PostbackFuzz.swift \
   2> >(grep -v "Cannot export local symbol" >&2)
@@ -47,9 +50,18 @@ for v in json.load(open("Tests/PostbackTests/Resources/vectors/generated_postbac
     n += 1
 PY
 
+python3 - "$out/corpus-token" <<'PY'
+import base64, sys
+out = sys.argv[1]
+b = lambda n, fill: base64.urlsafe_b64encode(bytes([fill]) * n).rstrip(b"=").decode()
+open(out + "/seed0", "w").write('{"source_engagement_type":"click","source_nonce":"%s","source_unlinkable_token":"%s","version":3}' % (b(16, 7), b(512, 1)))
+open(out + "/seed1", "w").write('{"destination_nonce":"%s","destination_unlinkable_token":"%s","version":3}' % (b(16, 9), b(512, 2)))
+PY
+
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
 "$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
 PSL=Sources/Primitives/Resources/public_suffix_list.dat \
   "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12
 "$out/fuzz-postback" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-postback" 2>&1 | tail -12
+"$out/fuzz-token" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-token" 2>&1 | tail -12

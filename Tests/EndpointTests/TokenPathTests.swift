@@ -201,6 +201,18 @@ import Testing
         #expect(reasons(try endpoint.post(body, host: "news.example")).contains("source_token_verified"))
         #expect(reasons(try endpoint.post(body, host: "shop.example")).contains("source_token_verified"))
         #expect(reasons(try endpoint.post(body, host: "news.example")).contains("source_token_replayed"))
+        // The page's numbers: two reports with a verified token, one per role, in the totals and
+        // in their campaign's row; the replay among the quarantined.
+        let summary = json(try endpoint.get("/api/summary?from=2026-11-20&to=2026-11-20"))
+        let tokens = try #require(summary["tokens"] as? [String: [String: Int]])
+        #expect(tokens["verified"] == ["source": 1, "destination": 1])
+        #expect(tokens["with_tokens"] == ["source": 2, "destination": 1])
+        let campaignRows = try #require(summary["by_campaign"] as? [[String: Any]])
+        #expect(campaignRows.count == 1 && campaignRows[0]["verified_tokens"] as? [String: Int] == ["source": 1, "destination": 1])
+        let conversionRows = try #require(summary["by_conversion"] as? [[String: Any]])
+        #expect(conversionRows.count == 1 && conversionRows[0]["verified_tokens"] as? [String: Int] == ["source": 1, "destination": 1])
+        let quarantined = try #require(summary["quarantined_by_reason"] as? [[String: Any]])
+        #expect(quarantined.contains { $0["reason"] as? String == "source_token_replayed" && $0["source"] as? Int == 1 })
         endpoint.stop()
         endpoint = try LiveEndpoint(directory: directory)
         defer { endpoint.stop() }

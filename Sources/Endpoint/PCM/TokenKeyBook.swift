@@ -109,9 +109,13 @@ final class TokenKeyBook: Sendable {
         return servedKey(for: site, at: clock())
     }
 
+    /// Before any key's time (a clock set back, as the demo's is), the site's first key: a site
+    /// with a key always serves one.
     private func servedKey(for site: String, at now: Timestamp) -> Key? {
         keys.withLock { keys in
-            keys.filter { $0.site == site && $0.servesFrom <= now }.max { $0.servesFrom < $1.servesFrom }
+            let own = keys.filter { $0.site == site }
+            return own.filter { $0.servesFrom <= now }.max { $0.servesFrom < $1.servesFrom }
+                ?? own.min { $0.servesFrom < $1.servesFrom }
         }
     }
 
@@ -138,8 +142,9 @@ final class TokenKeyBook: Sendable {
     }
 
     func state(of key: Key, at now: Timestamp) -> State {
-        if key.servesFrom > now { return .scheduled }
-        return servedKey(for: key.site, at: now)?.keyID == key.keyID ? .served : .retired
+        let served = servedKey(for: key.site, at: now)
+        if served?.keyID == key.keyID { return .served }
+        return key.servesFrom > now ? .scheduled : .retired
     }
 
     /// All keys, for the admin API and `/metrics`.

@@ -37,6 +37,8 @@ struct SummaryAggregates: Sendable {
         var quarantined = 0
         var late = 0
         var withTokens = 0
+        /// Reports with a token that verified (`source_token_verified`, `destination_token_verified`).
+        var verified = 0
     }
 
     struct CampaignKey: Hashable, Sendable {
@@ -63,19 +65,26 @@ struct SummaryAggregates: Sendable {
     }
 
     struct Day: Sendable {
-        mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, reasons: [Name], delayBucket: Int?) {
+        mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, verifiedToken: Bool, reasons: [Name], delayBucket: Int?) {
             groups[group, default: 0] += 1
             var t = totals[owner] ?? Totals()
             if group.accepted {
                 t.accepted += 1
                 if group.late { t.late += 1 }
-                campaigns[CampaignKey(owner: owner, sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign), default: 0] += 1
-                conversions[ConversionKey(owner: owner, destination: group.destination, triggerData: group.triggerData), default: 0] += 1
+                let campaign = CampaignKey(owner: owner, sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign)
+                let conversion = ConversionKey(owner: owner, destination: group.destination, triggerData: group.triggerData)
+                campaigns[campaign, default: 0] += 1
+                conversions[conversion, default: 0] += 1
+                if verifiedToken {
+                    verifiedCampaigns[campaign, default: 0] += 1
+                    verifiedConversions[conversion, default: 0] += 1
+                }
             } else {
                 t.quarantined += 1
                 for reason in reasons { quarantineReasons[ReasonKey(owner: owner, reason: reason), default: 0] += 1 }
             }
             if hasTokens { t.withTokens += 1 }
+            if verifiedToken { t.verified += 1 }
             totals[owner] = t
             if let delayBucket { delays[DelayKey(owner: owner, bucket: delayBucket), default: 0] += 1 }
         }
@@ -85,6 +94,9 @@ struct SummaryAggregates: Sendable {
         /// Accepted reports only, like the page's tables.
         var campaigns: [CampaignKey: Int] = [:]
         var conversions: [ConversionKey: Int] = [:]
+        /// Of those, the reports with a verified token.
+        var verifiedCampaigns: [CampaignKey: Int] = [:]
+        var verifiedConversions: [ConversionKey: Int] = [:]
         var quarantineReasons: [ReasonKey: Int] = [:]
         var delays: [DelayKey: Int] = [:]
     }
@@ -131,6 +143,7 @@ struct SummaryAggregates: Sendable {
         let owner = SiteRole(site: report.role == .source ? sourceSite : destination, role: report.role)
         let accepted = report.verdict == .accepted
         let late = report.reasons.contains("late")
+        let verifiedToken = report.reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
         let campaign = report.campaign.map { intern($0) }
         var delayBucket: Int?
         if let trigger = report.triggerRecordedAt {
@@ -143,7 +156,8 @@ struct SummaryAggregates: Sendable {
         // One lookup of the day, updated in place: taking it out and putting it back would copy
         // its dictionaries on every report.
         days[Self.day(of: report.receivedAt), default: Day()].record(group, owner: owner, hasTokens: facts.hasTokens,
-                                                                    reasons: reasons, delayBucket: delayBucket)
+                                                                    verifiedToken: verifiedToken, reasons: reasons,
+                                                                    delayBucket: delayBucket)
         if !sites.contains(owner.site) { sites.insert(owner.site) }
     }
 
@@ -164,6 +178,7 @@ struct SummaryAggregates: Sendable {
                 totals.quarantined += t.quarantined
                 totals.late += t.late
                 totals.withTokens += t.withTokens
+                totals.verified += t.verified
                 days[d, default: Day()].totals[m(k)] = totals
             }
             for (k, n) in day.campaigns {
@@ -171,6 +186,12 @@ struct SummaryAggregates: Sendable {
             }
             for (k, n) in day.conversions {
                 days[d, default: Day()].conversions[ConversionKey(owner: m(k.owner), destination: m(k.destination), triggerData: k.triggerData), default: 0] += n
+            }
+            for (k, n) in day.verifiedCampaigns {
+                days[d, default: Day()].verifiedCampaigns[CampaignKey(owner: m(k.owner), sourceSite: m(k.sourceSite), sourceID: k.sourceID, campaign: k.campaign.map(m)), default: 0] += n
+            }
+            for (k, n) in day.verifiedConversions {
+                days[d, default: Day()].verifiedConversions[ConversionKey(owner: m(k.owner), destination: m(k.destination), triggerData: k.triggerData), default: 0] += n
             }
             for (k, n) in day.quarantineReasons { days[d, default: Day()].quarantineReasons[ReasonKey(owner: m(k.owner), reason: m(k.reason)), default: 0] += n }
             for (k, n) in day.delays { days[d, default: Day()].delays[DelayKey(owner: m(k.owner), bucket: k.bucket), default: 0] += n }

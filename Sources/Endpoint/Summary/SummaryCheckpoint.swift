@@ -12,11 +12,11 @@ import ReportStore
 /// begins with exactly the prefix it names (`LogPrefix`); anything else is rebuilt from the log.
 ///
 /// `data/summary.checkpoint`, little-endian:
-/// `magic "AESUMCP1" · prefix end i64 · records i64 · digest u64 · payload length u64 · payload · crc32c u32`,
+/// `magic "AESUMCP2" · prefix end i64 · records i64 · digest u64 · payload length u64 · payload · crc32c u32`,
 /// the checksum over everything before it. The payload is the names, then per day every count.
 enum SummaryCheckpoint {
     static let fileName = "summary.checkpoint"
-    static let magic = Array("AESUMCP1".utf8)
+    static let magic = Array("AESUMCP2".utf8)
     static let headerSize = 8 + 8 + 8 + 8 + 8
 
     enum ReadError: Error, Equatable {
@@ -154,22 +154,26 @@ enum SummaryCheckpoint {
             out.appendLE(UInt32(d.totals.count))
             for (k, t) in d.totals {
                 owner(k, &out)
-                for value in [t.accepted, t.quarantined, t.late, t.withTokens] { out.appendLE(UInt64(value)) }
+                for value in [t.accepted, t.quarantined, t.late, t.withTokens, t.verified] { out.appendLE(UInt64(value)) }
             }
-            out.appendLE(UInt32(d.campaigns.count))
-            for (k, n) in d.campaigns {
-                owner(k.owner, &out)
-                out.appendLE(k.sourceSite)
-                out.append(k.sourceID)
-                out.appendLE(k.campaign ?? noCampaign)
-                out.appendLE(UInt64(n))
+            for campaigns in [d.campaigns, d.verifiedCampaigns] {
+                out.appendLE(UInt32(campaigns.count))
+                for (k, n) in campaigns {
+                    owner(k.owner, &out)
+                    out.appendLE(k.sourceSite)
+                    out.append(k.sourceID)
+                    out.appendLE(k.campaign ?? noCampaign)
+                    out.appendLE(UInt64(n))
+                }
             }
-            out.appendLE(UInt32(d.conversions.count))
-            for (k, n) in d.conversions {
-                owner(k.owner, &out)
-                out.appendLE(k.destination)
-                out.append(k.triggerData)
-                out.appendLE(UInt64(n))
+            for conversions in [d.conversions, d.verifiedConversions] {
+                out.appendLE(UInt32(conversions.count))
+                for (k, n) in conversions {
+                    owner(k.owner, &out)
+                    out.appendLE(k.destination)
+                    out.append(k.triggerData)
+                    out.appendLE(UInt64(n))
+                }
             }
             out.appendLE(UInt32(d.quarantineReasons.count))
             for (k, n) in d.quarantineReasons {
@@ -231,19 +235,32 @@ enum SummaryCheckpoint {
             }
             guard let totals = r.uint32() else { return nil }
             for _ in 0..<totals {
-                guard let k = owner(), let accepted = count(), let quarantined = count(), let late = count(), let withTokens = count() else { return nil }
-                d.totals[k] = SummaryAggregates.Totals(accepted: accepted, quarantined: quarantined, late: late, withTokens: withTokens)
+                guard let k = owner(), let accepted = count(), let quarantined = count(), let late = count(), let withTokens = count(),
+                      let verified = count() else { return nil }
+                d.totals[k] = SummaryAggregates.Totals(accepted: accepted, quarantined: quarantined, late: late, withTokens: withTokens,
+                                                       verified: verified)
             }
-            guard let campaigns = r.uint32() else { return nil }
-            for _ in 0..<campaigns {
-                guard let k = owner(), let sourceSite = name(), let sourceID = r.uint8(), let campaign = campaign(), let n = count() else { return nil }
-                d.campaigns[SummaryAggregates.CampaignKey(owner: k, sourceSite: sourceSite, sourceID: sourceID, campaign: campaign)] = n
+            func campaignCounts() -> [SummaryAggregates.CampaignKey: Int]? {
+                guard let campaigns = r.uint32() else { return nil }
+                var result: [SummaryAggregates.CampaignKey: Int] = [:]
+                for _ in 0..<campaigns {
+                    guard let k = owner(), let sourceSite = name(), let sourceID = r.uint8(), let campaign = campaign(), let n = count() else { return nil }
+                    result[SummaryAggregates.CampaignKey(owner: k, sourceSite: sourceSite, sourceID: sourceID, campaign: campaign)] = n
+                }
+                return result
             }
-            guard let conversions = r.uint32() else { return nil }
-            for _ in 0..<conversions {
-                guard let k = owner(), let destination = name(), let triggerData = r.uint8(), let n = count() else { return nil }
-                d.conversions[SummaryAggregates.ConversionKey(owner: k, destination: destination, triggerData: triggerData)] = n
+            func conversionCounts() -> [SummaryAggregates.ConversionKey: Int]? {
+                guard let conversions = r.uint32() else { return nil }
+                var result: [SummaryAggregates.ConversionKey: Int] = [:]
+                for _ in 0..<conversions {
+                    guard let k = owner(), let destination = name(), let triggerData = r.uint8(), let n = count() else { return nil }
+                    result[SummaryAggregates.ConversionKey(owner: k, destination: destination, triggerData: triggerData)] = n
+                }
+                return result
             }
+            guard let campaigns = campaignCounts(), let verifiedCampaigns = campaignCounts(),
+                  let conversions = conversionCounts(), let verifiedConversions = conversionCounts() else { return nil }
+            (d.campaigns, d.verifiedCampaigns, d.conversions, d.verifiedConversions) = (campaigns, verifiedCampaigns, conversions, verifiedConversions)
             guard let reasons = r.uint32() else { return nil }
             for _ in 0..<reasons {
                 guard let k = owner(), let reason = name(), let n = count() else { return nil }

@@ -71,6 +71,14 @@ struct RoleCounts: Sendable, Equatable {
     func json() -> String { "{\"source\":\(source),\"destination\":\(destination)}" }
 }
 
+/// The page's tables summed by interned keys, before they are named.
+struct SummaryReportSums {
+    var campaigns: [SummaryAggregates.CampaignKey: RoleCounts] = [:]
+    var conversions: [SummaryAggregates.ConversionKey: RoleCounts] = [:]
+    var verifiedCampaigns: [SummaryAggregates.CampaignKey: RoleCounts] = [:]
+    var verifiedConversions: [SummaryAggregates.ConversionKey: RoleCounts] = [:]
+}
+
 struct SummaryReport: Sendable {
     struct CampaignRow: Hashable, Sendable { var sourceSite: String; var sourceID: UInt8; var campaign: String? }
     struct ConversionRow: Hashable, Sendable { var destination: String; var triggerData: UInt8 }
@@ -81,9 +89,13 @@ struct SummaryReport: Sendable {
     var quarantined = RoleCounts()
     var late = RoleCounts()
     var withTokens = RoleCounts()
+    var verifiedTokens = RoleCounts()
     var perDay: [(day: Int32, counts: RoleCounts)] = []
     var byCampaign: [CampaignRow: RoleCounts] = [:]
     var byConversion: [ConversionRow: RoleCounts] = [:]
+    /// Of `byCampaign` and `byConversion`, the reports with a verified token.
+    var verifiedByCampaign: [CampaignRow: RoleCounts] = [:]
+    var verifiedByConversion: [ConversionRow: RoleCounts] = [:]
     var quarantinedByReason: [String: RoleCounts] = [:]
     var delays: [Int] = Array(repeating: 0, count: SummaryAggregates.delayBuckets.count)
 
@@ -97,8 +109,7 @@ struct SummaryReport: Sendable {
             return query.role == nil || query.role == owner.role
         }
         // Summed by interned keys first, named once at the end.
-        var campaigns: [SummaryAggregates.CampaignKey: RoleCounts] = [:]
-        var conversions: [SummaryAggregates.ConversionKey: RoleCounts] = [:]
+        var sums = SummaryReportSums()
         var reasons: [SummaryAggregates.Name: RoleCounts] = [:]
         var acceptedPerDay: [Int32: RoleCounts] = [:]
         for (d, day) in aggregates.days(in: query.from...query.to) {
@@ -108,28 +119,37 @@ struct SummaryReport: Sendable {
                 quarantined.add(owner.role, t.quarantined)
                 late.add(owner.role, t.late)
                 withTokens.add(owner.role, t.withTokens)
+                verifiedTokens.add(owner.role, t.verified)
             }
             // Rows are per campaign (or conversion) over the chosen sites: the owner is dropped
             // from the key, its role kept as the column.
-            for (key, n) in day.campaigns where matches(key.owner) {
-                var plain = key
-                plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
-                campaigns[plain, default: RoleCounts()].add(key.owner.role, n)
+            for (counts, into) in [(day.campaigns, \SummaryReportSums.campaigns), (day.verifiedCampaigns, \SummaryReportSums.verifiedCampaigns)] {
+                for (key, n) in counts where matches(key.owner) {
+                    var plain = key
+                    plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
+                    sums[keyPath: into][plain, default: RoleCounts()].add(key.owner.role, n)
+                }
             }
-            for (key, n) in day.conversions where matches(key.owner) {
-                var plain = key
-                plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
-                conversions[plain, default: RoleCounts()].add(key.owner.role, n)
+            for (counts, into) in [(day.conversions, \SummaryReportSums.conversions), (day.verifiedConversions, \SummaryReportSums.verifiedConversions)] {
+                for (key, n) in counts where matches(key.owner) {
+                    var plain = key
+                    plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
+                    sums[keyPath: into][plain, default: RoleCounts()].add(key.owner.role, n)
+                }
             }
             for (key, n) in day.quarantineReasons where matches(key.owner) { reasons[key.reason, default: RoleCounts()].add(key.owner.role, n) }
             for (key, n) in day.delays where matches(key.owner) { delays[key.bucket] += n }
         }
-        for (key, counts) in campaigns {
-            byCampaign[CampaignRow(sourceSite: aggregates.name(key.sourceSite), sourceID: key.sourceID, campaign: key.campaign.map(aggregates.name))] = counts
+        func campaignRow(_ key: SummaryAggregates.CampaignKey) -> CampaignRow {
+            CampaignRow(sourceSite: aggregates.name(key.sourceSite), sourceID: key.sourceID, campaign: key.campaign.map(aggregates.name))
         }
-        for (key, counts) in conversions {
-            byConversion[ConversionRow(destination: aggregates.name(key.destination), triggerData: key.triggerData)] = counts
+        func conversionRow(_ key: SummaryAggregates.ConversionKey) -> ConversionRow {
+            ConversionRow(destination: aggregates.name(key.destination), triggerData: key.triggerData)
         }
+        for (key, counts) in sums.campaigns { byCampaign[campaignRow(key)] = counts }
+        for (key, counts) in sums.verifiedCampaigns { verifiedByCampaign[campaignRow(key)] = counts }
+        for (key, counts) in sums.conversions { byConversion[conversionRow(key)] = counts }
+        for (key, counts) in sums.verifiedConversions { verifiedByConversion[conversionRow(key)] = counts }
         for (reason, counts) in reasons { quarantinedByReason[aggregates.name(reason)] = counts }
         // Every day of the period, zeros included, so that the chart's axis is the period.
         perDay = (query.from...query.to).map { ($0, acceptedPerDay[$0] ?? RoleCounts()) }
@@ -150,7 +170,7 @@ struct SummaryReport: Sendable {
             JSONValue.writeString(row.sourceSite, to: &o)
             o += ",\"source_id\":\(row.sourceID),\"campaign\":"
             if let c = row.campaign { JSONValue.writeString(c, to: &o) } else { o += "null" }
-            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
+            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination),\"verified_tokens\":\((verifiedByCampaign[row] ?? RoleCounts()).json())}"
         }.joined(separator: ",") + "]"
         out += ",\"by_conversion\":[" + byConversion.sorted { ($0.key.destination, $0.key.triggerData) < ($1.key.destination, $1.key.triggerData) }.map { row, counts in
             var o = "{\"site\":"
@@ -159,7 +179,7 @@ struct SummaryReport: Sendable {
             if let name = registry.conversions(site: row.destination, triggerData: row.triggerData).first?.name {
                 JSONValue.writeString(name, to: &o)
             } else { o += "null" }
-            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
+            return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination),\"verified_tokens\":\((verifiedByConversion[row] ?? RoleCounts()).json())}"
         }.joined(separator: ",") + "]"
         out += ",\"quarantined_by_reason\":[" + quarantinedByReason.sorted { $0.key < $1.key }.map { reason, counts in
             "{\"reason\":\"\(reason)\",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
@@ -168,7 +188,7 @@ struct SummaryReport: Sendable {
         out += ",\"delay_hours\":[" + zip(SummaryAggregates.delayBuckets, delays).map { bucket, n in
             "{\"from\":\(bucket.from),\"to\":\(bucket.to.map(String.init) ?? "null"),\"count\":\(n)}"
         }.joined(separator: ",") + "]"
-        out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":null}"
+        out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":\(verifiedTokens.json())}"
         out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { query.site == nil || $0.site == query.site }.count),"
         out += "\"campaigns\":\(registry.campaigns.filter { query.site == nil || $0.sourceSite == query.site }.count)}}"
         return out
