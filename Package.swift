@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
         // For the postback benchmark: the keyring and the rules, as the endpoint uses them.
         .library(name: "Postbacks", targets: ["Postbacks"]),
+        // For the token benchmark: the library's own sign and verify rates.
+        .library(name: "Signatures", targets: ["Signatures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),

@@ -358,9 +358,11 @@ def write_report(results, scales, info):
     if os.path.exists(notes_path):
         lines += ["", open(notes_path).read().strip()]
     # The postback section comes from its own run (benchmarks/postbacks.py), kept as it was.
-    postbacks_path = os.path.join(ROOT, "benchmarks/POSTBACKS.md")
-    if os.path.exists(postbacks_path):
-        lines += ["", open(postbacks_path).read().strip()]
+    # So do the token section's (benchmarks/tokens.py).
+    for section in ("POSTBACKS.md", "TOKENS.md"):
+        path = os.path.join(ROOT, "benchmarks", section)
+        if os.path.exists(path):
+            lines += ["", open(path).read().strip()]
     with open(os.path.join(ROOT, "docs/PERFORMANCE.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -38,7 +38,7 @@ def check(condition, message):
 
 def start_demo():
     process = subprocess.Popen([BINARY, "demo", "--port", "0", "--token", TOKEN, "--public", os.path.join(ROOT, "Public")],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+                               stdout=subprocess.PIPE, stderr=open(os.path.join(SHOTS, "demo.err"), "w"), text=True, cwd=ROOT)
     for line in process.stdout:
         match = re.search(r"Open\s+(http://\S+)", line)
         if match:

@@ -9,8 +9,10 @@ import RawHTTPClient
 /// publisher (news.example), an app developer (app.example) and an advertiser (shop.example) on a
 /// manual clock, registers their campaigns and conversions, and drives three weeks of traffic
 /// through the real HTTP paths: pixel hits, two reports per attribution with independent 24–48 h
-/// delays, a few late ones, some invalid ones and a Debug Mode report, and the app developer's
-/// postback copies (`DemoPostbacks`). Then it keeps serving so the summary page can be opened.
+/// delays, a few late ones, some invalid ones and a Debug Mode report, fraud-prevention tokens
+/// signed through the endpoint's own paths with forged, replayed and unverifiable ones among them
+/// (`DemoTokens`), and the app developer's postback copies (`DemoPostbacks`). Then it keeps
+/// serving so the summary page can be opened.
 public enum Demo {
     public static let sites = ["news.example", "app.example", "shop.example"]
     static let start = Timestamp(rfc3339: "2026-11-01T00:00:00Z")!
@@ -31,7 +33,7 @@ public enum Demo {
     /// One thing that happens at a moment of the demo's clock.
     enum Event {
         case pixel(host: String, query: String)
-        case report(host: String, body: String, contentType: String)
+        case report(host: String, body: String, contentType: String, tokens: DemoTokens.Plan? = nil)
         case postback(path: String, body: String)
     }
 
@@ -43,12 +45,14 @@ public enum Demo {
         func body(_ source: String, _ id: Int, _ data: Int) -> String {
             #"{"source_engagement_type":"click","source_site":"\#(source)","source_id":\#(id),"attributed_on_site":"shop.example","trigger_data":\#(data),"version":3}"#
         }
-        func reports(_ source: String, _ id: Int, _ data: Int, trigger: Int64, late: Bool) {
+        var clicks = 0
+        func reports(_ source: String, _ id: Int, _ data: Int, trigger: Int64, late: Bool, tokens: DemoTokens.Plan? = nil) {
             // Two copies, each after its own delay of 24 h + U(0, 24 h), as the browser draws them.
             for host in [source, "shop.example"] {
                 var delay = 24 * hour + Int64(random.next() % UInt64(24 * hour))
                 if late && host == "shop.example" { delay += Int64(2 + random.next() % 4) * 24 * hour }
-                events.append((Timestamp(millisecondsSinceEpoch: trigger + delay), .report(host: host, body: body(source, id, data), contentType: "application/json")))
+                events.append((Timestamp(millisecondsSinceEpoch: trigger + delay),
+                               .report(host: host, body: body(source, id, data), contentType: "application/json", tokens: tokens)))
             }
         }
         for day in 0..<days {
@@ -63,7 +67,12 @@ public enum Demo {
                 let (name, data) = pick < 3 ? ("purchase", 5) : pick < 7 ? ("signup", 2) : ("add_to_cart", 1)
                 let time = Timestamp(millisecondsSinceEpoch: trigger)
                 events.append((time, .pixel(host: "shop.example", query: "conversion=\(name)&source=https://\(source)")))
-                reports(source, id, data, trigger: trigger, late: random.next() % 25 == 0)
+                // The publisher puts a nonce on one link in four, the advertiser on one redirect in
+                // three of those (counted, not drawn, so the rest of the traffic stays the same).
+                clicks += 1
+                let tokens = source == "news.example" && clicks % 4 == 0
+                    ? DemoTokens.Plan(click: clicks, kind: .genuine, destination: clicks % 12 == 0) : nil
+                reports(source, id, data, trigger: trigger, late: random.next() % 25 == 0, tokens: tokens)
             }
         }
         // A Debug Mode report from Safari's Web Inspector: 10 s and 20 s after its trigger.
@@ -71,6 +80,21 @@ public enum Demo {
         events.append((Timestamp(millisecondsSinceEpoch: debugTrigger), .pixel(host: "shop.example", query: "conversion=purchase&source=https://news.example")))
         events.append((Timestamp(millisecondsSinceEpoch: debugTrigger + 10_000), .report(host: "shop.example", body: body("news.example", 42, 5), contentType: "application/json")))
         events.append((Timestamp(millisecondsSinceEpoch: debugTrigger + 20_000), .report(host: "news.example", body: body("news.example", 42, 5), contentType: "application/json")))
+        // A partner publisher that runs its own endpoint: its click converts here, and the
+        // destination copy carries its token, which this endpoint has no key to check.
+        for (k, day) in [4, 9, 15].enumerated() {
+            let trigger = start.millisecondsSinceEpoch + Int64(day) * 24 * hour + 15 * hour
+            events.append((Timestamp(millisecondsSinceEpoch: trigger), .pixel(host: "shop.example", query: "conversion=purchase&source=https://partner.example")))
+            events.append((Timestamp(millisecondsSinceEpoch: trigger + 30 * hour),
+                           .report(host: "shop.example", body: body("partner.example", 3, 5), contentType: "application/json",
+                                   tokens: DemoTokens.Plan(click: -1 - k, kind: .unknownSite))))
+        }
+        // Forgers: made-up tokens under the publisher's name.
+        for day in [6, 13] {
+            events.append((Timestamp(millisecondsSinceEpoch: start.millisecondsSinceEpoch + Int64(day) * 24 * hour + 20 * hour),
+                           .report(host: "shop.example", body: body("news.example", 42, 5), contentType: "application/json",
+                                   tokens: DemoTokens.Plan(click: -10 - day, kind: .forged))))
+        }
         // Reports that cannot be true or are not reports at all.
         for (k, (host, text, type)) in [
             ("news.example", body("news.example", 99, 5), "application/json"),       // an id the publisher never used
@@ -129,6 +153,9 @@ public enum Demo {
         do {
             server = try EndpointServer(configuration: configuration)
             port = try server.start()
+            // A first start makes each site's RSA-4096 token key, seconds each; the demo's Safari
+            // would otherwise wait for them on its first signatures.
+            server.waitUntilTokenKeysAreMade()
             try drive(port: port, token: server.adminToken)
         } catch {
             FileHandle.standardError.write(Data("attribution-endpoint demo: \(error)\n".utf8))
@@ -176,6 +203,24 @@ public enum Demo {
         try expect(send("POST", "/api/apps", host: "localhost", headers: admin, body: DemoPostbacks.app), 201...201, "the app")
         for n in DemoPostbacks.adNetworks { try expect(send("POST", "/api/ad-networks", host: "localhost", headers: admin, body: n), 201...201, "an ad network") }
         var counts = (pixels: 0, reports: 0, refused: 0, postbacks: 0)
+        // Each attribution's tokens, signed when its first report is sent (standing in for the
+        // click and the conversion, when Safari asks for them); both copies carry the same.
+        var signed: [Int: (source: DemoTokens.Pair?, destination: DemoTokens.Pair?)] = [:]
+        func tokens(for plan: DemoTokens.Plan) throws -> (source: DemoTokens.Pair?, destination: DemoTokens.Pair?) {
+            if let pairs = signed[plan.click] { return pairs }
+            let pairs: (source: DemoTokens.Pair?, destination: DemoTokens.Pair?)
+            switch plan.kind {
+            case .genuine:
+                pairs = (try DemoTokens.sign(site: "news.example", side: "source", port: port),
+                         plan.destination ? try DemoTokens.sign(site: "shop.example", side: "destination", port: port) : nil)
+            case .forged, .unknownSite:
+                pairs = (DemoTokens.madeUp(), nil)
+            }
+            signed[plan.click] = pairs
+            return pairs
+        }
+        // Destination copies a replayer captured, sent again at the end.
+        var replays: [String] = []
         var events = traffic().map { (time: $0.time, event: $0.event) }
         for delivery in DemoPostbacks.traffic(start: start, days: days, end: end) {
             events.append((delivery.time, .postback(path: delivery.path, body: delivery.body)))
@@ -192,7 +237,12 @@ public enum Demo {
                 }
                 try expect(send("GET", url.path + (url.query.map { "?" + $0 } ?? ""), host: host), 200...200, "the trigger")
                 counts.pixels += 1
-            case .report(let host, let body, let type):
+            case .report(let host, var body, let type, let plan):
+                if let plan {
+                    let pairs = try tokens(for: plan)
+                    body = DemoTokens.add(source: pairs.source, destination: pairs.destination, to: body)
+                    if plan.kind == .genuine, host == "shop.example", replays.count < 2, plan.click % 8 == 0 { replays.append(body) }
+                }
                 let response = try send("POST", "/.well-known/private-click-measurement/report-attribution/", host: host,
                                                headers: [("Content-Type", type)], body: body)
                 if response.status == 201 { counts.reports += 1 } else { counts.refused += 1 }
@@ -201,6 +251,11 @@ public enum Demo {
                 try expect(send("POST", path, host: "app.example", body: body), 200...200, "a postback")
                 counts.postbacks += 1
             }
+        }
+        for body in replays {
+            _ = try send("POST", "/.well-known/private-click-measurement/report-attribution/", host: "shop.example",
+                         headers: [("Content-Type", "application/json")], body: body)
+            counts.reports += 1
         }
         try setClock(end)
         print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid) and \(counts.postbacks) postback copies.")

@@ -3,7 +3,6 @@
 // - a refusal names a snake_case rule, and its field (if any) is one of the request's own;
 // - a request read has a 16-byte nonce and a 512-byte blinded message, and its side is the one
 //   whose fields the body has.
-import PCM
 import Primitives
 
 private let fields: Set<String> = ["version", "source_engagement_type", "source_nonce", "source_unlinkable_token",

@@ -96,6 +96,11 @@ final class TokenKeyBook: Sendable {
         }
     }
 
+    /// Waits for the keys being made at start, if any.
+    func waitForGeneration() {
+        generating.wait()
+    }
+
     /// Waits for the key being made, if any, and makes no more: the next start makes the rest.
     func stop() {
         stopping.withLock { $0 = true }

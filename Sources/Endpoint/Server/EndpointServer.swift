@@ -213,6 +213,11 @@ public final class EndpointServer: Sendable {
         return port
     }
 
+    /// Waits until the token keys a first start makes are made (the demo).
+    public func waitUntilTokenKeysAreMade() {
+        tokenKeys.waitForGeneration()
+    }
+
     /// Waits until the summary has been rebuilt from the log after `start` (tests and the demo).
     public func waitUntilSummaryIsReady() {
         rebuildDone.wait()
