@@ -179,8 +179,9 @@ public final class EndpointServer: Sendable {
             "torn_tail_bytes": .number(String(replay.tornTailBytes)),
             "seconds": .number(String(format: "%.3f", replay.seconds)),
         ])
-        let port = try http.start()
+        // Before the first request, so that one asking for a key still being made waits for it.
         tokenKeys.generateMissing()
+        let port = try http.start()
         // Serving first, the summary after: a restart with ten million reports takes reports
         // at once, and the summary API answers 503 with its progress until it is ready.
         let (summary, store, end, stopping) = (self.summary, self.store, summaryRebuildEnd, self.stopping)
