@@ -52,7 +52,8 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "Signatures"]),
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "Signatures",
+                                                "RawHTTPClient"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit"]),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).

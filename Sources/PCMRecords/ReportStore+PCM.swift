@@ -18,6 +18,7 @@ extension ReportStore {
                                           verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
                                           triggerID: draft.triggerID, campaign: draft.campaign,
                                           triggerRecordedAt: draft.triggerRecordedAt)
+                report.tokenKeyIDs = draft.tokenKeyIDs
                 report.recordEnd = record.recordEnd
                 return report
             })

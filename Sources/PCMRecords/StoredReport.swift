@@ -23,6 +23,8 @@ public struct StoredReport: Sendable, Equatable {
     public var campaign: String?
     /// When the trigger this destination copy was matched to was recorded: the report's delay.
     public var triggerRecordedAt: Timestamp?
+    /// The id of the key that verified the report's source token, and its destination token.
+    public var tokenKeyIDs = TokenKeyIDs()
     /// Where the record ends in the log (set when read or written, not stored).
     public var recordEnd = 0
 
@@ -48,6 +50,16 @@ public struct StoredReport: Sendable, Equatable {
     }
 
     /// What the endpoint knows before the store assigns an id and a time.
+    /// The ids (base64url SHA-256 of the served key) of the keys that verified a report's tokens.
+    public struct TokenKeyIDs: Sendable, Equatable {
+        public var source: String?
+        public var destination: String?
+        public init(source: String? = nil, destination: String? = nil) {
+            self.source = source
+            self.destination = destination
+        }
+    }
+
     public struct Draft: Sendable {
         public var `protocol`: AttributionProtocol = .pcm
         public var role: ReportRole
@@ -57,6 +69,7 @@ public struct StoredReport: Sendable, Equatable {
         public var triggerID: UInt64?
         public var campaign: String?
         public var triggerRecordedAt: Timestamp?
+        public var tokenKeyIDs = TokenKeyIDs()
 
         public init(role: ReportRole, verdict: Verdict, reasons: [String], body: [UInt8], triggerID: UInt64? = nil,
                     campaign: String? = nil, triggerRecordedAt: Timestamp? = nil) {
@@ -75,7 +88,9 @@ public struct StoredReport: Sendable, Equatable {
     // After the store's id and time: u8 role (1 source, 2 destination), u8 verdict, u8 reason
     // count, each reason as u8 length + UTF-8, u32 body length, body; then optional tagged fields,
     // which logs written before they existed simply do not have: tag 1 + u64 trigger id,
-    // tag 2 + u8 length + UTF-8 campaign name, tag 3 + i64 trigger recorded-at milliseconds.
+    // tag 2 + u8 length + UTF-8 campaign name, tag 3 + i64 trigger recorded-at milliseconds,
+    // tag 4 + u8 length + UTF-8 id of the key that verified the source token, tag 5 the same for
+    // the destination token.
 
     static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
         out.append(draft.role == .source ? 1 : 2)
@@ -102,6 +117,13 @@ public struct StoredReport: Sendable, Equatable {
         if let time = draft.triggerRecordedAt {
             out.append(3)
             out.appendLE(time.millisecondsSinceEpoch)
+        }
+        for (tag, id) in [(UInt8(4), draft.tokenKeyIDs.source), (5, draft.tokenKeyIDs.destination)] {
+            guard let id else { continue }
+            let bytes = id.utf8.prefix(255)
+            out.append(tag)
+            out.append(UInt8(bytes.count))
+            out.append(contentsOf: bytes)
         }
     }
 
@@ -146,6 +168,12 @@ public struct StoredReport: Sendable, Equatable {
                 guard offset + 9 <= p.count else { return nil }
                 report.triggerRecordedAt = Timestamp(millisecondsSinceEpoch: p.loadLE(Int64.self, at: offset + 1))
                 offset += 9
+            case 4, 5:
+                guard offset + 2 <= p.count, offset + 2 + Int(p[offset + 1]) <= p.count else { return nil }
+                let length = Int(p[offset + 1])
+                let id = strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]))
+                if p[offset] == 4 { report.tokenKeyIDs.source = id } else { report.tokenKeyIDs.destination = id }
+                offset += 2 + length
             default:
                 return nil
             }

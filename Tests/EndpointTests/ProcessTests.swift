@@ -65,6 +65,21 @@ import RawHTTPClient
         #expect(seen.values.allSatisfy { $0 == 1 }, "no report appears twice")
     }
 
+    @Test func theRotateCommandSchedulesANewKeyOnTheRunningEndpoint() throws {
+        let directory = temporaryDirectory()
+        let server = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--token", "t"])
+        defer { server.signal(SIGTERM); _ = server.wait() }
+        // The token from the data directory would do too; here the endpoint was given one.
+        let (status, output) = try runEndpoint(["rotate-token-key", "news.example", "--at", "2099-01-01T00:00:00Z",
+                                                "--port", String(server.port), "--token", "t"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("\"site\":\"news.example\"") && output.contains("\"state\":\"scheduled\""))
+        let listed = try httpRequest(port: server.port, method: "GET", path: "/api/token-keys", headers: [("Authorization", "Bearer t")])
+        #expect(listed.bodyText.components(separatedBy: "\"site\":\"news.example\"").count == 3, "two keys: \(listed.bodyText)")
+        let refused = try runEndpoint(["rotate-token-key", "elsewhere.example", "--port", String(server.port), "--token", "t"])
+        #expect(refused.status == 1 && refused.output.contains("site_not_served"))
+    }
+
     @Test func sigtermStopsCleanlyWithExitZero() throws {
         let directory = temporaryDirectory()
         let server = try EndpointProcess(arguments: ["--data", directory, "--site", "news.example", "--token", "t"])

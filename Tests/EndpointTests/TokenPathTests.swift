@@ -120,10 +120,15 @@ import Testing
         #expect(try servedKey(second, host: "news.example") == TestTokenKeys.key("news.example").publicKey)
     }
 
-    @Test func aScheduledSuccessorIsServedFromItsTimeAndTheOldKeyStaysListed() throws {
+    @Test func aScheduledSuccessorIsServedFromItsTimeAndTheOldKeyStillVerifiesWhatItSigned() throws {
         let endpoint = try LiveEndpoint()
         defer { endpoint.stop() }
         let before = try servedKey(endpoint)
+        // A click signed by the old key, reported after the switch.
+        let token = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let blinding = try before.blind(token: token)
+        let signed = try exchange(endpoint, "POST", Self.signPath, host: "news.example", body: Self.signRequest(blinded: blinding.blindedMessage))
+        let signature = try #require(blinding.finalize(blindSignature: Base64.decode(json(signed)["unlinkable_token"] as! String, urlSafe: true)!))
         let response = try endpoint.request("POST", "/api/token-keys", headers: [("Authorization", "Bearer test-token")],
                                             body: Array("{\"site\":\"news.example\",\"serves_from\":\"2026-11-21T00:00:00Z\"}".utf8))
         #expect(response.status == 201)
@@ -133,6 +138,13 @@ import Testing
         let after = try servedKey(endpoint)
         #expect(after != before)
         #expect(Base64URL.encode(after.keyID) == json(response)["key_id"] as? String)
+        let report = reportBody(extra: ",\"source_secret_token\":\"\(Base64URL.encode(token))\",\"source_secret_token_signature\":\"\(Base64URL.encode(signature))\"")
+        let stored = try endpoint.post(report, host: "news.example")
+        #expect((json(stored)["reasons"] as? [String] ?? []).contains("source_token_verified"))
+        // The export names the key that verified it: the retired one.
+        let row = try #require(try endpoint.export().first { $0["id"] as? Int == json(stored)["id"] as? Int })
+        #expect(row["source_token_key_id"] as? String == Base64URL.encode(before.keyID))
+        #expect(try endpoint.get("/api/reports.csv").bodyText.contains(",\(Base64URL.encode(before.keyID)),\r\n"))
         let listed = try endpoint.get("/api/token-keys").bodyText
         #expect(listed.contains("\"key_id\":\"\(Base64URL.encode(before.keyID))\",\"state\":\"retired\""))
         #expect(listed.contains("\"key_id\":\"\(Base64URL.encode(after.keyID))\",\"state\":\"served\""))

@@ -40,6 +40,9 @@ enum ExportLine {
             out += ",\"campaign\":"
             JSONValue.writeString(campaign, to: &out)
         }
+        // Which key verified each token: a rotation shows here first.
+        if let id = report.tokenKeyIDs.source { out += ",\"source_token_key_id\":\"\(id)\"" }
+        if let id = report.tokenKeyIDs.destination { out += ",\"destination_token_key_id\":\"\(id)\"" }
         for key in reportKeys {
             guard let value = fields[key] else { continue }
             out += ",\"\(key)\":"
@@ -83,10 +86,11 @@ final class ReportExportStream: HTTPBodyStream, @unchecked Sendable {
 }
 
 /// One stored report as an RFC 4180 CSV row, the same facts as the NDJSON line (reasons joined
-/// by `;`, tokens left out).
+/// by `;`, tokens left out but the ids of the keys that verified them kept).
 enum CSVLine {
     static let columns = ["id", "received_at", "protocol", "role", "site", "verdict", "reasons", "source_site", "source_id",
-                          "attributed_on_site", "trigger_data", "version", "campaign", "trigger_id"]
+                          "attributed_on_site", "trigger_data", "version", "campaign", "trigger_id",
+                          "source_token_key_id", "destination_token_key_id"]
     static let header = columns.joined(separator: ",") + "\r\n"
 
     static func write(_ report: StoredReport, to out: inout String) {
@@ -104,7 +108,8 @@ enum CSVLine {
         let site = report.role == .source ? text("source_site") : text("attributed_on_site")
         let row = [String(report.id), report.receivedAt.rfc3339, report.protocol.name, report.role.rawValue, site, report.verdict.name,
                    report.reasons.joined(separator: ";"), text("source_site"), text("source_id"), text("attributed_on_site"),
-                   text("trigger_data"), text("version"), report.campaign ?? "", report.triggerID.map(String.init) ?? ""]
+                   text("trigger_data"), text("version"), report.campaign ?? "", report.triggerID.map(String.init) ?? "",
+                   report.tokenKeyIDs.source ?? "", report.tokenKeyIDs.destination ?? ""]
         out += row.map(CSV.field).joined(separator: ",") + "\r\n"
     }
 }

@@ -84,9 +84,10 @@ struct ReportIngest: Sendable {
             trigger = nil
         }
         let accepted = judgement.verdict == .accepted && !tokenOutcome.quarantine
-        let draft = StoredReport.Draft(role: resolution.role, verdict: accepted ? .accepted : .quarantined,
+        var draft = StoredReport.Draft(role: resolution.role, verdict: accepted ? .accepted : .quarantined,
                                        reasons: reasons, body: request.body, triggerID: trigger?.id,
                                        campaign: judgement.campaign?.name, triggerRecordedAt: trigger?.recordedAt)
+        draft.tokenKeyIDs = tokenOutcome.keyIDs
         return .success((draft, ReportFacts(report), tokenOutcome))
     }
 

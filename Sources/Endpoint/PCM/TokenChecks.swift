@@ -1,5 +1,6 @@
 import Locking
 import PCM
+import PCMRecords
 import Primitives
 import ReportStore
 import Signatures
@@ -38,6 +39,8 @@ final class TokenChecks: Sendable {
         var quarantine = false
         /// What to forget should the report not be stored after all.
         var remembered: [UInt64] = []
+        /// The keys that verified the tokens, for the export.
+        var keyIDs = StoredReport.TokenKeyIDs()
     }
 
     /// Checks the report's pairs and remembers what verified, at once: a second copy later in the
@@ -68,11 +71,12 @@ final class TokenChecks: Sendable {
                 outcome.reasons.append("\(side.rawValue)_token_unverifiable")
                 continue
             }
-            guard candidates.contains(where: { $0.publicKey.isValidSignature(signature, for: token) }) else {
+            guard let verifying = candidates.first(where: { $0.publicKey.isValidSignature(signature, for: token) }) else {
                 outcome.reasons.append("\(side.rawValue)_token_invalid")
                 outcome.quarantine = true
                 continue
             }
+            if side == .source { outcome.keyIDs.source = verifying.keyID } else { outcome.keyIDs.destination = verifying.keyID }
             let fingerprint = Self.fingerprint(token, side: side, role: role)
             if seen.withLock({ $0.insert(fingerprint).inserted }) {
                 outcome.reasons.append("\(side.rawValue)_token_verified")
