@@ -35,7 +35,7 @@ enum DemoTokens {
 
     /// A token signed by `site` through its two well-known paths, as Safari gets one.
     static func sign(site: String, side: String, port: UInt16) throws -> Pair {
-        let keyAnswer = try httpRequest(port: port, method: "GET", path: keyPath, host: site)
+        let keyAnswer = try httpRequest(port: port, method: "GET", path: keyPath, host: site, timeout: 300)
         guard keyAnswer.status == 200,
               let object = try? JSONSerialization.jsonObject(with: Data(keyAnswer.body)) as? [String: Any],
               let text = object["token_public_key"] as? String, let der = Base64.decode(text, urlSafe: true) else {
@@ -48,7 +48,7 @@ enum DemoTokens {
         let engagement = side == "source" ? #""source_engagement_type":"click","# : ""
         let body = #"{\#(engagement)"\#(side)_nonce":"\#(Base64URL.encode(nonce))","\#(side)_unlinkable_token":"\#(Base64URL.encode(blinding.blindedMessage))","version":3}"#
         let signed = try httpRequest(port: port, method: "POST", path: signPath, host: site,
-                                     headers: [("Content-Type", "application/json")], body: Array(body.utf8))
+                                     headers: [("Content-Type", "application/json")], body: Array(body.utf8), timeout: 300)
         guard signed.status == 200,
               let answer = try? JSONSerialization.jsonObject(with: Data(signed.body)) as? [String: Any],
               let blindText = answer["unlinkable_token"] as? String, let blindSignature = Base64.decode(blindText, urlSafe: true),

@@ -169,10 +169,11 @@ public final class RawHTTPClient {
     public var unread: [UInt8] { buffer }
 }
 
-/// One request, one connection: the common case in endpoint tests.
+/// One request, one connection: the common case in endpoint tests. `timeout` bounds each read
+/// and write, in seconds.
 public func httpRequest(port: UInt16, method: String, path: String, host: String = "localhost",
-                        headers: [(String, String)] = [], body: [UInt8] = []) throws -> RawResponse {
-    let client = try RawHTTPClient(port: port)
+                        headers: [(String, String)] = [], body: [UInt8] = [], timeout: Double = 10) throws -> RawResponse {
+    let client = try RawHTTPClient(port: port, timeout: timeout)
     var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
     for (name, value) in headers { text += "\(name): \(value)\r\n" }
     if !body.isEmpty || method == "POST" { text += "Content-Length: \(body.count)\r\n" }

@@ -50,7 +50,7 @@ public enum RotateTokenKeyCommand {
         do {
             let response = try httpRequest(port: port, method: "POST", path: TokenKeyRoutes.path, host: "localhost",
                                            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                                           body: Array(body.utf8))
+                                           body: Array(body.utf8), timeout: 300)  // making the key takes seconds
             print(response.bodyText.trimmingCharacters(in: .whitespacesAndNewlines))
             return response.status == 201 ? 0 : 1
         } catch {
