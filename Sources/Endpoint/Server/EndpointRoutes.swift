@@ -12,12 +12,15 @@ import ReportStore
 /// |---|---|---|---|
 /// | PCM (`PCMRoutes`) | `/.well-known/private-click-measurement/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/private-click-measurement/trigger-attribution/…` | GET, HEAD | no |
+/// | | `/.well-known/private-click-measurement/get-token-public-key/` (and without the slash) | GET, HEAD | no |
+/// | | `/.well-known/private-click-measurement/sign-unlinkable-token/` (and without the slash) | POST | no |
 /// | app developers (`AppRoutes`) | `/.well-known/skadnetwork/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
 /// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks` | GET, HEAD, POST, DELETE | yes |
 /// | | `/api/apps/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
+/// | | `/api/token-keys` (`TokenKeyRoutes`) | GET, HEAD, POST | yes |
 /// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |
 /// | export (`ExportRoutes`) | `/api/reports`, `/api/reports.csv` | GET, HEAD | yes |
 /// | | `/api/postbacks`, `/api/postbacks.csv` | GET, HEAD | yes |

@@ -44,7 +44,7 @@ struct TokenKeyRoutes: Sendable {
             responder.respond(Problem(status: 422, rule: rule, field: field, detail: detail).response)
         }
         guard case .object(let members)? = try? JSONParser().parse(request.body) else {
-            return responder.respond(Problem(status: 400, rule: "malformed_json", detail: "the body must be a JSON object").response)
+            return responder.respond(Problem(status: 400, rule: "invalid_json", detail: "the body must be a JSON object").response)
         }
         let fields = FieldReader(members)
         guard case .string(let site)? = fields.value("site") else { return fail("missing_field", "site", "site is required (a served site)") }
