@@ -181,28 +181,24 @@ public struct StoredReport: Sendable, Equatable {
         return report
     }
 
-    /// For remembering verified PCM tokens at replay: the role, which sides' tokens verified, and
-    /// the body. Nil, without reading further, for a report with no `…_token_verified` reason,
-    /// which is nearly every one.
-    public static func verifiedTokens(_ record: ReportStore.RecordView)
-        -> (role: ReportRole, source: Bool, destination: Bool, body: [UInt8])? {
+    /// For remembering verified PCM tokens at replay: the report, decoded only if a reason says
+    /// one of its tokens verified, which is nearly never; nil, without reading further, for the rest.
+    public static func withVerifiedToken(_ record: ReportStore.RecordView) -> StoredReport? {
         guard record.kind == LogRecord.Kind.report.rawValue else { return nil }
         let p = record.payload
-        guard p.count >= 7, let role: ReportRole = p[0] == 1 ? .source : p[0] == 2 ? .destination : nil else { return nil }
-        var offset = 3, source = false, destination = false
+        guard p.count >= 7 else { return nil }
+        var offset = 3, verified = false
         for _ in 0..<Int(p[2]) {
             guard offset < p.count else { return nil }
             let length = Int(p[offset])
             guard offset + 1 + length <= p.count else { return nil }
             let reason = UnsafeRawBufferPointer(rebasing: p[(offset + 1)..<(offset + 1 + length)])
-            if reason.elementsEqual("source_token_verified".utf8) { source = true }
-            if reason.elementsEqual("destination_token_verified".utf8) { destination = true }
+            if reason.elementsEqual("source_token_verified".utf8) || reason.elementsEqual("destination_token_verified".utf8) { verified = true }
             offset += 1 + length
         }
-        guard source || destination, offset + 4 <= p.count else { return nil }
-        let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
-        guard offset + 4 + bodyLength <= p.count else { return nil }
-        return (role, source, destination, Array(p[(offset + 4)..<(offset + 4 + bodyLength)]))
+        guard verified else { return nil }
+        var strings = InternedStrings()
+        return decode(record, strings: &strings)
     }
 
     /// The trigger id of a destination copy without decoding the rest, for replaying the ledger.

@@ -124,11 +124,15 @@ import Testing
         let endpoint = try LiveEndpoint()
         defer { endpoint.stop() }
         let before = try servedKey(endpoint)
-        // A click signed by the old key, reported after the switch.
-        let token = (0..<32).map { _ in UInt8.random(in: 0...255) }
-        let blinding = try before.blind(token: token)
-        let signed = try exchange(endpoint, "POST", Self.signPath, host: "news.example", body: Self.signRequest(blinded: blinding.blindedMessage))
-        let signature = try #require(blinding.finalize(blindSignature: Base64.decode(json(signed)["unlinkable_token"] as! String, urlSafe: true)!))
+        // Two clicks signed by the old key: one reported after the switch, one far too late.
+        func signedByTheServedKey() throws -> (token: [UInt8], signature: [UInt8]) {
+            let token = (0..<32).map { _ in UInt8.random(in: 0...255) }
+            let blinding = try before.blind(token: token)
+            let signed = try exchange(endpoint, "POST", Self.signPath, host: "news.example", body: Self.signRequest(blinded: blinding.blindedMessage))
+            return (token, try #require(blinding.finalize(blindSignature: Base64.decode(json(signed)["unlinkable_token"] as! String, urlSafe: true)!)))
+        }
+        let (token, signature) = try signedByTheServedKey()
+        let late = try signedByTheServedKey()
         let response = try endpoint.request("POST", "/api/token-keys", headers: [("Authorization", "Bearer test-token")],
                                             body: Array("{\"site\":\"news.example\",\"serves_from\":\"2026-11-21T00:00:00Z\"}".utf8))
         #expect(response.status == 201)
@@ -145,6 +149,15 @@ import Testing
         let row = try #require(try endpoint.export().first { $0["id"] as? Int == json(stored)["id"] as? Int })
         #expect(row["source_token_key_id"] as? String == Base64URL.encode(before.keyID))
         #expect(try endpoint.get("/api/reports.csv").bodyText.contains(",\(Base64URL.encode(before.keyID)),\r\n"))
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_tokens_remembered 1\n"))
+        // Nine days after the switch no browser can send what the old key signed: quarantined,
+        // and what it signed is no longer remembered.
+        endpoint.clock.set("2026-11-30T00:00:01Z")
+        let tooLate = try endpoint.post(reportBody(extra: ",\"source_secret_token\":\"\(Base64URL.encode(late.token))\",\"source_secret_token_signature\":\"\(Base64URL.encode(late.signature))\""),
+                                        host: "news.example")
+        #expect((json(tooLate)["reasons"] as? [String] ?? []).contains("source_token_key_retired"))
+        #expect(json(tooLate)["verdict"] as? String == "quarantined")
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_tokens_remembered 0\n"))
         let listed = try endpoint.get("/api/token-keys").bodyText
         #expect(listed.contains("\"key_id\":\"\(Base64URL.encode(before.keyID))\",\"state\":\"retired\""))
         #expect(listed.contains("\"key_id\":\"\(Base64URL.encode(after.keyID))\",\"state\":\"served\""))

@@ -71,7 +71,8 @@ final class EndpointMetrics: Sendable {
         return counts.withLock { c in c.lastStoreFailure.map { Date().timeIntervalSince($0) < 5 } ?? false }
     }
 
-    func prometheusText(store: ReportStore, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, now: Timestamp = .now()) -> String {
+    func prometheusText(store: ReportStore, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, tokenChecks: TokenChecks? = nil,
+                        now: Timestamp = .now()) -> String {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"
@@ -94,6 +95,11 @@ final class EndpointMetrics: Sendable {
         out += "# TYPE attribution_tokens_signed_total counter\n"
         for side in ["destination", "source"] {
             out += "attribution_tokens_signed_total{side=\"\(side)\"} \(c.tokensSigned[side, default: 0])\n"
+        }
+        if let tokenChecks {
+            out += "# HELP attribution_tokens_remembered Verified PCM tokens kept to catch replays (8 bytes each in a hash set; dropped with their key).\n"
+            out += "# TYPE attribution_tokens_remembered gauge\n"
+            out += "attribution_tokens_remembered \(tokenChecks.rememberedCount)\n"
         }
         if let tokenKeys {
             out += "# HELP attribution_token_key_info The sites' PCM token keys by key id: served (signs now), scheduled, or retired (verifies only).\n"

@@ -13,6 +13,7 @@ struct OperationsRoutes: Sendable {
     let rejections: RejectionLog
     let clock: EndpointClock
     let tokenKeys: TokenKeyBook?
+    let tokenChecks: TokenChecks?
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
@@ -35,7 +36,8 @@ struct OperationsRoutes: Sendable {
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                     body: Array(metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys, now: clock.now()).utf8))
+                     body: Array(metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
+                                                                    tokenChecks: tokenChecks, now: clock.now()).utf8))
     }
 
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.

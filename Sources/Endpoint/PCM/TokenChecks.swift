@@ -14,12 +14,16 @@ import Signatures
 /// - `…_token_verified`: the signature verifies with a key the site has served;
 /// - `…_token_invalid`: it verifies with none of them (quarantined);
 /// - `…_token_unverifiable`: no key is known for that site (kept, with this note);
-/// - `…_token_replayed`: it verified, but another report of the same role carried it (quarantined).
+/// - `…_token_replayed`: it verified, but another report of the same role carried it (quarantined);
+/// - `…_token_key_retired`: it verifies only with a key replaced more than 7 days + 48 h ago, so
+///   no browser can have sent it (quarantined).
 /// With `--require-tokens`, a report with no pair at all is quarantined as `token_missing`.
 ///
 /// Only verified tokens are remembered: each one is a signature the site itself gave out, so the
-/// set grows with the sites' real clicks and no sender can fill it with made-up tokens. It holds
-/// a 64-bit keyed hash per token, rebuilt from the log at start (`take`).
+/// sets grow with the sites' real clicks and no sender can fill them with made-up tokens. There
+/// is a set per key, of 64-bit keyed hashes, rebuilt from the log at start (`take`); a key's set
+/// is dropped once the key is retired for good (`TokenKeyBook.isExpired`), so memory is bounded
+/// by the tokens of the keys still in service.
 final class TokenChecks: Sendable {
     enum Side: String, Sendable {
         case source, destination
@@ -27,18 +31,25 @@ final class TokenChecks: Sendable {
 
     let keys: TokenKeyBook
     let requireTokens: Bool
-    private let seen = Locked(Set<UInt64>())
+    private struct Remembered {
+        /// By key id: what each key signed and was seen.
+        var seen: [String: Set<UInt64>] = [:]
+        var lastPrune: Int64?
+    }
+    private let remembered = Locked(Remembered())
+    private let clock: @Sendable () -> Timestamp
 
-    init(keys: TokenKeyBook, requireTokens: Bool) {
+    init(keys: TokenKeyBook, requireTokens: Bool, clock: @escaping @Sendable () -> Timestamp) {
         self.keys = keys
         self.requireTokens = requireTokens
+        self.clock = clock
     }
 
     struct Outcome: Sendable {
         var reasons: [String] = []
         var quarantine = false
-        /// What to forget should the report not be stored after all.
-        var remembered: [UInt64] = []
+        /// What to forget should the report not be stored after all: key id and token hash.
+        var remembered: [(keyID: String, fingerprint: UInt64)] = []
         /// The keys that verified the tokens, for the export.
         var keyIDs = StoredReport.TokenKeyIDs()
     }
@@ -77,39 +88,65 @@ final class TokenChecks: Sendable {
                 continue
             }
             if side == .source { outcome.keyIDs.source = verifying.keyID } else { outcome.keyIDs.destination = verifying.keyID }
+            if keys.isExpired(keyID: verifying.keyID) {
+                outcome.reasons.append("\(side.rawValue)_token_key_retired")
+                outcome.quarantine = true
+                continue
+            }
             let fingerprint = Self.fingerprint(token, side: side, role: role)
-            if seen.withLock({ $0.insert(fingerprint).inserted }) {
+            // (Reports stored before key ids were kept sit under "".)
+            if remembered.withLock({ r in
+                r.seen[""]?.contains(fingerprint) != true && r.seen[verifying.keyID, default: []].insert(fingerprint).inserted
+            }) {
                 outcome.reasons.append("\(side.rawValue)_token_verified")
-                outcome.remembered.append(fingerprint)
+                outcome.remembered.append((verifying.keyID, fingerprint))
             } else {
                 outcome.reasons.append("\(side.rawValue)_token_replayed")
                 outcome.quarantine = true
             }
         }
+        pruneNowAndThen()
         return outcome
     }
 
     /// Forgets the tokens of a report that was not stored: the browser's next delivery is no replay.
     func forget(_ outcome: Outcome) {
         guard !outcome.remembered.isEmpty else { return }
-        seen.withLock { seen in outcome.remembered.forEach { seen.remove($0) } }
+        remembered.withLock { r in outcome.remembered.forEach { _ = r.seen[$0.keyID]?.remove($0.fingerprint) } }
     }
 
     /// Remembers the verified tokens of a stored report, at replay
-    /// (`StoredReport.verifiedTokens` finds them without reading the bodies of the others).
-    func take(role: ReportRole, source: Bool, destination: Bool, body: [UInt8]) {
-        guard case .success(let report) = PCMReportValidator(siteRules: SiteRules(developmentMode: true)).validate(body: body) else { return }
-        seen.withLock { seen in
-            if source, let text = report.sourceSecretToken, let token = Base64.decode(text, urlSafe: true) {
-                seen.insert(Self.fingerprint(token, side: .source, role: role))
-            }
-            if destination, let text = report.destinationSecretToken, let token = Base64.decode(text, urlSafe: true) {
-                seen.insert(Self.fingerprint(token, side: .destination, role: role))
+    /// (`StoredReport.withVerifiedToken` finds them without reading the bodies of the others).
+    func take(_ stored: StoredReport) {
+        guard case .success(let report) = PCMReportValidator(siteRules: SiteRules(developmentMode: true)).validate(body: stored.body) else { return }
+        remembered.withLock { r in
+            // Reports stored before key ids were kept share one set, never dropped.
+            for (side, reason, text, keyID) in [
+                (Side.source, "source_token_verified", report.sourceSecretToken, stored.tokenKeyIDs.source),
+                (.destination, "destination_token_verified", report.destinationSecretToken, stored.tokenKeyIDs.destination),
+            ] where stored.reasons.contains(reason) {
+                guard let text, let token = Base64.decode(text, urlSafe: true) else { continue }
+                r.seen[keyID ?? "", default: []].insert(Self.fingerprint(token, side: side, role: stored.role))
             }
         }
     }
 
-    var remembered: Int { seen.withLock { $0.count } }
+    /// Tokens remembered now, for `/metrics`.
+    var rememberedCount: Int { remembered.withLock { $0.seen.values.reduce(0) { $0 + $1.count } } }
+
+    /// At most once an hour of the endpoint's clock: drops the sets of keys retired for good.
+    private func pruneNowAndThen() {
+        let now = clock().millisecondsSinceEpoch
+        let keyIDs = remembered.withLock { r -> [String]? in
+            if let last = r.lastPrune, now >= last, now - last < 3_600_000 { return nil }
+            r.lastPrune = now
+            return Array(r.seen.keys)
+        }
+        guard let keyIDs else { return }
+        let expired = keyIDs.filter { !$0.isEmpty && keys.isExpired(keyID: $0) }
+        guard !expired.isEmpty else { return }
+        remembered.withLock { r in expired.forEach { r.seen[$0] = nil } }
+    }
 
     /// Keyed per process (Swift's `Hasher`): the set is rebuilt at every start, and nobody can
     /// make two tokens collide on purpose.

@@ -137,6 +137,25 @@ final class TokenKeyBook: Sendable {
         return result
     }
 
+    /// How long after it stops being served a key can still have signed a genuine report: clicks
+    /// convert for 7 days, and reports come up to 48 h later.
+    static let verificationWindow: Int64 = (7 * 24 + 48) * 3_600_000
+
+    /// Whether the key `keyID` was replaced longer ago than `verificationWindow`: a token it
+    /// signed can no longer come from a browser (it drops reports whose key changed since the
+    /// click), and what it signed need not be remembered. Never for a key given with
+    /// `--token-public-key`, whose replacement this endpoint cannot see.
+    func isExpired(keyID: String) -> Bool {
+        let now = clock()
+        return keys.withLock { keys in
+            guard let key = keys.first(where: { $0.keyID == keyID }) else { return false }
+            let replaced = keys.filter { $0.site == key.site && $0.servesFrom > key.servesFrom && $0.servesFrom <= now }
+                .map(\.servesFrom).min()
+            guard let replaced else { return false }
+            return now.millisecondsSinceEpoch - replaced.millisecondsSinceEpoch > Self.verificationWindow
+        }
+    }
+
     enum State: String, Sendable {
         /// Served and signing now.
         case served

@@ -57,7 +57,7 @@ public final class EndpointServer: Sendable {
                                              EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
                                                                                   "serves_from": .string(key.servesFrom.rfc3339)])
                                          })
-        let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens)
+        let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() })
         var replayed = ReplayedTriggers()
         let ledger = PostbackLedger()
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
@@ -65,10 +65,7 @@ public final class EndpointServer: Sendable {
                                 clock: { clock.now() }, replaying: { record in
                                     replayed.take(record)
                                     ledger.take(record)
-                                    if let verified = StoredReport.verifiedTokens(record) {
-                                        tokenChecks.take(role: verified.role, source: verified.source, destination: verified.destination,
-                                                         body: verified.body)
-                                    }
+                                    if let verified = StoredReport.withVerifiedToken(record) { tokenChecks.take(verified) }
                                 })
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
@@ -115,7 +112,8 @@ public final class EndpointServer: Sendable {
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
-            + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys).routes(bearer: bearer)
+            + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys,
+                               tokenChecks: tokenChecks).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks)
         self.routes = routes
