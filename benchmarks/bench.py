@@ -367,6 +367,28 @@ def write_report(results, scales, info):
         f.write("\n".join(lines) + "\n")
 
 
+def parse_wrk(out):
+    """Requests per second, p50 and p99 (ms) and non-2xx answers from wrk's --latency output."""
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50, p99 = (to_ms(*re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % q, out).groups()) for q in ("50", "99"))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
+
+
+def write_section(file_name, heading, text):
+    """Keeps a section measured by its own script: benchmarks/FILE_NAME, and in docs/PERFORMANCE.md
+    in place of the section with the same heading (bench.py appends the files when it rewrites
+    the page)."""
+    with open(os.path.join(ROOT, "benchmarks", file_name), "w") as f:
+        f.write(text)
+    page = os.path.join(ROOT, "docs/PERFORMANCE.md")
+    with open(page) as f:
+        current = f.read()
+    current = re.sub(r"\n## %s\n.*?(?=\n## |\Z)" % re.escape(heading), "\n", current, flags=re.S).rstrip("\n") + "\n"
+    with open(page, "w") as f:
+        f.write(current + "\n" + text)
+
+
 def median(values):
     ordered = sorted(values)
     return ordered[len(ordered) // 2]

@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop, to_ms  # noqa: E402
+from bench import parse_wrk as parse, write_section, ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 
 VERIFY_RATE = os.path.join(ROOT, "benchmarks/.build/release/postback-verify-rate")
@@ -95,13 +95,6 @@ def lua_reports():
 def wrk(port, path, script, connections, seconds):
     return subprocess.Popen(["taskset", "-c", "1", "wrk", "-t2", "-c%d" % connections, "-d%ds" % seconds, "--latency",
                              "-s", script, "http://127.0.0.1:%d%s" % (port, path)], stdout=subprocess.PIPE, text=True)
-
-
-def parse(out):
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50, p99 = (to_ms(*re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % q, out).groups()) for q in ("50", "99"))
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
 
 
 def metric(port, name):
@@ -258,14 +251,7 @@ def main():
         "",
     ]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(ROOT, "benchmarks/POSTBACKS.md"), "w") as f:
-        f.write(text)
-    page = os.path.join(ROOT, "docs/PERFORMANCE.md")
-    with open(page) as f:
-        current = f.read()
-    current = re.sub(r"\n## Postback copies\n.*?(?=\n## |\Z)", "\n", current, flags=re.S).rstrip("\n") + "\n"
-    with open(page, "w") as f:
-        f.write(current + "\n" + text)
+    write_section("POSTBACKS.md", "Postback copies", text)
     print(text)
 
 

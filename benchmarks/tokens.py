@@ -30,7 +30,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop, to_ms  # noqa: E402
+from bench import parse_wrk as parse, write_section, ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 from token_round_trip import b64url, emsa_pss_encode, read_key, unb64url  # noqa: E402
 
@@ -54,13 +54,6 @@ def wrk(port, path, script, connections, seconds, threads=2):
     return subprocess.Popen(["taskset", "-c", "1", "wrk", "-t%d" % threads, "-c%d" % connections, "-d%ds" % seconds, "--latency",
                              "--timeout", "10s", "-s", script, "http://127.0.0.1:%d%s" % (port, path)],
                             stdout=subprocess.PIPE, text=True)
-
-
-def parse(out):
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50, p99 = (to_ms(*re.search(r"\s%s%%\s+([\d.]+)(us|ms|s)" % q, out).groups()) for q in ("50", "99"))
-    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
 
 
 def endpoint(data, cores):
@@ -206,14 +199,7 @@ def main():
         "",
     ]
     text = "\n".join(lines) + "\n"
-    with open(os.path.join(ROOT, "benchmarks/TOKENS.md"), "w") as f:
-        f.write(text)
-    page = os.path.join(ROOT, "docs/PERFORMANCE.md")
-    with open(page) as f:
-        current = f.read()
-    current = re.sub(r"\n## PCM tokens\n.*?(?=\n## |\Z)", "\n", current, flags=re.S).rstrip("\n") + "\n"
-    with open(page, "w") as f:
-        f.write(current + "\n" + text)
+    write_section("TOKENS.md", "PCM tokens", text)
     print(text)
 
 

@@ -25,9 +25,8 @@ import Signatures
 /// is dropped once the key is retired for good (`TokenKeyBook.isExpired`), so memory is bounded
 /// by the tokens of the keys still in service.
 final class TokenChecks: Sendable {
-    enum Side: String, Sendable {
-        case source, destination
-    }
+    /// The same two sides a token is signed for.
+    typealias Side = UnlinkableTokenRequest.Side
 
     let keys: TokenKeyBook
     let requireTokens: Bool

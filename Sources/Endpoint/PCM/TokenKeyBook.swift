@@ -22,6 +22,8 @@ final class TokenKeyBook: Sendable {
         let publicKey: TokenPublicKey
         /// base64url(SHA-256(served SubjectPublicKeyInfo)), as the browser computes it.
         let keyID: String
+        /// base64url of the served SubjectPublicKeyInfo: what `get-token-public-key` answers.
+        let served: String
         let createdAt: Timestamp
         let servesFrom: Timestamp
     }
@@ -195,6 +197,6 @@ final class TokenKeyBook: Sendable {
     private static func key(site: String, signing: TokenSigningKey, createdAt: Timestamp, servesFrom: Timestamp) -> Key {
         let publicKey = signing.publicKey
         return Key(site: site, signing: signing, publicKey: publicKey, keyID: Base64URL.encode(publicKey.keyID),
-                   createdAt: createdAt, servesFrom: servesFrom)
+                   served: Base64URL.encode(publicKey.subjectPublicKeyInfo), createdAt: createdAt, servesFrom: servesFrom)
     }
 }

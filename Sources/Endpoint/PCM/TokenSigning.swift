@@ -73,7 +73,7 @@ struct TokenSigning: Sendable {
     }
 
     static func publicKeyAnswer(_ key: TokenKeyBook.Key) -> HTTPResponse {
-        JSONResponse.make(200, "{\"token_public_key\":\"\(Base64URL.encode(key.publicKey.subjectPublicKeyInfo))\"}")
+        JSONResponse.make(200, "{\"token_public_key\":\"\(key.served)\"}")
     }
 
     /// The site the browser asked, which must be one this endpoint holds a key for.
