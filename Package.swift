@@ -42,6 +42,8 @@ let package = Package(
         // App developers' postbacks: either protocol read, signatures checked, duplicates told
         // apart, and their records in the log.
         .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
+        // An app's Info.plist attribution keys, read as the device reads them: windows, cooldowns, endpoints.
+        .target(name: "AppConfiguration", dependencies: ["Primitives"]),
         // The app developers' registrations: apps with their conversion-value schemas, ad networks.
         .target(name: "AppDevelopers", dependencies: ["Primitives"]),
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
@@ -52,7 +54,7 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "Signatures",
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "Signatures",
                                                 "RawHTTPClient"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit"]),
@@ -66,6 +68,7 @@ let package = Package(
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "ReportStore"],
                     resources: [.copy("Resources/vectors")]),
+        .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",

@@ -7,6 +7,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let environment = ProcessInfo.processInfo.environment
 switch arguments.first {
 case "demo": exit(Demo.main(arguments: Array(arguments.dropFirst()), environment: environment))
+case "check-plist": exit(CheckPlistCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 default: exit(EndpointServer.main(arguments: arguments, environment: environment))
 }

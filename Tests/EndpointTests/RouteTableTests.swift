@@ -28,6 +28,7 @@ import RawHTTPClient
         ("/api/apps", "GET, HEAD, POST, DELETE", true),
         ("/api/ad-networks", "GET, HEAD, POST, DELETE", true),
         ("/api/apps/summary", "GET, HEAD", true),
+        ("/api/plist-check", "POST", true),
         ("/api/summary", "GET, HEAD", true),
         ("/api/summary.csv", "GET, HEAD", true),
         ("/api/reports", "GET, HEAD", true),

@@ -18,6 +18,7 @@ import ReportStore
 /// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
 /// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks` | GET, HEAD, POST, DELETE | yes |
 /// | | `/api/apps/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
+/// | | `/api/plist-check` (`PlistCheckRoutes`) | POST | yes |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
 /// | | `/api/token-keys` (`TokenKeyRoutes`) | GET, HEAD, POST | yes |

@@ -1,0 +1,33 @@
+import AppConfiguration
+import HTTPServer
+import Primitives
+
+/// `POST /api/plist-check` (token): the body is an Info.plist, XML or binary, as the page's form
+/// or `curl --data-binary @Info.plist` sends it; the answer is `check-plist --json` against the
+/// sites this endpoint serves. A plist with errors is still a 200: the check worked.
+struct PlistCheckRoutes: Sendable {
+    static let path = "/api/plist-check"
+
+    let servedSites: Set<String>
+
+    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+        [
+            RouteGroup("plist check", gate: bearer, routes: [
+                // A parse of at most the server's body limit (64 KB): bounded, so on the loop.
+                Route(.exact(Self.path), methods: ["POST"], answer: check),
+            ]),
+        ]
+    }
+
+    func check(_ request: HTTPRequest) -> HTTPResponse {
+        guard !request.body.isEmpty else {
+            return Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)").response
+        }
+        do throws(PropertyList.NotAPropertyList) {
+            let (plist, format) = try PropertyList.read(request.body)
+            return JSONResponse.make(200, InfoPlistCheck(servedSites: servedSites).check(plist, format: format).json)
+        } catch {
+            return Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)").response
+        }
+    }
+}
