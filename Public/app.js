@@ -16,8 +16,10 @@ function showLogin(message) {
   $("token").focus();
 }
 
-async function api(path) {
-  const response = await fetch(path, { headers: { Authorization: "Bearer " + token() }, cache: "no-store" });
+async function api(path, body) {
+  const init = { headers: { Authorization: "Bearer " + token() }, cache: "no-store" };
+  if (body !== undefined) Object.assign(init, { method: "POST", body });
+  const response = await fetch(path, init);
   if (response.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
     throw Object.assign(new Error("That token was not accepted. Check data/admin-token (or --token) and try again."), { login: true });
@@ -280,7 +282,54 @@ async function download(path, name) {
   }
 }
 
+function describeSetting(setting, unit) {
+  const value = setting.value === undefined ? "none" : setting.value + " " + (setting.value === 1 ? unit.slice(0, -1) : unit);
+  return named(value, setting.source.replace("_", " "));
+}
+
+function renderPlist(r) {
+  $("plist-result").hidden = false;
+  const plural = (n, word) => n + " " + word + (n === 1 ? "" : "s");
+  text($("plist-verdict"), `${r.format.toUpperCase()} property list: ${plural(r.errors, "error")}, ${plural(r.warnings, "warning")}.`);
+  $("plist-verdict").className = r.errors ? "error" : "";
+  fill("plist-findings", r.findings, (tr, f) => {
+    cell(tr, f.severity, f.severity);
+    cell(tr, f.key);
+    cell(tr, named(f.message, f.rule + (f.hint ? " · hint: " + f.hint : "")));
+  });
+  fill("plist-windows", r.windows, (tr, w) => {
+    cell(tr, w.scope === "global" ? named("global", "every other ad network") : w.scope);
+    cell(tr, describeSetting(w.click, "days"), "num");
+    cell(tr, describeSetting(w.view, "days"), "num");
+    cell(tr, w.ignore_interaction_type || "–");
+  });
+  const settings = [
+    ["Install cooldown", describeSetting(r.cooldowns.install, "hours")],
+    ["Re-engagement cooldown", describeSetting(r.cooldowns.re_engagement, "hours")],
+    ...r.endpoints.map((e) => [e.key, named(e.site || e.url || "–", e.served === undefined ? "not checked" : e.served ? "served here" : "NOT served here")]),
+    ["Re-engagement copies", r.reengagement_postback_copies ? "yes" : "no"],
+    ["SKAdNetworkItems", String(r.skadnetwork_ids.length)],
+  ];
+  fill("plist-settings", settings, (tr, [name, value]) => { cell(tr, name); cell(tr, value); });
+}
+
+async function checkPlist(event) {
+  event.preventDefault();
+  const file = $("plist-file").files[0];
+  const body = file ? await file.arrayBuffer() : $("plist-text").value;
+  try {
+    renderPlist(await (await api("/api/plist-check", body)).json());
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    $("plist-result").hidden = false;
+    text($("plist-verdict"), error.message);
+    $("plist-verdict").className = "error";
+    for (const id of ["plist-findings", "plist-windows", "plist-settings"]) fill(id, [], () => {});
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  $("plist-form").addEventListener("submit", checkPlist);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());

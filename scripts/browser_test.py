@@ -129,6 +129,54 @@ def expected_apps(base, day_from, day_to):
     return totals, kinds, signatures, reasons, rows
 
 
+PLIST_WITH_MISTAKES = """<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict>
+<key>AdAttributionKitConfigurations</key><dict>
+  <key>AttributionWindows</key><dict>
+    <key>global</key><dict><key>install</key><dict><key>view</key><integer>9</integer><key>ignoreInteractionType</key><string>view</string></dict></dict>
+    <key>example123.skadnetwork</key><dict><key>install</key><dict><key>click</key><integer>5</integer></dict></dict>
+  </dict>
+  <key>AttributionCooldown</key><dict><key>reengagement-cooldown-hours</key><integer>12</integer></dict>
+</dict>
+<key>NSAdvertisingAttributionReportEndpoint</key><string>https://elsewhere.example</string>
+</dict></plist>"""
+
+
+def api_post(base, path, body):
+    request = urllib.request.Request(base + path, data=body, method="POST", headers={"Authorization": "Bearer " + TOKEN})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read().decode())
+
+
+def check_plist_form(driver, base):
+    """The plist form: a pasted XML plist and an uploaded binary one, each shown as the API reports it."""
+    driver.execute_script("document.getElementById('plist').scrollIntoView()")
+    area = driver.find_element(By.ID, "plist-text")
+    driver.execute_script("arguments[0].value = arguments[1]", area, PLIST_WITH_MISTAKES)
+    driver.find_element(By.CSS_SELECTOR, "#plist-form button[type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: "property list" in d.find_element(By.ID, "plist-verdict").text)
+    wanted = api_post(base, "/api/plist-check", PLIST_WITH_MISTAKES.encode())
+    shown = [(row[0].lower(), row[1], row[2].split("\n")[1].split(" · ")[0]) for row in table(driver, "plist-findings")]
+    check(shown == [(f["severity"], f["key"], f["rule"]) for f in wanted["findings"]], f"plist findings = /api/plist-check: {shown}")
+    rules = {f["rule"] for f in wanted["findings"]}
+    check({"out_of_range", "wrong_place", "undocumented_spelling", "site_not_served"} <= rules, f"the pasted plist's mistakes are found: {sorted(rules)}")
+    check(f"{wanted['errors']} errors" in text(driver, "plist-verdict"), "the verdict counts the errors: " + text(driver, "plist-verdict"))
+    windows = {row[0].split("\n")[0]: (row[1].split("\n")[0], row[2].split("\n")[0]) for row in table(driver, "plist-windows")}
+    check(windows.get("example123.skadnetwork") == ("5 days", "1 day"), f"effective windows by precedence: {windows}")
+    driver.save_screenshot(os.path.join(SHOTS, "plist-1280.png"))
+    # A binary plist, uploaded: Python wrote it, the endpoint reads it.
+    driver.execute_script("arguments[0].value = ''", area)
+    binary = os.path.join(ROOT, "Tests/AppConfigurationTests/Resources/seed-precedence.binary.plist")
+    driver.find_element(By.ID, "plist-file").send_keys(binary)
+    driver.find_element(By.CSS_SELECTOR, "#plist-form button[type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "plist-verdict").text.startswith("BINARY"))
+    with open(binary, "rb") as f:
+        wanted = api_post(base, "/api/plist-check", f.read())
+    check(text(driver, "plist-verdict").startswith(f"BINARY property list: {wanted['errors']} error"), "an uploaded binary plist is checked: " + text(driver, "plist-verdict"))
+    windows = {row[0].split("\n")[0]: (row[1].split("\n")[0], row[2].split("\n")[0], row[3]) for row in table(driver, "plist-windows")}
+    check(windows.get("com.apple.test.itms11.2") == ("5 days", "3 days", "view"), f"the seed's precedence example on the page: {windows}")
+
+
 def log_in(driver, base, token):
     driver.get(base + "/")
     field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
@@ -222,6 +270,7 @@ def main():
             check("purchase" in text(driver, "apps-fine"), "fine values are read through the app's schema")
             driver.execute_script("document.getElementById('apps').scrollIntoView()")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
+            check_plist_form(driver, base)
             driver.execute_script("window.scrollTo(0, 0)")
             bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")
             check(len(bars) == 2 * 30, f"the chart draws two bars for each of the 30 days ({len(bars)})")
