@@ -7,10 +7,11 @@ public enum AppRegistryInput {
     ///   "schema": {"fine": [{"from": 0, "to": 9, "meaning": "tutorial", "events": ["tutorial"]},
     ///                       {"from": 10, "to": 63, "meaning": "purchase",
     ///                        "revenue": {"min": 0.99, "max": 49.99, "currency": "USD"}}],
-    ///              "coarse": {"low": "installed", "medium": "engaged", "high": "paid"}}}`
+    ///              "coarse": {"low": "installed", "medium": "engaged", "high": "paid"},
+    ///              "coarse_from_fine": {"medium": 10, "high": 30}, "lock_at": {"fine": 63, "coarse": "high"}}}`
     public static func app(from json: JSONValue) throws(RequestProblem) -> App {
         let o = try Object(json, "", known: ["app_id", "site", "name", "schema"])
-        let schema = try Object(o.value("schema") ?? .object([]), "schema.", known: ["fine", "coarse"])
+        let schema = try Object(o.value("schema") ?? .object([]), "schema.", known: ["fine", "coarse", "coarse_from_fine", "lock_at"])
         var fine: [ConversionValueSchema.FineRange] = []
         for (i, item) in try schema.array("fine").enumerated() {
             let r = try Object(item, "schema.fine[\(i)].", known: ["from", "to", "meaning", "events", "revenue"])
@@ -32,8 +33,19 @@ public enum AppRegistryInput {
             let words = try Object(c, "schema.coarse.", known: ["low", "medium", "high"])
             for key in ["low", "medium", "high"] where words.value(key) != nil { coarse[key] = try words.string(key) }
         }
+        var thresholds: ConversionValueSchema.CoarseThresholds?
+        if let t = schema.value("coarse_from_fine") {
+            let levels = try Object(t, "schema.coarse_from_fine.", known: ["medium", "high"])
+            thresholds = .init(medium: try levels.integer("medium"), high: try levels.integer("high"))
+        }
+        var lock: ConversionValueSchema.Lock?
+        if let l = schema.value("lock_at") {
+            let at = try Object(l, "schema.lock_at.", known: ["fine", "coarse"])
+            lock = .init(fine: at.value("fine") == nil ? nil : try at.integer("fine"),
+                         coarse: at.value("coarse") == nil ? nil : try at.string("coarse"))
+        }
         return App(appID: try o.integer("app_id"), site: try o.string("site"), name: try o.string("name"),
-                   schema: ConversionValueSchema(fine: fine, coarse: coarse))
+                   schema: ConversionValueSchema(fine: fine, coarse: coarse, coarseFromFine: thresholds, lockAt: lock))
     }
 
     /// `{"id": "example123.skadnetwork", "name": "Example Ads",

@@ -7,6 +7,37 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
     public var fine: [FineRange]
     /// `low`, `medium` and `high`, each with its meaning; a missing one is shown as the word.
     public var coarse: [String: String]
+    /// The fine value from which the coarse value is `medium`, and `high` (below: `low`), so that
+    /// the conversion-value API can answer a coarse value; without it, it answers none.
+    public var coarseFromFine: CoarseThresholds?
+    /// When a window's answer is final, so that the app locks it and the postback leaves early.
+    public var lockAt: Lock?
+
+    public struct CoarseThresholds: Sendable, Equatable, Codable {
+        public var medium: Int
+        public var high: Int
+
+        public init(medium: Int, high: Int) {
+            self.medium = medium
+            self.high = high
+        }
+    }
+
+    public struct Lock: Sendable, Equatable, Codable {
+        /// The first window locks once the fine value reaches this.
+        public var fine: Int?
+        /// The second and third windows lock once the coarse value reaches this.
+        public var coarse: String?
+
+        public init(fine: Int? = nil, coarse: String? = nil) {
+            self.fine = fine
+            self.coarse = coarse
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case fine, coarse, coarseFromFine = "coarse_from_fine", lockAt = "lock_at"
+    }
 
     public struct FineRange: Sendable, Equatable, Codable {
         public var from: Int
@@ -39,9 +70,11 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
         }
     }
 
-    public init(fine: [FineRange] = [], coarse: [String: String] = [:]) {
+    public init(fine: [FineRange] = [], coarse: [String: String] = [:], coarseFromFine: CoarseThresholds? = nil, lockAt: Lock? = nil) {
         self.fine = fine
         self.coarse = coarse
+        self.coarseFromFine = coarseFromFine
+        self.lockAt = lockAt
     }
 
     /// The meaning of a fine value, or nil when the schema does not name it.
@@ -73,6 +106,24 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
             }
             for other in fine[..<i] where other.from <= range.to && range.from <= other.to {
                 throw .invalid(field, "overlapping_range", "\(range.from)–\(range.to) overlaps \(other.from)–\(other.to)")
+            }
+        }
+        if let thresholds = coarseFromFine {
+            guard (1...63).contains(thresholds.medium), (1...63).contains(thresholds.high), thresholds.medium <= thresholds.high else {
+                throw .invalid("schema.coarse_from_fine", "out_of_range", "needs 1 ≤ medium ≤ high ≤ 63 (the fine values where medium and high begin); got \(thresholds.medium) and \(thresholds.high)")
+            }
+        }
+        if let lock = lockAt {
+            if let fine = lock.fine, !(0...63).contains(fine) {
+                throw .invalid("schema.lock_at.fine", "out_of_range", "must be a fine value 0–63; got \(fine)")
+            }
+            if let coarse = lock.coarse {
+                guard ["low", "medium", "high"].contains(coarse) else {
+                    throw .invalid("schema.lock_at.coarse", "invalid_coarse_value", "must be low, medium or high")
+                }
+                guard coarseFromFine != nil else {
+                    throw .invalid("schema.lock_at.coarse", "missing_field", "a coarse lock needs schema.coarse_from_fine, which says how coarse values are reached")
+                }
             }
         }
         for (key, meaning) in coarse {

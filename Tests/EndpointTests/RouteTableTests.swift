@@ -22,6 +22,7 @@ import RawHTTPClient
         ("/.well-known/appattribution/report-attribution/", "POST", false),
         ("/.well-known/appattribution/report-attribution", "POST", false),
         ("/conversion-pixel", "GET, HEAD", false),
+        ("/conversion-value", "POST", false),
         ("/api/conversions", "GET, HEAD, POST, DELETE", true),
         ("/api/campaigns", "GET, HEAD, POST, DELETE", true),
         ("/api/token-keys", "GET, HEAD, POST", true),

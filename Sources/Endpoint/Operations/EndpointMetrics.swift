@@ -18,6 +18,14 @@ final class EndpointMetrics: Sendable {
         var postbacks: [PostbackKind: Int] = [:]
         var postbackRetries: [AttributionProtocol: Int] = [:]
         var tokensSigned: [String: Int] = [:]
+        /// Conversion-value answers by app and outcome (`window_1`…`window_3`, `single_window`,
+        /// `window_closed`, or the refusal's rule): the only trace the app's counters leave.
+        var conversionValueAnswers: [ConversionValueOutcome: Int] = [:]
+    }
+
+    struct ConversionValueOutcome: Hashable {
+        var appID: Int?
+        var outcome: String
     }
 
     private struct PostbackKind: Hashable {
@@ -51,6 +59,10 @@ final class EndpointMetrics: Sendable {
 
     func tokenSigned(_ side: UnlinkableTokenRequest.Side) {
         counts.withLock { $0.tokensSigned[side.rawValue, default: 0] += 1 }
+    }
+
+    func conversionValueAnswered(appID: Int?, outcome: String) {
+        counts.withLock { $0.conversionValueAnswers[ConversionValueOutcome(appID: appID, outcome: outcome), default: 0] += 1 }
     }
 
     func storeFailed(_ error: StoreError) {
@@ -95,6 +107,12 @@ final class EndpointMetrics: Sendable {
         out += "# TYPE attribution_tokens_signed_total counter\n"
         for side in ["destination", "source"] {
             out += "attribution_tokens_signed_total{side=\"\(side)\"} \(c.tokensSigned[side, default: 0])\n"
+        }
+        out += "# HELP attribution_conversion_value_answers_total Conversion-value API answers since start, by app and outcome.\n"
+        out += "# TYPE attribution_conversion_value_answers_total counter\n"
+        let answers = c.conversionValueAnswers.map { (app: $0.key.appID.map(String.init) ?? "", outcome: $0.key.outcome, n: $0.value) }
+        for row in answers.sorted(by: { ($0.app, $0.outcome) < ($1.app, $1.outcome) }) {
+            out += "attribution_conversion_value_answers_total{app_id=\"\(row.app)\",outcome=\"\(row.outcome)\"} \(row.n)\n"
         }
         if let tokenChecks {
             out += "# HELP attribution_tokens_remembered Verified PCM tokens kept to catch replays (8 bytes each in a hash set; dropped with their key).\n"

@@ -16,6 +16,7 @@ import ReportStore
 /// | | `/.well-known/private-click-measurement/sign-unlinkable-token/` (and without the slash) | POST | no |
 /// | app developers (`AppRoutes`) | `/.well-known/skadnetwork/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
+/// | | `/conversion-value` (`ConversionValueRoutes`) | POST | no |
 /// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks` | GET, HEAD, POST, DELETE | yes |
 /// | | `/api/apps/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
 /// | | `/api/plist-check` (`PlistCheckRoutes`) | POST | yes |

@@ -109,6 +109,7 @@ public final class EndpointServer: Sendable {
             + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: Set(configuration.sites)).routes(bearer: bearer)
+            + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock).routes
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)

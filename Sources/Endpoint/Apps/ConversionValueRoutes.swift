@@ -1,0 +1,53 @@
+import AppDevelopers
+import HTTPServer
+import Primitives
+
+/// `POST /conversion-value`: the app asks which conversion value to set now, sending its own
+/// counters (first launch, current values, event counts, revenue). Stateless: the answer comes
+/// from the app's registered schema and the time, and nothing the app sends is stored or logged.
+/// Only a counter per app and outcome is kept, for `/metrics`.
+///
+/// Open without the token, as the app calls it. Never sets or reads a cookie.
+struct ConversionValueRoutes: Sendable {
+    static let path = "/conversion-value"
+
+    let book: AppBook
+    let metrics: EndpointMetrics
+    let clock: EndpointClock
+
+    var routes: [RouteGroup] {
+        [
+            RouteGroup("conversion values", routes: [
+                Route(.exact(Self.path), methods: ["POST"], answer: answer),
+            ]),
+        ]
+    }
+
+    func answer(_ request: HTTPRequest) -> HTTPResponse {
+        var appID: Int?
+        do throws(RequestProblem) {
+            guard let json = try? JSONParser().parse(request.body) else {
+                throw RequestProblem(.malformed, rule: "invalid_json", field: nil, detail: "the body must be a JSON object of the app's counters")
+            }
+            // A registered app's malformed counters are counted as its own, for its developer.
+            if case .object(let members) = json, case .number(let text)? = members.first(where: { $0.key == "app_id" })?.value,
+               let id = Int(text), book.registry.app(id: id) != nil {
+                appID = id
+            }
+            let counters = try AppCounters.read(json)
+            guard let app = book.registry.app(id: counters.appID) else {
+                // Not counted per id: that would let anyone grow /metrics.
+                metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
+                return Problem(status: 404, rule: "unknown_app", field: "app_id",
+                               detail: "app \(counters.appID) is not registered here; register it and its schema with POST /api/apps").response
+            }
+            let answer = try NextConversionValue.answer(for: counters, schema: app.schema, now: clock.now())
+            let outcome = answer.status == .windowClosed ? "window_closed" : answer.window.map { "window_\($0)" } ?? "single_window"
+            metrics.conversionValueAnswered(appID: app.appID, outcome: outcome)
+            return JSONResponse.make(200, answer.json)
+        } catch {
+            metrics.conversionValueAnswered(appID: appID, outcome: error.rule)
+            return Problem(error).response
+        }
+    }
+}
