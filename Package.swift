@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "Postbacks", targets: ["Postbacks"]),
         // For the token benchmark: the library's own sign and verify rates.
         .library(name: "Signatures", targets: ["Signatures"]),
+        // For the conversion-value benchmark: the counters' reader and the answer, without HTTP.
+        .library(name: "AppDevelopers", targets: ["AppDevelopers"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),

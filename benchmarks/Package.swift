@@ -26,6 +26,10 @@ let package = Package(
         // the endpoint's own wrappers: the yardsticks for token signing and report verification.
         .executableTarget(name: "token-sign-rate",
                           dependencies: [.product(name: "Signatures", package: "attribution-endpoint")]),
+        // The conversion-value API's answer without HTTP, on one core: reading the counters and
+        // choosing the value, as each request does.
+        .executableTarget(name: "conversion-value-rate",
+                          dependencies: [.product(name: "AppDevelopers", package: "attribution-endpoint")]),
     ],
     swiftLanguageModes: [.v6]
 )
