@@ -44,6 +44,10 @@ let package = Package(
         // App developers' postbacks: either protocol read, signatures checked, duplicates told
         // apart, and their records in the log.
         .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
+        // Apple Ads attribution (seed 002): the token, the record Apple answers, when to call again.
+        .target(name: "AppleAds", dependencies: ["Primitives"]),
+        // Apple Ads tokens and Apple's answers in the log: the outbox that survives restarts.
+        .target(name: "AppleAdsRecords", dependencies: ["AppleAds", "ReportStore", "Primitives"]),
         // An app's Info.plist attribution keys, read as the device reads them: windows, cooldowns, endpoints.
         .target(name: "AppConfiguration", dependencies: ["Primitives"]),
         // The app developers' registrations: apps with their conversion-value schemas, ad networks.
@@ -56,10 +60,13 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "Signatures",
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "AppleAdsRecords", "Signatures",
                                                 "RawHTTPClient"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
-        .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit"]),
+        .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit",
+                                             "AppleAdsStandIn"]),
+        // A stand-in for Apple's attribution API (scripted answers, slow, held, dropped): the demo's and the tests'.
+        .target(name: "AppleAdsStandIn"),
         // A raw-socket HTTP/1.1 client: it sends exactly the bytes it is given (the demo, live tests).
         .target(name: "RawHTTPClient"),
         // Wires the server and the demo to the command line.
@@ -75,7 +82,7 @@ let package = Package(
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
-                                                     "Postbacks", "ReportStore", "Signatures"],
+                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn"],
                     resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]

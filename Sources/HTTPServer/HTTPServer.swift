@@ -46,6 +46,12 @@ public final class HTTPServer: Sendable {
         state.withLock { $0.loop }?.beginShutdown()
     }
 
+    /// Makes the loop turn once more, so that the handler's `finishTurn` runs: for work a thread
+    /// of the handler's own finished outside any request (it queued something to commit).
+    public func wakeForDeferredWork() {
+        state.withLock { $0.loop }?.wakeForDeferredWork()
+    }
+
     /// Blocks until the loop has stopped.
     public func waitUntilStopped() {
         stopped.wait()

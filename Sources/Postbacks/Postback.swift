@@ -37,8 +37,8 @@ public enum Postback: Sendable, Equatable {
         switch proto {
         case .skadnetwork: return SKAdNetworkPostback.read(json).map(Postback.skadnetwork)
         case .adattributionkit: return AdAttributionKitPostback.read(json).map(Postback.adattributionkit)
-        case .pcm:
-            return .failure(RequestProblem(.malformed, rule: "not_a_postback", field: nil, detail: "PCM has reports, not postbacks"))
+        case .pcm, .appleAds:
+            return .failure(RequestProblem(.malformed, rule: "not_a_postback", field: nil, detail: "\(proto.name) has no postbacks"))
         }
     }
 

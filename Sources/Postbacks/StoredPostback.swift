@@ -75,7 +75,7 @@ public struct StoredPostback: Sendable, Equatable {
     /// The postback a record holds, or nil if the record is not one this version can read.
     public static func decode(_ record: ReportStore.RecordView) -> StoredPostback? {
         guard record.kind == LogRecord.Kind.postback.rawValue, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
-        var r = ByteReader(record.payload)
+        var r = PayloadReader(record.payload)
         guard r.u8() == 1, let verdict = r.u8().flatMap(PostbackVerdict.init), let signature = r.u8().flatMap(SignatureOutcome.init),
               let contentHash = r.u64(), let site = r.text16(), let duplicateKey = r.text16(), let keyName = r.text16(),
               let reasonCount = r.u8() else { return nil }
@@ -88,46 +88,5 @@ public struct StoredPostback: Sendable, Equatable {
         return StoredPostback(id: record.id, receivedAt: record.time, draft: Draft(
             protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
             keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body))
-    }
-}
-
-/// Reads a record's payload front to back; every read is nil past the end.
-struct ByteReader {
-    let bytes: UnsafeRawBufferPointer
-    var offset = 0
-
-    init(_ bytes: UnsafeRawBufferPointer) {
-        self.bytes = bytes
-    }
-
-    mutating func u8() -> UInt8? {
-        guard offset + 1 <= bytes.count else { return nil }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
-
-    mutating func u16() -> UInt16? { fixed(UInt16.self) }
-    mutating func u32() -> UInt32? { fixed(UInt32.self) }
-    mutating func u64() -> UInt64? { fixed(UInt64.self) }
-
-    private mutating func fixed<T: FixedWidthInteger>(_ type: T.Type) -> T? {
-        guard offset + MemoryLayout<T>.size <= bytes.count else { return nil }
-        defer { offset += MemoryLayout<T>.size }
-        return bytes.loadLE(T.self, at: offset)
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8]? {
-        guard count >= 0, offset + count <= bytes.count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
-    }
-
-    mutating func text(_ count: Int) -> String? {
-        bytes(count).map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    mutating func text16() -> String? {
-        guard let length = u16() else { return nil }
-        return text(Int(length))
     }
 }

@@ -8,6 +8,8 @@ public enum AttributionProtocol: UInt8, Sendable, CaseIterable {
     case skadnetwork = 2
     /// AdAttributionKit postback copies.
     case adattributionkit = 3
+    /// Apple Ads attribution tokens and Apple's answers (AdServices).
+    case appleAds = 4
 
     /// The name the export and `/metrics` use.
     public var name: String {
@@ -15,6 +17,7 @@ public enum AttributionProtocol: UInt8, Sendable, CaseIterable {
         case .pcm: "pcm"
         case .skadnetwork: "skadnetwork"
         case .adattributionkit: "adattributionkit"
+        case .appleAds: "apple_ads"
         }
     }
 

@@ -4,7 +4,8 @@ import Primitives
 ///
 /// ```
 /// 0  u16  magic 0xA77E
-/// 2  u8   kind (1 = stored report, 2 = trigger, 3 = postback, 4 = postback retry)
+/// 2  u8   kind (1 = stored report, 2 = trigger, 3 = postback, 4 = postback retry,
+///         5 = Apple Ads token, 6 = Apple Ads call)
 /// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in records written
 ///         before 2026-11-23, all PCM). The store keeps it and hands it back, nothing more.
 /// 4  u32  payload length
@@ -27,6 +28,10 @@ public enum LogRecord {
         case postback = 3
         /// A repeated delivery of a stored postback: not stored again, only counted.
         case postbackRetry = 4
+        /// An app's Apple Ads attribution token, waiting for Apple's answer: the outbox.
+        case appleAdsToken = 5
+        /// One call to Apple's attribution API for a stored token, and what came of it.
+        case appleAdsCall = 6
     }
 
     /// Appends one framed record to `out`.

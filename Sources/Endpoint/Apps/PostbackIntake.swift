@@ -282,14 +282,7 @@ final class PostbackIntake: Sendable {
 
 extension PostbackIntake {
     private func resolveSite(_ request: HTTPRequest) -> Result<String, Problem> {
-        let host = RequestedHost.of(request, trustedProxies: trustedProxies).map(RoleResolver.normalizeHost)
-        if let host, servedSites.contains(host) { return .success(host) }
-        // A development server with no --site takes postbacks for whatever name it is called by.
-        if servedSites.isEmpty && developmentMode, let host { return .success(host) }
-        let served = servedSites.sorted().joined(separator: ", ")
-        let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
-        return .failure(Problem(status: 421, rule: "site_not_served",
-                                detail: "the postback was sent to \(sentTo), which this endpoint does not serve (it serves \(served))"))
+        ServedSite(sites: servedSites, developmentMode: developmentMode, trustedProxies: trustedProxies).resolve(request, what: "the postback")
     }
 
     private func refuse(_ problem: Problem, body: [UInt8], _ responder: HTTPResponder) {

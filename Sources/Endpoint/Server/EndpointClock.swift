@@ -14,6 +14,8 @@ public final class EndpointClock: Sendable {
     public let isManual: Bool
     private let system: @Sendable () -> Timestamp
     private let fixed: Locked<Timestamp>
+    /// Told when a manual clock is set: what waits for a time (the Apple Ads outbox) looks again.
+    private let observers = Locked<[@Sendable () -> Void]>([])
 
     public init(manual: Bool, system: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
         isManual = manual
@@ -29,5 +31,10 @@ public final class EndpointClock: Sendable {
     public func set(_ time: Timestamp) {
         precondition(isManual, "only a manual clock can be set")
         fixed.withLock { $0 = time }
+        for observer in observers.withLock({ $0 }) { observer() }
+    }
+
+    func whenSet(_ observer: @escaping @Sendable () -> Void) {
+        observers.withLock { $0.append(observer) }
     }
 }

@@ -54,6 +54,10 @@ public struct EndpointConfiguration: Sendable {
     /// Seconds between the summary's checkpoints while reports arrive: what a crash costs in
     /// rebuilding at the next start (a stop always writes one).
     public var summaryCheckpointInterval: Double = 60
+    /// Apple's attribution API, which the Apple Ads outbox calls with each token.
+    public var appleAdsAPI = "https://api-adservices.apple.com/api/v1/"
+    /// Seconds to wait for Apple's answer: above the ~1 s for which Apple holds a 404.
+    public var appleAdsTimeout: Double = 10
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []
     public var campaigns: [Campaign] = []
@@ -123,6 +127,10 @@ public struct EndpointConfiguration: Sendable {
                                kept in DATA/token-keys.json (0600). Repeatable.
       --require-tokens         Quarantine PCM reports without a token pair (token_missing):
                                for sites that put attributionsourcenonce on every link.
+      --apple-ads-api URL      Apple's attribution API, called with each Apple Ads token an
+                               app posts (default https://api-adservices.apple.com/api/v1/).
+      --apple-ads-timeout SECS Time to wait for Apple's answer (default 10; Apple holds a
+                               404 for about a second before answering it).
       --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
                                (token) sets it. For tests and demos that walk through days.
       --late-cutoff-days N     Reports more than N days after their trigger are quarantined
@@ -234,6 +242,8 @@ public struct EndpointConfiguration: Sendable {
                 }
                 tokenKeysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
             case "--require-tokens": configuration.requireTokens = true
+            case "--apple-ads-api": configuration.appleAdsAPI = try value(flag)
+            case "--apple-ads-timeout": configuration.appleAdsTimeout = try number(flag, Double.self)
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
             case "--no-page": configuration.servePage = false
@@ -282,6 +292,8 @@ public struct EndpointConfiguration: Sendable {
                 guard let v = value as? [String: String] else { throw bad() }
                 postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             case "require_tokens": guard let v = value as? Bool else { throw bad() }; requireTokens = v
+            case "apple_ads_api": guard let v = value as? String else { throw bad() }; appleAdsAPI = v
+            case "apple_ads_timeout": guard let v = value as? Double else { throw bad() }; appleAdsTimeout = v
             case "token_public_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 tokenPublicKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -376,6 +388,12 @@ public struct EndpointConfiguration: Sendable {
             throw ParseError(description: "--postback-key: \(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)")
         }
         _ = try resolvedTokenPublicKeys()
+        guard let url = URL(string: appleAdsAPI), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ParseError(description: "--apple-ads-api \(appleAdsAPI): not an http(s) URL")
+        }
+        guard (1.5...300).contains(appleAdsTimeout) else {
+            throw ParseError(description: "--apple-ads-timeout must be 1.5 to 300 seconds: Apple holds a 404 for about a second")
+        }
         if let threads = signatureThreads, !(0...256).contains(threads) {
             throw ParseError(description: "--signature-threads must be 0 to 256")
         }

@@ -32,6 +32,8 @@ public final class EndpointServer: Sendable {
     private let checkpointOutcome = Locked<String?>(nil)
     private let stopping = Locked(false)
     private let http: HTTPServer
+    /// Apple Ads tokens and the calls to Apple each still needs.
+    let appleAds: AppleAdsOutbox
     private let routes: EndpointRoutes
     private let tokenKeys: TokenKeyBook
     private let signingPool: WorkerPool
@@ -97,6 +99,9 @@ public final class EndpointServer: Sendable {
             rejections: rejections, metrics: metrics, clock: { clock.now() },
             pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0) : nil } ?? WorkerPool.forOtherCores(named: "signature-check"))
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        let appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
+                                                                          timeout: configuration.appleAdsTimeout), clock: clock)
+        self.appleAds = appleAds
         try Self.ensureRegistered(configuration, in: apps)
         self.tokenKeys = tokenKeys
         let signingThreads = WorkerPool.allowedCores()
@@ -110,6 +115,8 @@ public final class EndpointServer: Sendable {
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock).routes
+            + AppleAdsRoutes(outbox: appleAds, sites: ServedSite(sites: Set(configuration.sites), developmentMode: configuration.developmentMode,
+                                                                 trustedProxies: trustedProxies), metrics: metrics).routes
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
@@ -182,6 +189,8 @@ public final class EndpointServer: Sendable {
         // Before the first request, so that one asking for a key still being made waits for it.
         tokenKeys.generateMissing()
         let port = try http.start()
+        let http = self.http
+        appleAds.start(wakeLoop: { http.wakeForDeferredWork() })
         // Serving first, the summary after: a restart with ten million reports takes reports
         // at once, and the summary API answers 503 with its progress until it is ready.
         let (summary, store, end, stopping) = (self.summary, self.store, summaryRebuildEnd, self.stopping)
@@ -259,6 +268,7 @@ public final class EndpointServer: Sendable {
     /// Waits for the HTTP server to stop, then flushes and closes the store.
     public func waitUntilStopped() {
         http.waitUntilStopped()
+        appleAds.stop()
         routes.postbacks?.stop()
         signingPool.stop()
         tokenKeys.stop()

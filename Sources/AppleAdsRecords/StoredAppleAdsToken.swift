@@ -1,0 +1,112 @@
+import AppleAds
+import Primitives
+import ReportStore
+
+/// A token as the log keeps it: the outbox. Written before the app is answered 202, so that a
+/// restart resumes every call not finished.
+///
+/// Payload after the store's envelope: u8 format (1), 16 bytes public id, u16 + site, u16 + token.
+public struct StoredAppleAdsToken: Sendable, Equatable {
+    /// The log's id of the record: what calls name.
+    public var id: UInt64
+    public var receivedAt: Timestamp
+    /// The unguessable id the app reads its answer by.
+    public var publicID: [UInt8]
+    /// The served site the app posted to.
+    public var site: String
+    public var token: String
+
+    public init(id: UInt64, receivedAt: Timestamp, publicID: [UInt8], site: String, token: String) {
+        self.id = id
+        self.receivedAt = receivedAt
+        self.publicID = publicID
+        self.site = site
+        self.token = token
+    }
+
+    static func encode(publicID: [UInt8], site: String, token: String, into out: inout [UInt8]) {
+        out.append(1)
+        out.append(contentsOf: publicID)
+        out.appendLE(UInt16(site.utf8.count))
+        out.append(contentsOf: site.utf8)
+        out.appendLE(UInt16(token.utf8.count))
+        out.append(contentsOf: token.utf8)
+    }
+
+    public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsToken? {
+        guard record.kind == LogRecord.Kind.appleAdsToken.rawValue else { return nil }
+        var r = PayloadReader(record.payload)
+        guard r.u8() == 1, let publicID = r.bytes(16), let site = r.text16(), let token = r.text16() else { return nil }
+        return StoredAppleAdsToken(id: record.id, receivedAt: record.time, publicID: publicID, site: site, token: token)
+    }
+}
+
+/// One call to Apple's API for a token, as the log keeps it: what Apple answered and what the
+/// policy made of it. Every call is written, retries too, so that a restart knows how many 404s
+/// a token has had and never calls again once one is final.
+///
+/// Payload after the envelope: u8 format (1), u64 token record id, u8 called (0: the token
+/// expired before a call), u16 HTTP status (0: no answer), u8 status (`AppleAdsCallPolicy.Status`),
+/// u64 next attempt (ms, 0 when final), u16 + the record's JSON (empty unless 200).
+public struct StoredAppleAdsCall: Sendable, Equatable {
+    public var tokenID: UInt64
+    public var at: Timestamp
+    /// False for the record that a token expired without a call.
+    public var called: Bool
+    /// nil when no answer came (a dropped connection, a time-out).
+    public var httpStatus: Int?
+    public var status: AppleAdsCallPolicy.Status
+    public var nextAttempt: Timestamp?
+    public var record: AppleAdsRecord?
+
+    public init(tokenID: UInt64, at: Timestamp, called: Bool = true, httpStatus: Int?, status: AppleAdsCallPolicy.Status,
+                nextAttempt: Timestamp?, record: AppleAdsRecord?) {
+        self.tokenID = tokenID
+        self.at = at
+        self.called = called
+        self.httpStatus = httpStatus
+        self.status = status
+        self.nextAttempt = nextAttempt
+        self.record = record
+    }
+
+    func encode(into out: inout [UInt8]) {
+        out.append(1)
+        out.appendLE(tokenID)
+        out.append(called ? 1 : 0)
+        out.appendLE(UInt16(httpStatus ?? 0))
+        out.append(status.rawValue)
+        out.appendLE(UInt64(bitPattern: nextAttempt?.millisecondsSinceEpoch ?? 0))
+        let json = record.map { Array($0.json.utf8) } ?? []
+        out.appendLE(UInt16(json.count))
+        out.append(contentsOf: json)
+    }
+
+    public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsCall? {
+        guard record.kind == LogRecord.Kind.appleAdsCall.rawValue else { return nil }
+        var r = PayloadReader(record.payload)
+        guard r.u8() == 1, let tokenID = r.u64(), let called = r.u8(), let http = r.u16(), let status = r.u8().flatMap(AppleAdsCallPolicy.Status.init),
+              let next = r.u64(), let length = r.u16(), let json = r.bytes(Int(length)) else { return nil }
+        return StoredAppleAdsCall(tokenID: tokenID, at: record.time, called: called == 1, httpStatus: http == 0 ? nil : Int(http), status: status,
+                                  nextAttempt: next == 0 ? nil : Timestamp(millisecondsSinceEpoch: Int64(bitPattern: next)),
+                                  record: json.isEmpty ? nil : AppleAdsRecord.read(json))
+    }
+}
+
+extension ReportStore {
+    /// Queues a token; returns its record id (nil when the store is closing). `completion` runs
+    /// once it is on disk, or could not be written.
+    @discardableResult
+    public func appendAppleAdsToken(publicID: [UInt8], site: String, token: String,
+                                    completion: @escaping @Sendable (Result<StoredAppleAdsToken, StoreError>) -> Void) -> UInt64? {
+        append(kind: .appleAdsToken, tag: AttributionProtocol.appleAds.rawValue, completion: { result in
+            completion(result.map { StoredAppleAdsToken(id: $0.id, receivedAt: $0.time, publicID: publicID, site: site, token: token) })
+        }, payload: { StoredAppleAdsToken.encode(publicID: publicID, site: site, token: token, into: &$0) })
+    }
+
+    /// Queues the record of a call; `at` is the store's receive time, not the call's.
+    public func appendAppleAdsCall(_ call: StoredAppleAdsCall, completion: @escaping @Sendable (Result<Timestamp, StoreError>) -> Void) {
+        append(kind: .appleAdsCall, tag: AttributionProtocol.appleAds.rawValue, completion: { completion($0.map(\.time)) },
+               payload: { call.encode(into: &$0) })
+    }
+}

@@ -1,0 +1,86 @@
+import AppleAds
+import Foundation
+import HTTPServer
+import Primitives
+
+/// The app's side of Apple Ads attribution:
+/// - `POST /apple-ads/attribution` takes the token from `AAAttribution.attributionToken()` as
+///   `text/plain`, stores it, and answers 202 with an unguessable id (`Location` names where to
+///   read the answer). The same token posted again gets the same id.
+/// - `GET /apple-ads/attribution/{id}` answers where that token stands, with Apple's record once
+///   there is one.
+/// Open without the token, as the app calls them. Never sets or reads a cookie; keeps nothing
+/// about the device or the request but the token and Apple's answer.
+struct AppleAdsRoutes: Sendable {
+    static let path = "/apple-ads/attribution"
+
+    let outbox: AppleAdsOutbox
+    let sites: ServedSite
+    let metrics: EndpointMetrics
+
+    var routes: [RouteGroup] {
+        [
+            RouteGroup("apple ads", routes: [
+                Route(.exact(Self.path), methods: ["POST"], handler: take),
+                Route(.prefix(Self.path + "/"), methods: ["GET", "HEAD"], answer: read),
+            ]),
+        ]
+    }
+
+    func take(_ request: HTTPRequest, responder: HTTPResponder) {
+        let site: String
+        switch sites.resolve(request, what: "the token") {
+        case .success(let s): site = s
+        case .failure(let problem): return responder.respond(problem.response)
+        }
+        let token: String
+        do throws(RequestProblem) {
+            token = try AppleAdsToken.read(request.body)
+        } catch {
+            return responder.respond(Problem(error).response)
+        }
+        let taken = outbox.take(token: token, site: site) { result in
+            switch result {
+            case .success(let entry): responder.respond(Self.accepted(entry))
+            case .failure(let error):
+                metrics.storeFailed(error)
+                responder.respond(Problem.storeFailed(error, "the token could not be stored").response)
+            }
+        }
+        switch taken {
+        case .queued: break
+        case .known(let entry): responder.respond(Self.accepted(entry))
+        case .beingStored:
+            var response = Problem(status: 503, rule: "token_being_stored", detail: "the same token is being stored; ask again in a second").response
+            response.headers.add(name: "Retry-After", value: "1")
+            responder.respond(response)
+        case .closing:
+            responder.respond(Problem(status: 503, rule: "shutting_down", detail: "the endpoint is stopping; send the token again").response)
+        }
+    }
+
+    static func accepted(_ entry: AppleAdsOutbox.Entry) -> HTTPResponse {
+        var response = JSONResponse.make(202, describe(entry))
+        response.headers.add(name: "Location", value: path + "/" + entry.publicID)
+        return response
+    }
+
+    func read(_ request: HTTPRequest) -> HTTPResponse {
+        let id = String(request.path.dropFirst(Self.path.count + 1))
+        guard let entry = outbox.entry(publicID: id) else {
+            return Problem(status: 404, rule: "unknown_token_id", field: "id", detail: "no token was taken under this id").response
+        }
+        return JSONResponse.make(200, Self.describe(entry))
+    }
+
+    /// `{"id":…,"status":…,"received_at":…,"calls":…,"last_http_status":…,"next_call_at":…,
+    ///   "answered_at":…,"record":{Apple's fields}|null}`
+    static func describe(_ entry: AppleAdsOutbox.Entry) -> String {
+        var out = "{\"id\":\"\(entry.publicID)\",\"status\":\"\(entry.status.name)\",\"received_at\":\"\(entry.receivedAt.rfc3339)\""
+        out += ",\"calls\":\(entry.calls),\"last_http_status\":" + (entry.lastHTTPStatus.map(String.init) ?? "null")
+        out += ",\"next_call_at\":" + (entry.status == .pending ? entry.nextAttempt.map { "\"\($0.rfc3339)\"" } ?? "null" : "null")
+        out += ",\"answered_at\":" + (entry.answeredAt.map { "\"\($0.rfc3339)\"" } ?? "null")
+        out += ",\"record\":" + (entry.record?.json ?? "null") + "}"
+        return out
+    }
+}

@@ -1,0 +1,21 @@
+import HTTPServer
+import PCM
+
+/// The served site an app's request was sent to: the host it used (through a trusted front's
+/// `X-Forwarded-Host`), which must be a `--site`. A development server with no `--site` takes
+/// whatever name it is called by.
+struct ServedSite: Sendable {
+    let sites: Set<String>
+    let developmentMode: Bool
+    let trustedProxies: [AddressRange]
+
+    /// `what` names the request in the refusal, e.g. "the postback".
+    func resolve(_ request: HTTPRequest, what: String) -> Result<String, Problem> {
+        let host = RequestedHost.of(request, trustedProxies: trustedProxies).map(RoleResolver.normalizeHost)
+        if let host, sites.contains(host) { return .success(host) }
+        if sites.isEmpty && developmentMode, let host { return .success(host) }
+        let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
+        return .failure(Problem(status: 421, rule: "site_not_served",
+                                detail: "\(what) was sent to \(sentTo), which this endpoint does not serve (it serves \(sites.sorted().joined(separator: ", ")))"))
+    }
+}

@@ -1,0 +1,175 @@
+import AppleAdsStandIn
+import Primitives
+import Foundation
+import RawHTTPClient
+import Testing
+@testable import Endpoint
+
+/// Apple Ads attribution: the app posts its token, the endpoint calls (a stand-in for) Apple's
+/// API by seed 002's rules, and the app reads the answer by an unguessable id.
+@Suite(.serialized) struct AppleAdsTests {
+    static let attributed = #"{"attribution":true,"orgId":40669820,"campaignId":542370539,"conversionType":"Download","claimType":"Click","adGroupId":542317095,"countryOrRegion":"US","keywordId":87675432,"adId":542317136,"clickDate":"2026-11-20T09:12Z","deviceModel":"iPhone","ip":"192.0.2.1"}"#
+
+    func endpoint(_ standIn: AppleAdsStandIn, directory: String = temporaryDirectory()) throws -> LiveEndpoint {
+        try LiveEndpoint(sites: ["app.example"], directory: directory) { $0.appleAdsAPI = standIn.url; $0.appleAdsTimeout = 5 }
+    }
+
+    func post(_ endpoint: LiveEndpoint, _ token: String, host: String = "app.example") throws -> RawResponse {
+        try httpRequest(port: endpoint.port, method: "POST", path: "/apple-ads/attribution", host: host,
+                        headers: [("Content-Type", "text/plain")], body: Array(token.utf8))
+    }
+
+    func status(_ endpoint: LiveEndpoint, _ id: String) -> [String: Any] {
+        json(endpoint.request("GET", "/apple-ads/attribution/" + id))
+    }
+
+    /// Moves the clock to `seconds` after `start` and waits until every call due by then is made and recorded.
+    func at(_ endpoint: LiveEndpoint, _ start: String, plus seconds: Double) {
+        endpoint.clock.now.withLock { $0 = Timestamp(rfc3339: start)!.millisecondsSinceEpoch + Int64(seconds * 1000) }
+        #expect(endpoint.server.appleAds.waitUntilSettled(timeout: 20))
+    }
+
+    @Test func notFoundIsTriedEveryFiveSecondsAtMostThreeTimesMore() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["token-404": [.answer(404, "")]])
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        let accepted = try post(endpoint, "token-404")
+        #expect(accepted.status == 202)
+        let id = try #require(json(accepted)["id"] as? String)
+        #expect(id.count == 32 && accepted.header("Location") == "/apple-ads/attribution/" + id)
+        #expect(accepted.header("Set-Cookie") == nil)
+        at(endpoint, start, plus: 0)
+        #expect(standIn.calls(for: "token-404") == 1)
+        #expect(status(endpoint, id)["next_call_at"] as? String == "2026-11-20T10:00:05.000Z")
+        at(endpoint, start, plus: 4.999)
+        #expect(standIn.calls(for: "token-404") == 1, "not before 5 s")
+        for (n, seconds) in [(2, 5.0), (3, 10.0), (4, 15.0)] {
+            at(endpoint, start, plus: seconds)
+            #expect(standIn.calls(for: "token-404") == n, "call \(n) at \(seconds) s")
+        }
+        let final = status(endpoint, id)
+        #expect(final["status"] as? String == "not_found" && final["calls"] as? Int == 4 && final["last_http_status"] as? Int == 404)
+        at(endpoint, start, plus: 3600)
+        #expect(standIn.calls(for: "token-404") == 4, "no call after the final answer")
+    }
+
+    @Test func anOutageBacksOffUntilAnAnswerAndTheRecordKeepsOnlyApplesFields() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["token-down": [.answer(500, ""), .drop, .answer(200, Self.attributed)]])
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        let id = try #require(json(try post(endpoint, "token-down"))["id"] as? String)
+        at(endpoint, start, plus: 0)
+        #expect(standIn.calls(for: "token-down") == 1)
+        at(endpoint, start, plus: 29.9)
+        #expect(standIn.calls(for: "token-down") == 1, "the first back-off is 30 s")
+        at(endpoint, start, plus: 30)
+        #expect(standIn.calls(for: "token-down") == 2)
+        #expect(status(endpoint, id)["last_http_status"] is NSNull, "a dropped connection has no status")
+        at(endpoint, start, plus: 89.9)
+        #expect(standIn.calls(for: "token-down") == 2, "the second back-off is 60 s")
+        at(endpoint, start, plus: 90)
+        let answer = status(endpoint, id)
+        #expect(answer["status"] as? String == "attributed" && answer["calls"] as? Int == 3)
+        let record = try #require(answer["record"] as? [String: Any])
+        #expect(record["campaignId"] as? Int == 542370539 && record["keywordId"] as? Int == 87675432 && record["clickDate"] as? String == "2026-11-20T09:12Z")
+        #expect(Set(record.keys) == ["attribution", "orgId", "campaignId", "adGroupId", "keywordId", "adId", "conversionType", "claimType",
+                                     "countryOrRegion", "clickDate"], "nothing but Apple's documented fields: \(record.keys)")
+    }
+
+    @Test func invalidTokensAreFinalAndTokens24HoursOldExpire() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["token-bad": [.answer(400, "")], "token-never": [.answer(503, "")],
+                                                    "token-not": [.answer(200, #"{"attribution":false}"#)]])
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        let bad = try #require(json(try post(endpoint, "token-bad"))["id"] as? String)
+        let never = try #require(json(try post(endpoint, "token-never"))["id"] as? String)
+        let not = try #require(json(try post(endpoint, "token-not"))["id"] as? String)
+        at(endpoint, start, plus: 0)
+        #expect(status(endpoint, bad)["status"] as? String == "invalid_token")
+        #expect((status(endpoint, not)["record"] as? [String: Any])?["attribution"] as? Bool == false)
+        #expect(status(endpoint, not)["status"] as? String == "not_attributed")
+        at(endpoint, start, plus: 24 * 3600 + 1)
+        let expired = status(endpoint, never)
+        // Its next call, 30 s after the first, falls past its 24 hours: it expires uncalled.
+        #expect(expired["status"] as? String == "expired" && expired["calls"] as? Int == 1, "\(expired)")
+        at(endpoint, start, plus: 48 * 3600)
+        #expect(standIn.calls(for: "token-bad") == 1 && standIn.calls(for: "token-never") == 1 && standIn.calls(for: "token-not") == 1)
+    }
+
+    /// Apple holds a 404 for about a second: a slow answer is an answer, not a time-out.
+    @Test func aSlowAnswerIsWaitedFor() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["token-slow": [.answer(404, "", delay: 1.5), .answer(200, Self.attributed)]])
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        let id = try #require(json(try post(endpoint, "token-slow"))["id"] as? String)
+        at(endpoint, start, plus: 0)
+        #expect(status(endpoint, id)["last_http_status"] as? Int == 404)
+        at(endpoint, start, plus: 5)
+        #expect(status(endpoint, id)["status"] as? String == "attributed")
+    }
+
+    @Test func theSameTokenTwiceIsOneTokenAndRefusalsAreExplained() throws {
+        let standIn = try AppleAdsStandIn(otherwise: .answer(200, Self.attributed))
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let first = json(try post(endpoint, "token-twice\n"))
+        let second = try post(endpoint, "token-twice")
+        #expect(second.status == 202 && json(second)["id"] as? String == first["id"] as? String)
+        #expect(endpoint.server.appleAds.waitUntilSettled(timeout: 20))
+        #expect(standIn.calls(for: "token-twice") == 1)
+        #expect(try post(endpoint, "token-twice").status == 202)
+        #expect(endpoint.server.appleAds.waitUntilSettled(timeout: 20))
+        #expect(standIn.calls(for: "token-twice") == 1, "a token with a final answer is never sent again")
+
+        let empty = try post(endpoint, "")
+        #expect(empty.status == 400 && json(empty)["rule"] as? String == "empty_token")
+        let long = try post(endpoint, String(repeating: "A", count: 4097))
+        #expect(long.status == 422 && json(long)["rule"] as? String == "token_too_long")
+        let spaced = try post(endpoint, "two words")
+        #expect(spaced.status == 422 && json(spaced)["rule"] as? String == "not_a_token")
+        #expect(try post(endpoint, "token", host: "elsewhere.example").status == 421)
+        let unknown = endpoint.request("GET", "/apple-ads/attribution/00000000000000000000000000000000")
+        #expect(unknown.status == 404 && json(unknown)["rule"] as? String == "unknown_token_id")
+    }
+
+    /// A restart resumes what was pending, with its count of 404s, and never calls again for a
+    /// token that has a final answer.
+    @Test func aRestartResumesPendingCallsAndRepeatsNoFinalOne() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["token-404": [.answer(404, "")], "token-done": [.answer(200, Self.attributed)]])
+        defer { standIn.stop() }
+        let directory = temporaryDirectory()
+        let start = "2026-11-20T10:00:00Z"
+        var endpoint = try endpoint(standIn, directory: directory)
+        endpoint.clock.set(start)
+        let pending = try #require(json(try post(endpoint, "token-404"))["id"] as? String)
+        let done = try #require(json(try post(endpoint, "token-done"))["id"] as? String)
+        at(endpoint, start, plus: 0)
+        at(endpoint, start, plus: 5)
+        #expect(standIn.calls(for: "token-404") == 2 && standIn.calls(for: "token-done") == 1)
+        endpoint.stop()
+
+        endpoint = try self.endpoint(standIn, directory: directory)
+        defer { endpoint.stop() }
+        at(endpoint, start, plus: 5)
+        #expect(status(endpoint, done)["status"] as? String == "attributed")
+        #expect(status(endpoint, pending)["calls"] as? Int == 2)
+        at(endpoint, start, plus: 10)
+        at(endpoint, start, plus: 15)
+        #expect(status(endpoint, pending)["status"] as? String == "not_found")
+        #expect(standIn.calls(for: "token-404") == 4, "three retries in all, across the restart")
+        #expect(standIn.calls(for: "token-done") == 1)
+    }
+}
