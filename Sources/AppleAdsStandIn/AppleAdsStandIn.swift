@@ -23,7 +23,7 @@ public final class AppleAdsStandIn: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var scripts: [String: [Step]]
-    private let otherwise: Step
+    private var otherwise: Step
     private var calls: [String] = []
     private var stopped = false
     private let held = DispatchSemaphore(value: 0)
@@ -69,6 +69,17 @@ public final class AppleAdsStandIn: @unchecked Sendable {
         scripts[token] = steps
     }
 
+    /// From now on, answers tokens without a script with `step`; calls being held are let go
+    /// (their connections close unanswered).
+    public func answerUnscripted(_ step: Step) {
+        lock.lock()
+        otherwise = step
+        let waiting = holding
+        holding = 0
+        lock.unlock()
+        for _ in 0..<waiting { held.signal() }
+    }
+
     /// Every call's token, in the order the calls came.
     public var callLog: [String] {
         lock.lock(); defer { lock.unlock() }
@@ -81,6 +92,7 @@ public final class AppleAdsStandIn: @unchecked Sendable {
         lock.lock()
         stopped = true
         let waiting = holding
+        holding = 0
         lock.unlock()
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)

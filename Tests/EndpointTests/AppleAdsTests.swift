@@ -172,4 +172,44 @@ import Testing
         #expect(standIn.calls(for: "token-404") == 4, "three retries in all, across the restart")
         #expect(standIn.calls(for: "token-done") == 1)
     }
+
+    /// SIGKILL while calls are under way: every token acknowledged 202 gets its answer after the
+    /// restart, none is lost.
+    @Test func nothingAcceptedIsLostAcrossASIGKILL() throws {
+        let standIn = try AppleAdsStandIn(otherwise: .hold)
+        defer { standIn.stop() }
+        let directory = temporaryDirectory()
+        let arguments = ["--data", directory, "--site", "app.example", "--token", "t", "--apple-ads-api", standIn.url]
+        var server = try EndpointProcess(arguments: arguments)
+        var ids: [String: String] = [:]
+        for n in 0..<20 {
+            let token = "kill-token-\(n)"
+            let response = try httpRequest(port: server.port, method: "POST", path: "/apple-ads/attribution", host: "app.example",
+                                           headers: [("Content-Type", "text/plain")], body: Array(token.utf8))
+            #expect(response.status == 202)
+            ids[token] = json(response)["id"] as? String
+        }
+        // Calls are under way (held by the stand-in) when the process dies.
+        let deadline = Date().addingTimeInterval(20)
+        while standIn.callLog.count < 6 && Date() < deadline { usleep(10_000) }  // polling the stand-in's log, bounded
+        #expect(standIn.callLog.count >= 6)
+        server.signal(SIGKILL)
+        _ = server.wait()
+        standIn.answerUnscripted(.answer(200, Self.attributed))
+
+        server = try EndpointProcess(arguments: arguments)
+        defer { server.signal(SIGTERM); _ = server.wait() }
+        var answered: [String: String] = [:]
+        while answered.count < ids.count && Date() < deadline.addingTimeInterval(30) {
+            for (token, id) in ids where answered[token] == nil {
+                let response = try httpRequest(port: server.port, method: "GET", path: "/apple-ads/attribution/" + id)
+                if let status = json(response)["status"] as? String, status != "pending" { answered[token] = status }
+            }
+            usleep(20_000)  // polling the restarted process, bounded
+        }
+        #expect(answered.count == 20 && answered.values.allSatisfy { $0 == "attributed" }, "\(answered)")
+        for token in ids.keys {
+            #expect((1...2).contains(standIn.calls(for: token)), "\(token): a held call, then the answer")
+        }
+    }
 }

@@ -13,9 +13,10 @@ final class AppleAdsClient: Sendable {
     private let session: URLSession
 
     /// `timeout` must exceed the ~1 s for which Apple holds a 404 before answering it.
-    init(url: URL, timeout: Double) {
+    init(url: URL, timeout: Double, connections: Int) {
         self.url = url
         let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = connections
         configuration.timeoutIntervalForRequest = timeout
         configuration.timeoutIntervalForResource = timeout * 2
         configuration.httpShouldSetCookies = false

@@ -50,7 +50,9 @@ final class AppleAdsOutbox: Sendable {
     let store: ReportStore
     let client: AppleAdsClient
     let clock: EndpointClock
-    let maxInFlight: Int
+    /// Calls to Apple under way at once: a few, since each takes about a second.
+    static let maxInFlight = 8
+    let maxInFlight = AppleAdsOutbox.maxInFlight
     private let state = Locked(State())
     private let changed = DispatchSemaphore(value: 0)
     private let settled = Locked<[DispatchSemaphore]>([])
@@ -58,11 +60,10 @@ final class AppleAdsOutbox: Sendable {
     /// Makes the event loop turn, so that it commits what the outbox queued.
     private let wakeLoop: Locked<(@Sendable () -> Void)?> = Locked(nil)
 
-    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxInFlight: Int = 8) {
+    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock) {
         self.store = store
         self.client = client
         self.clock = clock
-        self.maxInFlight = maxInFlight
         replay()
         clock.whenSet { [changed] in changed.signal() }
     }
@@ -250,6 +251,8 @@ final class AppleAdsOutbox: Sendable {
                                              nextAttempt: nil, record: nil))
         }
         client.call(token: token) { [self] status, body in
+            // Cancelled by a stop: not a failure of Apple's; the next start calls again at once.
+            guard !state.withLock({ $0.stopping }) else { return }
             let answeredAt = clock.now()
             let record = status == 200 ? AppleAdsRecord.read(body) : nil
             var history = entry.history  // the policy's count; the record's, applied on disk, is the same

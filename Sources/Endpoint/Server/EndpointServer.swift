@@ -100,7 +100,8 @@ public final class EndpointServer: Sendable {
             pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0) : nil } ?? WorkerPool.forOtherCores(named: "signature-check"))
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
-                                                                          timeout: configuration.appleAdsTimeout), clock: clock)
+                                                                          timeout: configuration.appleAdsTimeout,
+                                                                          connections: AppleAdsOutbox.maxInFlight), clock: clock)
         self.appleAds = appleAds
         try Self.ensureRegistered(configuration, in: apps)
         self.tokenKeys = tokenKeys
