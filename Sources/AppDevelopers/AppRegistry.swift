@@ -5,17 +5,48 @@ import Primitives
 public struct AppRegistry: Sendable, Equatable, Codable {
     public private(set) var apps: [App] = []
     public private(set) var adNetworks: [AdNetwork] = []
+    public private(set) var appleAdsCampaigns: [AppleAdsCampaign] = []
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case apps, adNetworks = "ad_networks"
+        case apps, adNetworks = "ad_networks", appleAdsCampaigns = "apple_ads_campaigns"
     }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         apps = try container.decodeIfPresent([App].self, forKey: .apps) ?? []
         adNetworks = try container.decodeIfPresent([AdNetwork].self, forKey: .adNetworks) ?? []
+        appleAdsCampaigns = try container.decodeIfPresent([AppleAdsCampaign].self, forKey: .appleAdsCampaigns) ?? []
+    }
+
+    public mutating func add(_ campaign: AppleAdsCampaign) throws(RequestProblem) {
+        guard campaign.campaignID > 0 else { throw .invalid("campaign_id", "out_of_range", "must be the campaign's id in Apple Ads, a positive integer") }
+        try Self.checkName(campaign.name, field: "name")
+        for (list, field) in [(campaign.adGroups, "ad_groups"), (campaign.keywords, "keywords")] {
+            for (i, item) in list.enumerated() {
+                guard item.id > 0 else { throw .invalid("\(field)[\(i)].id", "out_of_range", "must be a positive integer") }
+                try Self.checkName(item.name, field: "\(field)[\(i)].name")
+                if list[..<i].contains(where: { $0.id == item.id }) {
+                    throw .invalid("\(field)[\(i)].id", "duplicate_id", "\(item.id) is named twice")
+                }
+            }
+        }
+        guard !appleAdsCampaigns.contains(where: { $0.campaignID == campaign.campaignID }) else {
+            throw RequestProblem(.conflict, rule: "duplicate_campaign", field: "campaign_id", detail: "campaign \(campaign.campaignID) is already registered")
+        }
+        appleAdsCampaigns.append(campaign)
+    }
+
+    @discardableResult
+    public mutating func removeAppleAdsCampaign(id: Int64) -> Bool {
+        let before = appleAdsCampaigns.count
+        appleAdsCampaigns.removeAll { $0.campaignID == id }
+        return appleAdsCampaigns.count != before
+    }
+
+    public func appleAdsCampaign(id: Int64?) -> AppleAdsCampaign? {
+        id.flatMap { id in appleAdsCampaigns.first { $0.campaignID == id } }
     }
 
     public mutating func add(_ app: App, siteRules: SiteRules) throws(RequestProblem) {

@@ -62,6 +62,22 @@ public enum AppRegistryInput {
         return AdNetwork(id: try o.string("id"), name: try o.string("name"), campaigns: campaigns)
     }
 
+    /// `{"campaign_id": 542370539, "name": "Winter puzzles",
+    ///   "ad_groups": [{"id": 542317095, "name": "Puzzle fans"}], "keywords": [{"id": 87675432, "name": "puzzle game"}]}`
+    public static func appleAdsCampaign(from json: JSONValue) throws(RequestProblem) -> AppleAdsCampaign {
+        let o = try Object(json, "", known: ["campaign_id", "name", "ad_groups", "keywords"])
+        func named(_ key: String) throws(RequestProblem) -> [AppleAdsCampaign.Named] {
+            var list: [AppleAdsCampaign.Named] = []
+            for (i, item) in try o.array(key).enumerated() {
+                let n = try Object(item, "\(key)[\(i)].", known: ["id", "name"])
+                list.append(.init(id: Int64(try n.integer("id")), name: try n.string("name")))
+            }
+            return list
+        }
+        return AppleAdsCampaign(campaignID: Int64(try o.integer("campaign_id")), name: try o.string("name"),
+                                adGroups: try named("ad_groups"), keywords: try named("keywords"))
+    }
+
     private struct Object {
         let members: [String: JSONValue]
         let prefix: String

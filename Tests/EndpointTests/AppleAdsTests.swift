@@ -212,4 +212,53 @@ import Testing
             #expect((1...2).contains(standIn.calls(for: token)), "\(token): a held call, then the answer")
         }
     }
+
+    /// The Apple Ads view's numbers equal what the export lists, with the registered names.
+    @Test func theSummaryMatchesTheExportWithNames() throws {
+        let redownload = Self.attributed.replacingOccurrences(of: "\"Download\"", with: "\"Redownload\"")
+        let otherKeyword = Self.attributed.replacingOccurrences(of: "87675432", with: "11111111")
+        let standIn = try AppleAdsStandIn(scripts: ["t1": [.answer(200, Self.attributed)], "t2": [.answer(200, Self.attributed)],
+                                                    "t3": [.answer(200, redownload)], "t4": [.answer(200, otherKeyword)],
+                                                    "t5": [.answer(200, #"{"attribution":false}"#)], "t6": [.answer(400, "")],
+                                                    "t7": [.answer(404, "")]])
+        defer { standIn.stop() }
+        let endpoint = try endpoint(standIn)
+        defer { endpoint.stop() }
+        let names = #"{"campaign_id":542370539,"name":"Winter puzzles","ad_groups":[{"id":542317095,"name":"Puzzle fans"}],"keywords":[{"id":87675432,"name":"puzzle game"}]}"#
+        let registered = endpoint.request("POST", "/api/apple-ads/campaigns", headers: [("Authorization", "Bearer test-token")], body: Array(names.utf8))
+        #expect(registered.status == 201, "\(registered.bodyText)")
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        for n in 1...7 { #expect(try post(endpoint, "t\(n)").status == 202) }
+        at(endpoint, start, plus: 0)
+
+        let lines = try endpoint.get("/api/apple-ads").bodyText.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+        }
+        #expect(lines.count == 7)
+        #expect(lines.allSatisfy { $0.keys.count == 20 && $0["campaignId"] != nil }, "every column on every line")
+        let first = try #require(lines.first)
+        #expect(first["campaign_name"] as? String == "Winter puzzles" && first["ad_group_name"] as? String == "Puzzle fans"
+                && first["keyword_name"] as? String == "puzzle game")
+        var statuses: [String: Int] = [:]
+        for line in lines { statuses[line["status"] as! String, default: 0] += 1 }
+        #expect(statuses == ["attributed": 4, "not_attributed": 1, "invalid_token": 1, "pending": 1])
+
+        let summary = json(try endpoint.get("/api/apple-ads/summary?from=2026-11-20&to=2026-11-20"))
+        #expect(summary["tokens"] as? Int == 7)
+        let byStatus = try #require(summary["by_status"] as? [String: Int])
+        #expect(byStatus.filter { $0.value > 0 } == statuses)
+        let installs = try #require(summary["installs"] as? [[String: Any]])
+        #expect(installs.count == 2)
+        let named = try #require(installs.first { $0["keyword_id"] as? Int == 87675432 })
+        #expect(named["downloads"] as? Int == 2 && named["redownloads"] as? Int == 1 && named["keyword_name"] as? String == "puzzle game")
+        let unnamed = try #require(installs.first { $0["keyword_id"] as? Int == 11111111 })
+        #expect(unnamed["downloads"] as? Int == 1 && unnamed["keyword_name"] is NSNull && unnamed["campaign_name"] as? String == "Winter puzzles")
+        let other = json(try endpoint.get("/api/apple-ads/summary?from=2026-11-21&to=2026-11-22"))
+        #expect(other["tokens"] as? Int == 0)
+
+        let csv = try endpoint.get("/api/apple-ads.csv").bodyText.split(separator: "\r\n")
+        #expect(csv.count == 8 && csv[0].hasPrefix("id,received_at,site,status,calls"))
+        #expect(csv.dropFirst().filter { $0.contains(",attributed,") }.count == 4)
+    }
 }

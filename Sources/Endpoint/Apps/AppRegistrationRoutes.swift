@@ -40,6 +40,19 @@ struct AppRegistrationRoutes: Sendable {
                 Route(.exact("/api/ad-networks"), methods: ["DELETE"]) { request in
                     remove(request, key: "id") { registry, value in registry.removeAdNetwork(id: value) }
                 },
+                Route(.exact("/api/apple-ads/campaigns"), methods: ["GET", "HEAD"]) { _ in
+                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.appleAdsCampaigns))
+                },
+                Route(.exact("/api/apple-ads/campaigns"), methods: ["POST"]) { request in
+                    register(request) { json, registry throws(RequestProblem) in
+                        let campaign = try AppRegistryInput.appleAdsCampaign(from: json)
+                        try registry.add(campaign)
+                        return SiteOwnerRoutes.encode(campaign)
+                    }
+                },
+                Route(.exact("/api/apple-ads/campaigns"), methods: ["DELETE"]) { request in
+                    remove(request, key: "campaign_id") { registry, value in Int64(value).map { registry.removeAppleAdsCampaign(id: $0) } ?? false }
+                },
             ]),
         ]
     }
@@ -56,22 +69,41 @@ struct AppRegistrationRoutes: Sendable {
     }
 }
 
-/// `GET /api/apps/summary?site=&from=YYYY-MM-DD&to=YYYY-MM-DD`: the Apps view's numbers.
+/// `GET /api/apps/summary?site=&from=YYYY-MM-DD&to=YYYY-MM-DD`: the Apps view's numbers; and
+/// `GET /api/apple-ads/summary`, the Apple Ads view's, for the same period and site.
 struct AppsSummaryRoutes: Sendable {
     let store: ReportStore
     let ledger: PostbackLedger
     let book: AppBook
+    let appleAds: AppleAdsOutbox
     let clock: EndpointClock
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], answer: summary),
+                Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], answer: appleAdsSummary),
             ]),
         ]
     }
 
     func summary(_ request: HTTPRequest) -> HTTPResponse {
+        switch query(request) {
+        case .success(let query): JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
+        case .failure(let problem): problem.response
+        }
+    }
+
+    /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
+    func appleAdsSummary(_ request: HTTPRequest) -> HTTPResponse {
+        switch query(request) {
+        case .success(let query): JSONResponse.make(200, AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query))
+        case .failure(let problem): problem.response
+        }
+    }
+
+    /// `site`, `from` and `to` (the 30 days up to today by default).
+    private func query(_ request: HTTPRequest) -> Result<AppsSummary.Query, Problem> {
         let today = SummaryAggregates.day(of: clock.now())
         var query = AppsSummary.Query(site: nil, from: today - 29, to: today)
         for (name, value) in request.queryItems {
@@ -79,17 +111,17 @@ struct AppsSummaryRoutes: Sendable {
             case "site": query.site = value.isEmpty ? nil : value
             case "from", "to":
                 guard let day = SummaryQuery.day(value) else {
-                    return Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20").response
+                    return .failure(Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20"))
                 }
                 if name == "from" { query.from = day } else { query.to = day }
             default:
-                return Problem(status: 400, rule: "unknown_parameter", field: name,
-                               detail: "unknown query parameter \"\(name)\"; use site, from and to").response
+                return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
+                                        detail: "unknown query parameter \"\(name)\"; use site, from and to"))
             }
         }
         guard query.from <= query.to, query.to - query.from < 3660 else {
-            return Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from, and a period is at most ten years").response
+            return .failure(Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from, and a period is at most ten years"))
         }
-        return JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
+        return .success(query)
     }
 }

@@ -1,3 +1,4 @@
+import AppDevelopers
 import PCM
 import Primitives
 import SiteOwners
@@ -6,10 +7,13 @@ import PCMRecords
 import Postbacks
 import ReportStore
 
-/// Every stored report and postback, as NDJSON or CSV, filtered by receive time. Needs the token.
+/// Every stored report, postback and Apple Ads token, as NDJSON or CSV, filtered by receive time.
+/// Needs the token.
 struct ExportRoutes: Sendable {
     let store: ReportStore
     let ledger: PostbackLedger
+    let appleAds: AppleAdsOutbox
+    let apps: AppBook
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
@@ -18,6 +22,8 @@ struct ExportRoutes: Sendable {
                 Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { export($0, csv: true) },
                 Route(.exact("/api/postbacks"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: false) },
                 Route(.exact("/api/postbacks.csv"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: true) },
+                Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { exportAppleAds($0, csv: false) },
+                Route(.exact("/api/apple-ads.csv"), methods: ["GET", "HEAD"]) { exportAppleAds($0, csv: true) },
             ]),
         ]
     }
@@ -51,6 +57,25 @@ struct ExportRoutes: Sendable {
                                 stream: stream)
         }
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
+    }
+
+    /// From memory, not the log: the outbox holds every token's state, small once answered.
+    func exportAppleAds(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
+        let since: Timestamp?, until: Timestamp?
+        switch Self.period(request) {
+        case .success(let period): (since, until) = period
+        case .failure(let problem): return problem.response
+        }
+        let entries = appleAds.all.filter { entry in
+            since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
+        }
+        if csv {
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"apple-ads.csv\""],
+                                body: Array(AppleAdsExport.csv(entries, registry: apps.registry).utf8))
+        }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
+                            body: Array(AppleAdsExport.ndjson(entries, registry: apps.registry).utf8))
     }
 
     /// `since` and `until`, RFC 3339, both optional.

@@ -65,6 +65,8 @@ public struct EndpointConfiguration: Sendable {
     /// network replaces the registered one at start.
     public var apps: [App] = []
     public var adNetworks: [AdNetwork] = []
+    /// Apple Ads campaigns' names from the config file, as `apple_ads_campaigns`.
+    public var appleAdsCampaigns: [AppleAdsCampaign] = []
 
     public init() {}
 
@@ -303,13 +305,15 @@ public struct EndpointConfiguration: Sendable {
             case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
             case "public": guard let v = value as? String else { throw bad() }; publicDirectory = v
             case "page": guard let v = value as? Bool else { throw bad() }; servePage = v
-            case "apps", "ad_networks":
+            case "apps", "ad_networks", "apple_ads_campaigns":
                 guard let list = value as? [Any] else { throw bad() }
                 for (n, item) in list.enumerated() {
                     do {
                         let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
-                        if key == "apps" { apps.append(try AppRegistryInput.app(from: json)) } else {
-                            adNetworks.append(try AppRegistryInput.adNetwork(from: json))
+                        switch key {
+                        case "apps": apps.append(try AppRegistryInput.app(from: json))
+                        case "ad_networks": adNetworks.append(try AppRegistryInput.adNetwork(from: json))
+                        default: appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
                         }
                     } catch let problem as RequestProblem {
                         throw ParseError(description: "config file \(path): \(key)[\(n)]: \(problem.detail)")

@@ -17,8 +17,10 @@ import ReportStore
 /// | app developers (`AppRoutes`) | `/.well-known/skadnetwork/report-attribution/` (and without the slash) | POST | no |
 /// | | `/.well-known/appattribution/report-attribution/` (and without the slash) | POST | no |
 /// | | `/conversion-value` (`ConversionValueRoutes`) | POST | no |
-/// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks` | GET, HEAD, POST, DELETE | yes |
-/// | | `/api/apps/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
+/// | | `/apple-ads/attribution` (`AppleAdsRoutes`) | POST | no |
+/// | | `/apple-ads/attribution/{id}` | GET, HEAD | no |
+/// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks`, `/api/apple-ads/campaigns` | GET, HEAD, POST, DELETE | yes |
+/// | | `/api/apps/summary`, `/api/apple-ads/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
 /// | | `/api/plist-check` (`PlistCheckRoutes`) | POST | yes |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
@@ -26,6 +28,7 @@ import ReportStore
 /// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |
 /// | export (`ExportRoutes`) | `/api/reports`, `/api/reports.csv` | GET, HEAD | yes |
 /// | | `/api/postbacks`, `/api/postbacks.csv` | GET, HEAD | yes |
+/// | | `/api/apple-ads`, `/api/apple-ads.csv` | GET, HEAD | yes |
 /// | operations (`OperationsRoutes`) | `/healthz` | GET, HEAD | no |
 /// | | `/metrics`, `/api/rejections` | GET, HEAD | yes |
 /// | | `/admin/clock` (with `--manual-clock` only) | POST | yes |

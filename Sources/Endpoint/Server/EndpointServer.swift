@@ -113,7 +113,7 @@ public final class EndpointServer: Sendable {
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers, tokens: tokens).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
-            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, clock: clock).routes(bearer: bearer)
+            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock).routes
             + AppleAdsRoutes(outbox: appleAds, sites: ServedSite(sites: Set(configuration.sites), developmentMode: configuration.developmentMode,
@@ -121,7 +121,7 @@ public final class EndpointServer: Sendable {
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
-            + ExportRoutes(store: store, ledger: ledger).routes(bearer: bearer)
+            + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
@@ -158,7 +158,7 @@ public final class EndpointServer: Sendable {
         }
     }
 
-    /// Adds the config file's apps and ad networks that are not registered yet.
+    /// Adds the config file's apps, ad networks and Apple Ads campaigns that are not registered yet.
     private static func ensureRegistered(_ configuration: EndpointConfiguration, in book: AppBook) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
@@ -169,6 +169,10 @@ public final class EndpointServer: Sendable {
                 for network in configuration.adNetworks where registry.adNetwork(id: network.id) != network {
                     if registry.adNetwork(id: network.id) != nil { registry.removeAdNetwork(id: network.id) }
                     try registry.add(network)
+                }
+                for campaign in configuration.appleAdsCampaigns where registry.appleAdsCampaign(id: campaign.campaignID) != campaign {
+                    registry.removeAppleAdsCampaign(id: campaign.campaignID)
+                    try registry.add(campaign)
                 }
             }
         } catch {
