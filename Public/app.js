@@ -236,9 +236,30 @@ function period() {
   return params.toString();
 }
 
+function renderAppleAds(a) {
+  const count = (name) => a.by_status[name] || 0;
+  text($("apple-ads-tokens"), a.tokens);
+  text($("apple-ads-attributed"), count("attributed"));
+  text($("apple-ads-not-attributed"), count("not_attributed"));
+  text($("apple-ads-pending"), count("pending"));
+  text($("apple-ads-failed"), count("invalid_token") + count("not_found") + count("expired") + count("refused"));
+  empty("empty-apple-ads", a.tokens ? "" :
+    "No Apple Ads tokens in this period. The app posts the token from <code>AAAttribution.attributionToken()</code> to " +
+    "<code>/apple-ads/attribution</code> on its site (see the README).");
+  const label = (name, id, what) => id === null ? "—" : named(name || "Not registered", what + " " + id);
+  fill("apple-ads-installs", a.installs, (tr, r) => {
+    cell(tr, label(r.campaign_name, r.campaign_id, "campaign"));
+    cell(tr, label(r.ad_group_name, r.ad_group_id, "ad group"));
+    cell(tr, label(r.keyword_name, r.keyword_id, "keyword"));
+    cell(tr, r.downloads, "num"); cell(tr, r.redownloads, "num");
+  });
+  fill("apple-ads-statuses", entries(a.by_status).filter((e) => e.count), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+}
+
 async function loadApps() {
   try {
     renderApps(await (await api("/api/apps/summary?" + appsQuery())).json());
+    renderAppleAds(await (await api("/api/apple-ads/summary?" + appsQuery())).json());
   } catch (error) {
     if (error.login) return showLogin(error.message);
     $("status").textContent = error.message;
@@ -340,6 +361,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("csv-summary").addEventListener("click", () => download("/api/summary.csv?" + query(), "summary.csv"));
   $("csv-reports").addEventListener("click", () => download("/api/reports.csv?" + period(), "reports.csv"));
   $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + period(), "postbacks.csv"));
+  $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + period(), "apple-ads.csv"));
   $("app-site").addEventListener("change", loadApps);
   $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
   load();

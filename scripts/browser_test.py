@@ -148,6 +148,37 @@ def api_post(base, path, body):
         return json.loads(response.read().decode())
 
 
+def check_apple_ads(driver, base, day_from, day_to):
+    """The Apple Ads view against /api/apple-ads, counted here from the export's lines."""
+    WebDriverWait(driver, 10).until(lambda d: text(d, "apple-ads-tokens") != "0")
+    lines = [json.loads(line) for line in api(base, "/api/apple-ads").splitlines() if line]
+    lines = [l for l in lines if day_from <= l["received_at"][:10] <= day_to]
+    status = collections.Counter(l["status"] for l in lines)
+    check(int(text(driver, "apple-ads-tokens")) == len(lines), f"Apple Ads tokens {text(driver, 'apple-ads-tokens')} = export {len(lines)}")
+    for element, key in [("apple-ads-attributed", "attributed"), ("apple-ads-not-attributed", "not_attributed"), ("apple-ads-pending", "pending")]:
+        check(int(text(driver, element)) == status[key], f"Apple Ads {key} {text(driver, element)} = export {status[key]}")
+    failed = sum(status[k] for k in ("invalid_token", "not_found", "expired", "refused"))
+    check(int(text(driver, "apple-ads-failed")) == failed, f"Apple Ads failed {text(driver, 'apple-ads-failed')} = export {failed}")
+    check(status["attributed"] > 0 and status["not_attributed"] > 0 and status["pending"] > 0 and failed > 0,
+          f"the demo produced every kind of Apple Ads outcome: {dict(status)}")
+    wanted = collections.Counter()
+    for l in lines:
+        if l["status"] == "attributed":
+            kind = "downloads" if l["conversionType"] == "Download" else "redownloads"
+            wanted[(l["campaignId"], l["adGroupId"], l["keywordId"], kind)] += 1
+    shown = collections.Counter()
+    ident = lambda cell_text: None if cell_text == "—" else int(cell_text.split("\n")[-1].split()[-1])
+    for campaign, group, keyword, downloads, redownloads in table(driver, "apple-ads-installs"):
+        for kind, n in (("downloads", downloads), ("redownloads", redownloads)):
+            if int(n):
+                shown[(ident(campaign), ident(group), ident(keyword), kind)] += int(n)
+    check(shown == wanted, f"Apple Ads installs table = export ({len(wanted)} cells)")
+    check("puzzle game" in text(driver, "apple-ads-installs") and "Today tab" in text(driver, "apple-ads-installs"),
+          "keyword and campaign names come from the registration")
+    driver.execute_script("document.getElementById('apple-ads').scrollIntoView()")
+    driver.save_screenshot(os.path.join(SHOTS, "apple-ads-1280.png"))
+
+
 def check_plist_form(driver, base):
     """The plist form: a pasted XML plist and an uploaded binary one, each shown as the API reports it."""
     driver.execute_script("document.getElementById('plist').scrollIntoView()")
@@ -270,6 +301,7 @@ def main():
             check("purchase" in text(driver, "apps-fine"), "fine values are read through the app's schema")
             driver.execute_script("document.getElementById('apps').scrollIntoView()")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
+            check_apple_ads(driver, base, day_from, day_to)
             check_plist_form(driver, base)
             driver.execute_script("window.scrollTo(0, 0)")
             bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")

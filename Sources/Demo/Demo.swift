@@ -4,6 +4,7 @@ import SiteOwners
 import Endpoint
 import Foundation
 import RawHTTPClient
+import AppleAdsStandIn
 
 /// `attribution-endpoint demo`: the product in one command. It starts the endpoint with a demo
 /// publisher (news.example), an app developer (app.example) and an advertiser (shop.example) on a
@@ -11,7 +12,9 @@ import RawHTTPClient
 /// through the real HTTP paths: pixel hits, two reports per attribution with independent 24–48 h
 /// delays, a few late ones, some invalid ones and a Debug Mode report, fraud-prevention tokens
 /// signed through the endpoint's own paths with forged, replayed and unverifiable ones among them
-/// (`DemoTokens`), and the app developer's postback copies (`DemoPostbacks`). Then it keeps
+/// (`DemoTokens`), the app developer's postback copies (`DemoPostbacks`), and the app developer's
+/// server jobs (`DemoAppServerJobs`): Apple Ads tokens answered by a stand-in for Apple's API that
+/// runs inside the demo, conversion-value questions and an Info.plist check. Then it keeps
 /// serving so the summary page can be opened.
 public enum Demo {
     public static let sites = ["news.example", "app.example", "shop.example"]
@@ -35,6 +38,8 @@ public enum Demo {
         case pixel(host: String, query: String)
         case report(host: String, body: String, contentType: String, tokens: DemoTokens.Plan? = nil)
         case postback(path: String, body: String)
+        case appleAdsToken(String)
+        case conversionValue(String)
     }
 
     /// The demo's traffic, in time order, from a fixed seed: the same every run.
@@ -150,13 +155,17 @@ public enum Demo {
         }
         let server: EndpointServer
         let port: UInt16
+        let appleAds: AppleAdsStandIn
         do {
+            appleAds = try AppleAdsStandIn()
+            for token in DemoAppServerJobs.appleAdsTokens(start: start, days: days, end: end) { appleAds.script(token.token, token.steps) }
+            configuration.appleAdsAPI = appleAds.url
             server = try EndpointServer(configuration: configuration)
             port = try server.start()
             // A first start makes each site's RSA-4096 token key, seconds each; the demo's Safari
             // would otherwise wait for them on its first signatures.
             server.waitUntilTokenKeysAreMade()
-            try drive(port: port, token: server.adminToken)
+            try drive(port: port, token: server.adminToken, settle: { server.waitUntilAppleAdsSettled() })
         } catch {
             FileHandle.standardError.write(Data("attribution-endpoint demo: \(error)\n".utf8))
             return 1
@@ -176,14 +185,17 @@ public enum Demo {
         guard keepServing else {
             server.shutdown()
             server.waitUntilStopped()
+            appleAds.stop()
             return 0
         }
+        defer { appleAds.stop() }
         return EndpointServer.serveUntilSignalled(server)
     }
 
     /// Registers the demo sites' campaigns and conversions, then plays the traffic, moving the
     /// manual clock to each event's moment.
-    static func drive(port: UInt16, token: String) throws {
+    /// `settle` waits until the Apple Ads calls due at the clock's time are made.
+    static func drive(port: UInt16, token: String, settle: () -> Void = {}) throws {
         let admin = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")]
         // Over loopback, through the same sockets and parser a browser's requests meet.
         func send(_ method: String, _ path: String, host: String, headers: [(String, String)] = [], body: String = "") throws -> RawResponse {
@@ -196,13 +208,17 @@ public enum Demo {
         }
         func setClock(_ time: Timestamp) throws {
             try expect(send("POST", "/admin/clock", host: "localhost", headers: admin, body: #"{"now":"\#(time.rfc3339)"}"#), 200...200, "the clock")
+            settle()
         }
         try setClock(start)
         for c in conversions { try expect(send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
         for c in campaigns { try expect(send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
         try expect(send("POST", "/api/apps", host: "localhost", headers: admin, body: DemoPostbacks.app), 201...201, "the app")
         for n in DemoPostbacks.adNetworks { try expect(send("POST", "/api/ad-networks", host: "localhost", headers: admin, body: n), 201...201, "an ad network") }
-        var counts = (pixels: 0, reports: 0, refused: 0, postbacks: 0)
+        for c in DemoAppServerJobs.appleAdsCampaigns {
+            try expect(send("POST", "/api/apple-ads/campaigns", host: "localhost", headers: admin, body: c), 201...201, "an Apple Ads campaign")
+        }
+        var counts = (pixels: 0, reports: 0, refused: 0, postbacks: 0, appleAds: 0, conversionValues: 0)
         // Each attribution's tokens, signed when its first report is sent (standing in for the
         // click and the conversion, when Safari asks for them); both copies carry the same.
         var signed: [Int: (source: DemoTokens.Pair?, destination: DemoTokens.Pair?)] = [:]
@@ -224,6 +240,15 @@ public enum Demo {
         var events = traffic().map { (time: $0.time, event: $0.event) }
         for delivery in DemoPostbacks.traffic(start: start, days: days, end: end) {
             events.append((delivery.time, .postback(path: delivery.path, body: delivery.body)))
+        }
+        for token in DemoAppServerJobs.appleAdsTokens(start: start, days: days, end: end) {
+            events.append((token.time, .appleAdsToken(token.token)))
+        }
+        // Installs asking which conversion value to set, from an hour to five weeks after launch.
+        for n in 0..<40 {
+            let time = start.adding(milliseconds: Int64(n) * 12 * TimingModel.hour + 3 * TimingModel.hour)
+            let launch = Timestamp(millisecondsSinceEpoch: max(start.millisecondsSinceEpoch, time.millisecondsSinceEpoch - Int64(1 + n * 37 % 500) * TimingModel.hour))
+            events.append((time, .conversionValue(DemoAppServerJobs.conversionValueQuestion(appID: DemoPostbacks.appID, firstLaunch: launch, n: n))))
         }
         for (time, event) in events.sorted(by: { $0.time < $1.time }) {
             try setClock(time)
@@ -250,6 +275,15 @@ public enum Demo {
                 // As a device sends it: no Content-Type, the app's site as Host.
                 try expect(send("POST", path, host: "app.example", body: body), 200...200, "a postback")
                 counts.postbacks += 1
+            case .appleAdsToken(let token):
+                // As the app's own code sends it: the token as text, to the app's site.
+                try expect(send("POST", "/apple-ads/attribution", host: "app.example", headers: [("Content-Type", "text/plain")], body: token),
+                           202...202, "an Apple Ads token")
+                counts.appleAds += 1
+            case .conversionValue(let body):
+                try expect(send("POST", "/conversion-value", host: "app.example", headers: [("Content-Type", "application/json")], body: body),
+                           200...200, "a conversion-value question")
+                counts.conversionValues += 1
             }
         }
         for body in replays {
@@ -258,7 +292,17 @@ public enum Demo {
             counts.reports += 1
         }
         try setClock(end)
-        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid) and \(counts.postbacks) postback copies.")
+        let check = try send("POST", "/api/plist-check", host: "localhost", headers: admin, body: DemoAppServerJobs.infoPlist)
+        try expect(check, 200...200, "the Info.plist check")
+        let findings = (try? JSONParser().parse(check.body)).flatMap { json -> String? in
+            guard case .object(let members) = json else { return nil }
+            let count = { (key: String) -> String in
+                guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "?" }
+                return n
+            }
+            return "\(count("errors")) errors, \(count("warnings")) warnings"
+        } ?? "?"
+        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid), \(counts.postbacks) postback copies, \(counts.appleAds) Apple Ads tokens and \(counts.conversionValues) conversion-value questions; the demo app's Info.plist check found \(findings).")
     }
 }
 

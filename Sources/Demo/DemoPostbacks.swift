@@ -18,7 +18,7 @@ enum DemoPostbacks {
     static var keySPKI: String { Data(key.publicKey.subjectPublicKeyInfo).base64EncodedString() }
 
     static let appID = 6443210987
-    static let app = #"{"app_id":6443210987,"site":"app.example","name":"Demo Puzzle","schema":{"fine":[{"from":0,"to":0,"meaning":"installed"},{"from":1,"to":9,"meaning":"levels completed","events":["level_complete"]},{"from":10,"to":29,"meaning":"trial started","events":["trial_start"]},{"from":30,"to":63,"meaning":"purchase","revenue":{"min":0.99,"max":49.99,"currency":"EUR"}}],"coarse":{"low":"installed","medium":"played a week","high":"paid"}}}"#
+    static let app = #"{"app_id":6443210987,"site":"app.example","name":"Demo Puzzle","schema":{"fine":[{"from":0,"to":0,"meaning":"installed"},{"from":1,"to":9,"meaning":"levels completed","events":["level_complete"]},{"from":10,"to":29,"meaning":"trial started","events":["trial_start"]},{"from":30,"to":63,"meaning":"purchase","revenue":{"min":0.99,"max":49.99,"currency":"EUR"}}],"coarse":{"low":"installed","medium":"played a week","high":"paid"},"coarse_from_fine":{"medium":10,"high":30},"lock_at":{"fine":63,"coarse":"high"}}}"#
     static let adNetworks = [
         #"{"id":"demo-ads.skadnetwork","name":"Demo Ads","campaigns":[{"source_identifier":"42","name":"Holiday (2 digits: either ad)"},{"source_identifier":"4210","name":"Holiday video"},{"source_identifier":"4211","name":"Puzzle fans"},{"campaign_id":12,"name":"Legacy banner"}]}"#,
         #"{"id":"demo.adattributionkit","name":"Demo Kit Ads","campaigns":[{"source_identifier":"1234","name":"Win back lapsed players"},{"source_identifier":"5678","name":"Launch"}]}"#,

@@ -228,6 +228,12 @@ public final class EndpointServer: Sendable {
         return port
     }
 
+    /// Waits until every Apple Ads call due at the clock's time is made and recorded (the demo).
+    @discardableResult
+    public func waitUntilAppleAdsSettled(timeout: Double = 30) -> Bool {
+        appleAds.waitUntilSettled(timeout: timeout)
+    }
+
     /// Waits until the token keys a first start makes are made (the demo).
     public func waitUntilTokenKeysAreMade() {
         tokenKeys.waitForGeneration()
