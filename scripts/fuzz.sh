@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # libFuzzer over the HTTP request parser, the report validator, the postback readers (JSON
-# bodies of both protocols, and the compact JWS splitter) and the sign-unlinkable-token request
-# reader, with AddressSanitizer.
+# bodies of both protocols, and the compact JWS splitter), the sign-unlinkable-token request
+# reader, the Info.plist check (Foundation's PropertyListSerialization included) and the
+# conversion-value API's rules, with AddressSanitizer.
 # Usage: scripts/fuzz.sh [runs per target, default 1000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000000}
 out=.build/fuzz
-mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback" "$out/corpus-token"
+mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback" "$out/corpus-token" "$out/corpus-plist" "$out/corpus-counters"
 
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
   Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
@@ -25,6 +26,10 @@ swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzToken -o "
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPostback -o "$out/fuzz-postback" -I "$out" \
   "$out/Primitives.o" Sources/SKAdNetwork/*.swift Sources/AdAttributionKit/*.swift Tests/Fuzz/PostbackFuzz.swift \
   2> >(grep -v "Cannot export local symbol" >&2)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPlist -o "$out/fuzz-plist" -I "$out" \
+  "$out/Primitives.o" Sources/AppConfiguration/*.swift Tests/Fuzz/PlistCheckFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzCounters -o "$out/fuzz-counters" -I "$out" \
+  "$out/Primitives.o" Sources/AppDevelopers/*.swift Tests/Fuzz/ConversionValueFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
@@ -58,6 +63,10 @@ open(out + "/seed0", "w").write('{"source_engagement_type":"click","source_nonce
 open(out + "/seed1", "w").write('{"destination_nonce":"%s","destination_unlinkable_token":"%s","version":3}' % (b(16, 9), b(512, 2)))
 PY
 
+cp Tests/AppConfigurationTests/Resources/seed-precedence.*.plist "$out/corpus-plist/"
+printf '{"app_id":1,"first_launch":"2026-11-20T09:00:00Z","conversion_value":3,"coarse_conversion_value":"low","events":{"level_complete":3,"trial_start":1},"revenue":{"EUR":4.99}}' > "$out/corpus-counters/seed0"
+printf '{"app_id":1,"first_launch":1762000000,"skadnetwork_version":"3.0","events":["trial_start"],"framework":"skadnetwork"}' > "$out/corpus-counters/seed1"
+
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
 "$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
@@ -65,3 +74,6 @@ PSL=Sources/Primitives/Resources/public_suffix_list.dat \
   "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12
 "$out/fuzz-postback" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-postback" 2>&1 | tail -12
 "$out/fuzz-token" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-token" 2>&1 | tail -12
+# Foundation leaks an NSError for every plist it refuses: leaks are not what this target looks for.
+PSL=Sources/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
+"$out/fuzz-counters" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-counters" 2>&1 | tail -12

@@ -23,6 +23,7 @@ public indirect enum PropertyList: Sendable, Equatable {
     /// Reads XML and binary property lists with `PropertyListSerialization`. Its third format,
     /// OpenStep text, reads almost any word as a string, and Xcode never writes an Info.plist in it.
     public static func read(_ bytes: [UInt8]) throws(NotAPropertyList) -> (PropertyList, Format) {
+        if let refusal = BinaryPlistScreen.refusal(bytes) { throw NotAPropertyList(detail: refusal) }
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {
@@ -48,7 +49,7 @@ public indirect enum PropertyList: Sendable, Equatable {
             // A plist's <true/> and <integer>1</integer> both arrive as numbers on some platforms;
             // the number's own type tells them apart, and a <real> must not pass for an integer.
             switch String(cString: number.objCType) {
-            case "c", "B" where Self.isBoolean(number): self = .boolean(number.boolValue)
+            case "c", "B": self = Self.isBoolean(number) ? .boolean(number.boolValue) : .integer(number.intValue)
             case "d", "f": self = .real(number.doubleValue)
             default: self = .integer(number.intValue)
             }

@@ -304,6 +304,22 @@ extension InfoPlistReport {
         #expect(throws: PropertyList.NotAPropertyList.self) { try PropertyList.read(Array(text.utf8)) }
     }
 
+    /// Found by the fuzzer: Foundation aborts the process on a binary plist holding a set of
+    /// dictionaries. It is refused before Foundation sees it.
+    @Test func aBinaryPlistWithASetIsRefusedBeforeFoundationReadsIt() throws {
+        let bytes = try fixture("crash-nsset-of-dictionary.binary.plist")
+        #expect { try PropertyList.read(bytes) } throws: { ($0 as? PropertyList.NotAPropertyList)?.detail.contains("set") == true }
+    }
+
+    @Test func aBinaryPlistWhoseTableDoesNotFitIsRefused() throws {
+        var bytes = try fixture("seed-precedence.binary.plist")
+        bytes[bytes.count - 32 + 6] = 9  // an offset width the format does not have
+        #expect(throws: PropertyList.NotAPropertyList.self) { try PropertyList.read(bytes) }
+        bytes = try fixture("seed-precedence.binary.plist")
+        bytes[bytes.count - 1] = 0xFF  // the offset table past the end
+        #expect(throws: PropertyList.NotAPropertyList.self) { try PropertyList.read(bytes) }
+    }
+
     @Test func aRootThatIsNotADictionaryIsAnError() throws {
         let result = try report(Array(#"<?xml version="1.0"?><plist version="1.0"><array/></plist>"#.utf8))
         #expect(result.finding("(root)")?.rule == "wrong_type")
