@@ -311,6 +311,41 @@ extension InfoPlistReport {
         #expect { try PropertyList.read(bytes) } throws: { ($0 as? PropertyList.NotAPropertyList)?.detail.contains("set") == true }
     }
 
+    /// A binary plist of arrays, object i holding the objects `members(i)` (2-byte references and
+    /// offsets), with `top` as its root.
+    func binaryPlist(objects: Int, top: Int, members: (Int) -> [Int]) -> [UInt8] {
+        var data = Array("bplist00".utf8)
+        var offsets: [Int] = []
+        for i in 0..<objects {
+            offsets.append(data.count)
+            let refs = members(i)
+            data.append(0xA0 | UInt8(refs.count))
+            for ref in refs { data += [UInt8(ref >> 8), UInt8(ref & 0xFF)] }
+        }
+        let table = data.count
+        for offset in offsets { data += [UInt8(offset >> 8), UInt8(offset & 0xFF)] }
+        data += [0, 0, 0, 0, 0, 0, 2, 2]
+        for value in [objects, top, table] { data += (0..<8).reversed().map { UInt8((value >> ($0 * 8)) & 0xFF) } }
+        return data
+    }
+
+    /// 40 arrays, each holding the one before twice: 2^40 values in about 200 bytes.
+    @Test func aBinaryPlistThatUnfoldsExponentiallyIsRefused() throws {
+        let laughs = binaryPlist(objects: 40, top: 39) { $0 == 0 ? [] : [$0 - 1, $0 - 1] }
+        #expect { try PropertyList.read(laughs) } throws: { ($0 as? PropertyList.NotAPropertyList)?.detail.contains("unfolds") == true }
+        let shared = binaryPlist(objects: 10, top: 9) { $0 == 0 ? [] : [$0 - 1, $0 - 1] }
+        #expect(throws: Never.self) { try PropertyList.read(shared) }  // 1,023 values: a plist like any other
+    }
+
+    @Test func aBinaryPlistThatHoldsItselfOrNestsTooDeepIsRefused() throws {
+        let cycle = binaryPlist(objects: 2, top: 0) { $0 == 0 ? [1] : [0] }
+        #expect { try PropertyList.read(cycle) } throws: { ($0 as? PropertyList.NotAPropertyList)?.detail.contains("hold themselves") == true }
+        let deep = binaryPlist(objects: 255, top: 254) { $0 == 0 ? [] : [$0 - 1] }
+        #expect(throws: Never.self) { try PropertyList.read(deep) }
+        let deeper = binaryPlist(objects: 300, top: 299) { $0 == 0 ? [] : [$0 - 1] }
+        #expect { try PropertyList.read(deeper) } throws: { ($0 as? PropertyList.NotAPropertyList)?.detail.contains("nested more than 256") == true }
+    }
+
     @Test func aBinaryPlistWhoseTableDoesNotFitIsRefused() throws {
         var bytes = try fixture("seed-precedence.binary.plist")
         bytes[bytes.count - 32 + 6] = 9  // an offset width the format does not have
