@@ -75,5 +75,5 @@ PSL=Sources/Primitives/Resources/public_suffix_list.dat \
 "$out/fuzz-postback" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-postback" 2>&1 | tail -12
 "$out/fuzz-token" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-token" 2>&1 | tail -12
 # Foundation leaks an NSError for every plist it refuses: leaks are not what this target looks for.
-PSL=Sources/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
+ASAN_OPTIONS=detect_leaks=0 PSL=Sources/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
 "$out/fuzz-counters" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-counters" 2>&1 | tail -12
