@@ -32,12 +32,12 @@ final class AppleAdsOutbox: Sendable {
         var record: AppleAdsRecord?
         /// A call, or the record of its outcome, is under way.
         var busy = false
-        /// The token's own record is on disk (only then is it called for).
-        var stored = true
     }
 
     private struct State {
         var entries: [UInt64: Entry] = [:]
+        /// The tokens still waiting for a final answer: all the calling thread looks through.
+        var pending: Set<UInt64> = []
         var byPublicID: [String: UInt64] = [:]
         /// The same token posted again gets the same id, and is never sent to Apple twice.
         var byToken: [String: UInt64] = [:]
@@ -91,6 +91,7 @@ final class AppleAdsOutbox: Sendable {
                 s.entries[id] = entry
                 s.byPublicID[entry.publicID] = id
                 if let token = entry.token { s.byToken[token] = id }
+                if entry.status == .pending { s.pending.insert(id) }
             }
         }
     }
@@ -153,6 +154,7 @@ final class AppleAdsOutbox: Sendable {
                                   nextAttempt: stored.receivedAt)
                 state.withLock { s in
                     s.entries[stored.id] = entry
+                    s.pending.insert(stored.id)
                     s.byPublicID[text] = stored.id
                     s.byToken[token] = stored.id
                 }
@@ -211,7 +213,8 @@ final class AppleAdsOutbox: Sendable {
                 if s.stopping { return ([], nil, true) }
                 var due: [Entry] = []
                 var next: Int64?
-                for (id, entry) in s.entries where entry.status == .pending && !entry.busy && entry.stored {
+                for id in s.pending {
+                    guard let entry = s.entries[id], !entry.busy else { continue }
                     let at = entry.nextAttempt?.millisecondsSinceEpoch ?? 0
                     if at <= now.millisecondsSinceEpoch, s.busy < maxInFlight {
                         s.entries[id]!.busy = true
@@ -237,7 +240,7 @@ final class AppleAdsOutbox: Sendable {
 
     private func notifySettledIfIdle(now: Timestamp) {
         let idle = state.withLock { s in
-            s.busy == 0 && !s.entries.values.contains { $0.status == .pending && $0.stored && ($0.nextAttempt?.millisecondsSinceEpoch ?? 0) <= now.millisecondsSinceEpoch }
+            s.busy == 0 && !s.pending.contains { (s.entries[$0]?.nextAttempt?.millisecondsSinceEpoch ?? 0) <= now.millisecondsSinceEpoch }
         }
         guard idle else { return }
         for signal in settled.withLock({ list -> [DispatchSemaphore] in defer { list = [] }; return list }) { signal.signal() }
@@ -255,7 +258,8 @@ final class AppleAdsOutbox: Sendable {
             guard !state.withLock({ $0.stopping }) else { return }
             let answeredAt = clock.now()
             let record = status == 200 ? AppleAdsRecord.read(body) : nil
-            var history = entry.history  // the policy's count; the record's, applied on disk, is the same
+            // A copy: the outbox's own counts change only once the call's record is on disk.
+            var history = entry.history
             let decision = AppleAdsCallPolicy.decide(status: status, record: record, history: &history, receivedAt: entry.receivedAt,
                                                      now: answeredAt)
             let call: StoredAppleAdsCall = switch decision {
@@ -281,6 +285,7 @@ final class AppleAdsOutbox: Sendable {
                     var stored = call
                     stored.at = at
                     Self.apply(stored, to: &entry)
+                    if entry.status.isFinal { s.pending.remove(call.tokenID) }
                 case .failure:
                     // Not on disk: the call counts for nothing, and is made again later.
                     entry.nextAttempt = Timestamp(millisecondsSinceEpoch: clock.now().millisecondsSinceEpoch + AppleAdsCallPolicy.firstBackoff)
