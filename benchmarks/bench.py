@@ -375,6 +375,15 @@ def parse_wrk(out):
     return {"rps": rps, "p50": p50, "p99": p99, "non2xx": int(errors.group(1)) if errors else 0}
 
 
+def section_head(heading, script):
+    """The first lines of a section measured by its own script: heading, provenance, date, machine."""
+    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return ["## " + heading, "", "*Written by `benchmarks/%s`; bench.py keeps it in this page.*" % script, "",
+            "- Date: %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+            "- Machine: %d × %s, Linux %s, %s" % (os.cpu_count(), cpu, platform.release(), swift)]
+
+
 def write_section(file_name, heading, text):
     """Keeps a section measured by its own script: benchmarks/FILE_NAME, and in docs/PERFORMANCE.md
     in place of the section with the same heading (bench.py appends the files when it rewrites

@@ -17,7 +17,6 @@ which bench.py keeps in the page). Usage: benchmarks/conversion_values.py  (afte
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, write_section, ENDPOINT, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, cpu_seconds, free_port, stop  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 
 RATE = os.path.join(ROOT, "benchmarks/.build/release/conversion-value-rate")
@@ -106,15 +105,7 @@ def main():
     rounds.sort(key=lambda r: r[1]["rps"])
     raw, values, floor = rounds[len(rounds) // 2]
 
-    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
-    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    lines = [
-        "## Conversion values",
-        "",
-        "*Written by `benchmarks/conversion_values.py`; bench.py keeps it in this page.*",
-        "",
-        "- Date: %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "- Machine: %d × %s, Linux %s, %s" % (os.cpu_count(), cpu, platform.release(), swift),
+    lines = section_head("Conversion values", "conversion_values.py") + [
         "- Method: the endpoint by default (access log on, stderr to a file) on core 0 with the demo's app registered; "
         "wrk on core 1, 64 connections, %d s, posting the same counters (three levels, a trial, 4.99 EUR, an `idfv` that "
         "is ignored) to `/conversion-value`; then `GET /healthz` on a fresh endpoint, the HTTP floor. The yardstick "

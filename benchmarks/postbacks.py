@@ -13,10 +13,8 @@ Writes the "Postback copies" section of docs/PERFORMANCE.md (benchmarks/POSTBACK
 bench.py keeps in the page). Usage: benchmarks/postbacks.py   (after benchmarks/run.sh's builds)
 """
 import base64
-import datetime
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -30,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, write_section, ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 
 VERIFY_RATE = os.path.join(ROOT, "benchmarks/.build/release/postback-verify-rate")
@@ -199,17 +197,9 @@ def main():
                                                        mixed_reports["p99"], mixed_reports["rps"], mixed_postbacks["rps"]), flush=True)
 
     one, two = runs["0"], runs["0,1"]
-    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
-    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     mark = lambda ok: "met" if ok else "**not met**"
     rest = 1e6 / one[0]["rps"] - 1e6 / raw["read_and_verify_per_second"]
-    lines = [
-        "## Postback copies",
-        "",
-        "*Written by `benchmarks/postbacks.py`; bench.py keeps it in this page.*",
-        "",
-        "- Date: %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "- Machine: %d × %s, Linux %s, %s" % (os.cpu_count(), cpu, platform.release(), swift),
+    lines = section_head("Postback copies", "postbacks.py") + [
         "- Method: wrk on core 1; the yardstick and the references on core 0. The endpoint runs by default (access log "
         "on, stderr to a file) with `--postback-key` trusting the key that signed %d distinct SKAdNetwork 4.0 postbacks "
         "beforehand (Python's `cryptography`); each request carries another one, so every one is parsed, checked and "

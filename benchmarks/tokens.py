@@ -15,10 +15,8 @@ Writes the "PCM tokens" section of docs/PERFORMANCE.md (benchmarks/TOKENS.md, wh
 in the page). Usage: benchmarks/tokens.py   (after benchmarks/run.sh's builds and
 `swift build -c release --product token-sign-rate` in benchmarks/)
 """
-import datetime
 import json
 import os
-import platform
 import re
 import secrets
 import subprocess
@@ -30,7 +28,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, write_section, ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 from token_round_trip import b64url, emsa_pss_encode, read_key, unb64url  # noqa: E402
 
@@ -160,16 +158,8 @@ def main():
     print("CPU per report: %.1f µs plain, %.1f µs with a token (+%.1f); one check costs %.1f µs" % (
         cost["plain"], cost["token"], added, check_us), flush=True)
 
-    cpu = subprocess.run(["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True).stdout.strip()
-    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     mark = lambda ok: "met" if ok else "**not met**"
-    lines = [
-        "## PCM tokens",
-        "",
-        "*Written by `benchmarks/tokens.py`; bench.py keeps it in this page.*",
-        "",
-        "- Date: %s UTC" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-        "- Machine: %d × %s, Linux %s, %s" % (cores, cpu, platform.release(), swift),
+    lines = section_head("PCM tokens", "tokens.py") + [
         "- Method: the yardsticks on core 0; wrk on core 1. The endpoint runs by default (both cores, access log on, "
         "stderr to a file): one signing thread per core at nice 19. The signing load is one sign-unlinkable-token "
         "request for news.example (a blinded message below its modulus) sent over and over on 16 connections; the mix "

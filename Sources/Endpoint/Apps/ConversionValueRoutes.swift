@@ -25,17 +25,18 @@ struct ConversionValueRoutes: Sendable {
 
     func answer(_ request: HTTPRequest) -> HTTPResponse {
         var appID: Int?
+        let registry = book.registry
         do throws(RequestProblem) {
             guard let json = try? JSONParser().parse(request.body) else {
                 throw RequestProblem(.malformed, rule: "invalid_json", field: nil, detail: "the body must be a JSON object of the app's counters")
             }
             // A registered app's malformed counters are counted as its own, for its developer.
             if case .object(let members) = json, case .number(let text)? = members.first(where: { $0.key == "app_id" })?.value,
-               let id = Int(text), book.registry.app(id: id) != nil {
+               let id = Int(text), registry.app(id: id) != nil {
                 appID = id
             }
             let counters = try AppCounters.read(json)
-            guard let app = book.registry.app(id: counters.appID) else {
+            guard let app = registry.app(id: counters.appID) else {
                 // Not counted per id: that would let anyone grow /metrics.
                 metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
                 return Problem(status: 404, rule: "unknown_app", field: "app_id",
