@@ -139,7 +139,7 @@ public struct InfoPlistCheck: Sendable {
                 if scope == "global" {
                     global = (read.click, read.view)
                 } else {
-                    if scope.contains(where: { $0.isWhitespace || $0.isUppercase }) {
+                    if scope.lowercased() != "global", scope.contains(where: { $0.isWhitespace || $0.isUppercase }) {
                         warning(key, "ad_network_id_form", "ad network ids are lower-case with no spaces, as the network registered it; this key matches no network", hint: scope.lowercased().trimmingCharacters(in: .whitespaces))
                     }
                     networks[scope] = read

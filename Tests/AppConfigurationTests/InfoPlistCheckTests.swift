@@ -162,6 +162,13 @@ extension InfoPlistReport {
         #expect(result.window("Global")?.view == EffectiveSetting(2, from: .adNetwork))
     }
 
+    @Test func anAdNetworkIdWithCapitalsMatchesNoNetwork() throws {
+        let result = try report(windows("<key>Example123.SKAdNetwork</key><dict><key>install</key><dict><key>click</key><integer>5</integer></dict></dict>"))
+        let finding = try #require(result.finding("AdAttributionKitConfigurations.AttributionWindows.Example123.SKAdNetwork"))
+        #expect(finding.rule == "ad_network_id_form" && finding.severity == .warning && finding.hint == "example123.skadnetwork")
+        #expect(result.findings.count == 1)
+    }
+
     @Test func unknownKeysAreWarningsNotErrors() throws {
         let result = try report(windows("<key>global</key><dict><key>reengagement</key><dict/><key>install</key><dict/></dict>"))
         #expect(result.finding("AdAttributionKitConfigurations.AttributionWindows.global.reengagement")?.severity == .warning)
