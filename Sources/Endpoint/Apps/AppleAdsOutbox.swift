@@ -123,9 +123,9 @@ final class AppleAdsOutbox: Sendable {
         case known(Entry)
         /// The same token, posted again before the first copy reached the disk.
         case beingStored
-        /// Queued; the completion says whether it reached the disk.
+        /// Queued; the completion says whether it reached the disk (a store that is closing
+        /// calls it at once, with the failure).
         case queued
-        case closing
     }
 
     /// Takes a token; `completion` runs once it is on disk (with its entry) or could not be.
@@ -147,7 +147,7 @@ final class AppleAdsOutbox: Sendable {
             let existing = state.withLock { s in s.byToken[token].flatMap { s.entries[$0] } }
             return existing.map(Taken.known) ?? .beingStored
         }
-        let appended = store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
+        store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
             switch result {
             case .success(let stored):
                 let entry = Entry(tokenID: stored.id, publicID: text, site: site, receivedAt: stored.receivedAt, token: token,
@@ -165,7 +165,7 @@ final class AppleAdsOutbox: Sendable {
                 completion(.failure(error))
             }
         }
-        return appended == nil ? .closing : .queued
+        return .queued
     }
 
     func entry(publicID: String) -> Entry? {

@@ -54,8 +54,6 @@ struct AppleAdsRoutes: Sendable {
             var response = Problem(status: 503, rule: "token_being_stored", detail: "the same token is being stored; ask again in a second").response
             response.headers.add(name: "Retry-After", value: "1")
             responder.respond(response)
-        case .closing:
-            responder.respond(Problem(status: 503, rule: "shutting_down", detail: "the endpoint is stopping; send the token again").response)
         }
     }
 
