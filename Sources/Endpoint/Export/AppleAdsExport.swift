@@ -1,5 +1,6 @@
 import AppDevelopers
 import AppleAds
+import HTTPServer
 import Primitives
 
 /// Every Apple Ads token taken, with where it stands and Apple's record, as `/api/apple-ads`
@@ -32,23 +33,48 @@ enum AppleAdsExport {
                 string(campaign?.keywordName(r?.keywordID))]
     }
 
-    static func ndjson(_ entries: [AppleAdsOutbox.Entry], registry: AppRegistry) -> String {
-        var out = ""
-        for entry in entries {
-            out += "{" + zip(columns, values(entry, registry: registry)).map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}\n"
-        }
-        return out
+    static func writeLine(_ entry: AppleAdsOutbox.Entry, registry: AppRegistry, to out: inout String) {
+        out += "{" + zip(columns, values(entry, registry: registry)).map { "\"\($0)\":\($1)" }.joined(separator: ",") + "}\n"
     }
 
-    static func csv(_ entries: [AppleAdsOutbox.Entry], registry: AppRegistry) -> String {
-        var out = columns.joined(separator: ",") + "\r\n"
-        for entry in entries {
-            out += values(entry, registry: registry).map { value in
-                guard value != "null" else { return "" }
-                guard value.hasPrefix("\""), case .string(let text)? = try? JSONParser().parse(Array(value.utf8)) else { return value }
-                return CSV.field(text)
-            }.joined(separator: ",") + "\r\n"
+    static func writeRow(_ entry: AppleAdsOutbox.Entry, registry: AppRegistry, to out: inout String) {
+        out += values(entry, registry: registry).map { value in
+            guard value != "null" else { return "" }
+            guard value.hasPrefix("\""), case .string(let text)? = try? JSONParser().parse(Array(value.utf8)) else { return value }
+            return CSV.field(text)
+        }.joined(separator: ",") + "\r\n"
+    }
+}
+
+/// Writes the export as the socket drains, a few dozen kilobytes at a time, from a snapshot of
+/// the entries taken when the request came.
+final class AppleAdsExportStream: HTTPBodyStream, @unchecked Sendable {
+    private let entries: [AppleAdsOutbox.Entry]
+    private let registry: AppRegistry
+    private let csv: Bool
+    private var next = 0
+    private var wroteHeader = false
+
+    init(entries: [AppleAdsOutbox.Entry], registry: AppRegistry, csv: Bool) {
+        self.entries = entries
+        self.registry = registry
+        self.csv = csv
+    }
+
+    func next(maxBytes: Int) -> [UInt8]? {
+        var text = ""
+        if csv && !wroteHeader {
+            text = AppleAdsExport.columns.joined(separator: ",") + "\r\n"
+            wroteHeader = true
         }
-        return out
+        while text.utf8.count < maxBytes - 2048, next < entries.count {
+            if csv {
+                AppleAdsExport.writeRow(entries[next], registry: registry, to: &text)
+            } else {
+                AppleAdsExport.writeLine(entries[next], registry: registry, to: &text)
+            }
+            next += 1
+        }
+        return text.isEmpty ? nil : Array(text.utf8)
     }
 }

@@ -59,7 +59,8 @@ struct ExportRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
     }
 
-    /// From memory, not the log: the outbox holds every token's state, small once answered.
+    /// From memory, not the log: the outbox holds every token's state. The lines are written as
+    /// the socket drains, from a snapshot of the entries.
     func exportAppleAds(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
         let since: Timestamp?, until: Timestamp?
         switch Self.period(request) {
@@ -69,13 +70,12 @@ struct ExportRoutes: Sendable {
         let entries = appleAds.all.filter { entry in
             since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
         }
+        let stream = AppleAdsExportStream(entries: entries, registry: apps.registry, csv: csv)
         if csv {
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"apple-ads.csv\""],
-                                body: Array(AppleAdsExport.csv(entries, registry: apps.registry).utf8))
+                                                      "Content-Disposition": "attachment; filename=\"apple-ads.csv\""], stream: stream)
         }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
-                            body: Array(AppleAdsExport.ndjson(entries, registry: apps.registry).utf8))
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
     }
 
     /// `since` and `until`, RFC 3339, both optional.
