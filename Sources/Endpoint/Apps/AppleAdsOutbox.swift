@@ -39,8 +39,10 @@ final class AppleAdsOutbox: Sendable {
         /// The tokens still waiting for a final answer: all the calling thread looks through.
         var pending: Set<UInt64> = []
         var byPublicID: [String: UInt64] = [:]
-        /// The same token posted again gets the same id, and is never sent to Apple twice.
-        var byToken: [String: UInt64] = [:]
+        /// The same token posted again gets the same id, and is never sent to Apple twice. Keyed
+        /// by a 64-bit hash, so that an answered token's text is not kept: two different tokens
+        /// with one hash (about one chance in 30 million among a million tokens) would be taken as one.
+        var byToken: [Int: UInt64] = [:]
         /// Ids for tokens queued and not yet on disk (the log assigns the real ones).
         var queuedIDs: UInt64 = 1 << 63
         var busy = 0
@@ -72,8 +74,10 @@ final class AppleAdsOutbox: Sendable {
     private func replay() {
         let end = store.bytesOnDisk
         var entries: [UInt64: Entry] = [:]
+        var tokenHashes: [UInt64: Int] = [:]
         store.scanRecords(of: .appleAdsToken, through: end) { view in
             if let token = StoredAppleAdsToken.decode(view) {
+                tokenHashes[token.id] = token.token.hashValue
                 entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
                                           receivedAt: token.receivedAt, token: token.token, nextAttempt: token.receivedAt)
             }
@@ -90,7 +94,7 @@ final class AppleAdsOutbox: Sendable {
             for (id, entry) in entries {
                 s.entries[id] = entry
                 s.byPublicID[entry.publicID] = id
-                if let token = entry.token { s.byToken[token] = id }
+                s.byToken[tokenHashes[id]!] = id
                 if entry.status == .pending { s.pending.insert(id) }
             }
         }
@@ -134,17 +138,18 @@ final class AppleAdsOutbox: Sendable {
         var generator = SystemRandomNumberGenerator()
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
+        let hash = token.hashValue
         let placeholder: UInt64? = state.withLock { s in
-            if s.byToken[token] != nil { return nil }
+            if s.byToken[hash] != nil { return nil }
             let id = s.queuedIDs
             s.queuedIDs += 1
             // Held under a placeholder id until its record is on disk, so that the same token
             // twice in one turn is one token.
-            s.byToken[token] = id
+            s.byToken[hash] = id
             return id
         }
         guard let placeholder else {
-            let existing = state.withLock { s in s.byToken[token].flatMap { s.entries[$0] } }
+            let existing = state.withLock { s in s.byToken[hash].flatMap { s.entries[$0] } }
             return existing.map(Taken.known) ?? .beingStored
         }
         store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
@@ -156,12 +161,12 @@ final class AppleAdsOutbox: Sendable {
                     s.entries[stored.id] = entry
                     s.pending.insert(stored.id)
                     s.byPublicID[text] = stored.id
-                    s.byToken[token] = stored.id
+                    s.byToken[hash] = stored.id
                 }
                 changed.signal()
                 completion(.success(entry))
             case .failure(let error):
-                state.withLock { s in if s.byToken[token] == placeholder { s.byToken[token] = nil } }
+                state.withLock { s in if s.byToken[hash] == placeholder { s.byToken[hash] = nil } }
                 completion(.failure(error))
             }
         }
