@@ -80,10 +80,14 @@ public struct EndpointConfiguration: Sendable {
     public static let helpText = """
     attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports and
     copies of SKAdNetwork and AdAttributionKit postbacks, validates them, checks their
-    signatures, stores them durably and exports them.
+    signatures, stores them durably and exports them; for app developers it also answers
+    conversion values, asks Apple which Apple Ads campaign brought an install, and checks
+    Info.plist files.
 
     USAGE: attribution-endpoint [options]
            attribution-endpoint demo [--port N] [--exit]   (a demo on a manual clock; see demo --help)
+           attribution-endpoint check-plist Info.plist [--site S]... [--config F] [--json]
+           attribution-endpoint rotate-token-key SITE [--at RFC3339]   (see rotate-token-key --help)
 
     OPTIONS
       --host ADDRESS           Numeric address to listen on (default 127.0.0.1; use 0.0.0.0 or ::
@@ -97,13 +101,13 @@ public struct EndpointConfiguration: Sendable {
                                "request_timeout", "idle_timeout", "max_report_bytes",
                                "max_postback_bytes", "postback_keys" (object: name → key),
                                "signature_threads", "token_public_keys" (object: site → key),
-                               "require_tokens" (bool),
+                               "require_tokens" (bool), "apple_ads_api", "apple_ads_timeout",
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
-                               registrations "conversions", "campaigns", "apps" and
-                               "ad_networks" (arrays of the objects the admin API takes),
-                               added at start if missing.
+                               registrations "conversions", "campaigns", "apps",
+                               "ad_networks" and "apple_ads_campaigns" (arrays of the objects
+                               the admin API takes), added at start if missing.
                                Flags given on the command line override the file.
       --trusted-proxy ADDR     A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose
                                X-Forwarded-Host names the site a report was sent to.
