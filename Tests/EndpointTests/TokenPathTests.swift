@@ -11,16 +11,18 @@ import Testing
     static let keyPath = "/.well-known/private-click-measurement/get-token-public-key/"
     static let signPath = "/.well-known/private-click-measurement/sign-unlinkable-token/"
 
-    func exchange(_ endpoint: LiveEndpoint, _ method: String, _ path: String, host: String, body: String? = nil) throws -> RawResponse {
-        let client = try RawHTTPClient(port: endpoint.port)
+    func exchange(_ endpoint: LiveEndpoint, _ method: String, _ path: String, host: String, body: String? = nil,
+                  timeout: Double = 10) throws -> RawResponse {
+        let client = try RawHTTPClient(port: endpoint.port, timeout: timeout)
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\n"
         if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n" }
         try client.send(head + "\r\n" + (body ?? ""))
         return try client.readResponse(bodyExpected: method != "HEAD")
     }
 
-    func servedKey(_ endpoint: LiveEndpoint, host: String = "news.example") throws -> TokenPublicKey {
-        let response = try exchange(endpoint, "GET", Self.keyPath, host: host)
+    /// `timeout`: a key being made takes seconds, and minutes under ThreadSanitizer on a busy machine.
+    func servedKey(_ endpoint: LiveEndpoint, host: String = "news.example", timeout: Double = 10) throws -> TokenPublicKey {
+        let response = try exchange(endpoint, "GET", Self.keyPath, host: host, timeout: timeout)
         #expect(response.status == 200)
         let text = try #require(json(response)["token_public_key"] as? String)
         return try TokenPublicKey(subjectPublicKeyInfo: try #require(Base64.decode(text, urlSafe: true)))
@@ -109,7 +111,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try TestTokenKeys.seed(directory, sites: ["news.example"])
         let first = try LiveEndpoint(sites: ["news.example", "made.example"], directory: directory)
-        let made = try servedKey(first, host: "made.example")
+        let made = try servedKey(first, host: "made.example", timeout: 900)
         first.stop()
         let path = directory + "/token-keys.json"
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
