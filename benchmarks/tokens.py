@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,18 +127,26 @@ def main():
     rounds.sort(key=lambda r: r[2])
     raw, signing, ratio = rounds[len(rounds) // 2]
 
-    # Reports alone, then beside signing flat out, both by default on both cores.
-    process, port = endpoint(data, "0,1")
-    alone = parse(wrk(port, REPORT_PATH, lua("reports", "POST", BODY, "shop.example"), 32, DURATION).communicate()[0])
-    stop(process)
-    process, port = endpoint(data, "0,1")
-    body = sign_body(port)
-    signer = wrk(port, SIGN_PATH, lua("sign-mix", "POST", body, "news.example"), 32, DURATION)
-    reports = wrk(port, REPORT_PATH, lua("reports-mix", "POST", BODY, "shop.example"), 32, DURATION)
-    mixed, signed_beside = parse(reports.communicate()[0]), parse(signer.communicate()[0])
-    stop(process)
-    print("reports alone p99 %.2f ms; beside signing %.2f ms (%.0f reports/s, %.1f signatures/s)" % (
-        alone["p99"], mixed["p99"], mixed["rps"], signed_beside["rps"]), flush=True)
+    # Reports alone, then beside signing flat out, both by default on both cores. A p99 on both
+    # cores swings from run to run (now and then by tens of milliseconds, for every binary alike),
+    # so each is the median of ROUNDS runs.
+    mix_rounds = []
+    for k in range(ROUNDS):
+        process, port = endpoint(data, "0,1")
+        alone = parse(wrk(port, REPORT_PATH, lua("reports", "POST", BODY, "shop.example"), 32, DURATION).communicate()[0])
+        stop(process)
+        process, port = endpoint(data, "0,1")
+        body = sign_body(port)
+        signer = wrk(port, SIGN_PATH, lua("sign-mix", "POST", body, "news.example"), 32, DURATION)
+        reports = wrk(port, REPORT_PATH, lua("reports-mix", "POST", BODY, "shop.example"), 32, DURATION)
+        mixed, signed_beside = parse(reports.communicate()[0]), parse(signer.communicate()[0])
+        stop(process)
+        mix_rounds.append((alone, mixed, signed_beside))
+        print("round %d: reports alone p99 %.2f ms; beside signing %.2f ms (%.0f reports/s, %.1f signatures/s)" % (
+            k + 1, alone["p99"], mixed["p99"], mixed["rps"], signed_beside["rps"]), flush=True)
+    alone = sorted((r[0] for r in mix_rounds), key=lambda r: r["p99"])[len(mix_rounds) // 2]
+    mixed, signed_beside = sorted(((r[1], r[2]) for r in mix_rounds), key=lambda r: r[0]["p99"])[len(mix_rounds) // 2]
+    mix_p99s = ", ".join("%.2f" % r[1]["p99"] for r in mix_rounds)
 
     # What a token adds to a report: the same report with and without a token pair, on core 0.
     # Every copy after the first is a replay, checked just the same (signature, then the set).
@@ -145,7 +154,12 @@ def main():
     for name, report in (("plain", BODY), ("token", report_with_token)):
         samples = []
         for k in range(ROUNDS):
-            process, port = endpoint(os.path.join(WORK, "cost-%s-%d" % (name, k)), "0")
+            # A fresh log, but the keys that signed the token: a data directory without them would
+            # make its own keys during the run (seconds of the same core) and check against those.
+            cost_data = os.path.join(WORK, "cost-%s-%d" % (name, k))
+            os.makedirs(cost_data)
+            shutil.copy(os.path.join(data, "token-keys.json"), cost_data)
+            process, port = endpoint(cost_data, "0")
             time.sleep(0.3)
             user0, sys0 = cpu_seconds(process.pid)
             result = parse(wrk(port, REPORT_PATH, lua("cost-" + name, "POST", report.replace("'", "\\'"), "shop.example"), 64, DURATION).communicate()[0])
@@ -161,7 +175,7 @@ def main():
     mark = lambda ok: "met" if ok else "**not met**"
     lines = section_head("PCM tokens", "tokens.py") + [
         "- Method: the yardsticks on core 0; wrk on core 1. The endpoint runs by default (both cores, access log on, "
-        "stderr to a file): one signing thread per core at nice 19. The signing load is one sign-unlinkable-token "
+        "stderr to a file): one signing thread per core, in the SCHED_IDLE class (a report that arrives takes the core at once). The signing load is one sign-unlinkable-token "
         "request for news.example (a blinded message below its modulus) sent over and over on 16 connections; the mix "
         "adds wrk's 32 report connections beside 32 signing ones. The verification rows run on core 0 alone, like the "
         "main table: the same report with and without a token pair that news.example signed through the live endpoint "
@@ -181,8 +195,8 @@ def main():
         "| target | measured | |",
         "|---|---:|---|",
         "| signing ≥ 0.8 × cores × the library's single-core rate | %.2f × (%d cores) | %s |" % (ratio, cores, mark(ratio >= 0.8)),
-        "| PCM report p99 ≤ 5 ms while signing runs flat out (32 + 32 connections, both cores) | %.2f ms (alone %.2f; %.0f reports/s beside %.1f signatures/s) | %s |" % (
-            mixed["p99"], alone["p99"], mixed["rps"], signed_beside["rps"], mark(mixed["p99"] <= 5)),
+        "| PCM report p99 ≤ 5 ms while signing runs flat out (32 + 32 connections, both cores) | %.2f ms, the median round (rounds: %s; alone %.2f; %.0f reports/s beside %.1f signatures/s) | %s |" % (
+            mixed["p99"], mix_p99s, alone["p99"], mixed["rps"], signed_beside["rps"], mark(mixed["p99"] <= 5)),
         "| verification adds no more than its measured cost to a report (within 10 %%, the runs' noise) | +%.1f µs of CPU per report with a token (%.1f against %.1f; medians of %d runs on core 0), one check %.1f µs | %s |" % (
             added, cost["token"], cost["plain"], ROUNDS, check_us, mark(added <= check_us * 1.1)),
         "| the 0.5 × nginx ingest target still holds for reports without tokens | a report without tokens does no token work (one nil check); the target itself is the main table's, not met there | see above |",

@@ -93,7 +93,7 @@ final class PostbackIntake: Sendable {
     init(keyring: PostbackKeyring, ledger: PostbackLedger, servedSites: Set<String>, developmentMode: Bool,
          trustedProxies: [AddressRange], maxPostbackBytes: Int, store: ReportStore, rejections: RejectionLog,
          metrics: EndpointMetrics, clock: @escaping @Sendable () -> Timestamp,
-         pool: WorkerPool? = WorkerPool.forOtherCores(named: "signature-check"), sharedTurnBudget: Double = 0.001,
+         pool: WorkerPool? = WorkerPool.forOtherCores(named: "signature-check", priority: .background), sharedTurnBudget: Double = 0.001,
          ownTurnBudget: Double = 0.008, maxQueued: Int = 4096) {
         self.keyring = keyring
         self.ledger = ledger

@@ -8,8 +8,9 @@ import Signatures
 /// (`get-token-public-key/`) and the blind signature of a token (`sign-unlinkable-token/`).
 ///
 /// An RSA-4096 signature takes milliseconds, so it never runs on the event loop: `pool` has a
-/// thread per core (nice 19, so that the loop keeps its core) and a bounded queue; past the bound
-/// the answer is 503 with Retry-After, so that a flood of signing requests cannot slow reports.
+/// thread per core (SCHED_IDLE, so that the loop takes its core back the moment it wakes) and a
+/// bounded queue; past the bound the answer is 503 with Retry-After, so that a flood of signing
+/// requests cannot slow reports.
 /// Serving the key needs no signature, but the key may still be being made on first start, so it
 /// too is answered from the pool when it is not ready.
 struct TokenSigning: Sendable {

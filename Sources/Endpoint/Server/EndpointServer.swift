@@ -97,7 +97,8 @@ public final class EndpointServer: Sendable {
             servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
             trustedProxies: trustedProxies, maxPostbackBytes: configuration.maxPostbackBytes, store: store,
             rejections: rejections, metrics: metrics, clock: { clock.now() },
-            pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0) : nil } ?? WorkerPool.forOtherCores(named: "signature-check"))
+            pool: configuration.signatureThreads.map { $0 > 0 ? WorkerPool(named: "signature-check", threads: $0, priority: .background) : nil }
+                ?? WorkerPool.forOtherCores(named: "signature-check", priority: .background))
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                           timeout: configuration.appleAdsTimeout,
@@ -106,7 +107,8 @@ public final class EndpointServer: Sendable {
         try Self.ensureRegistered(configuration, in: apps)
         self.tokenKeys = tokenKeys
         let signingThreads = WorkerPool.allowedCores()
-        let signingPool = WorkerPool(named: "token-signing", threads: signingThreads, maxWaiting: 64 * signingThreads)
+        let signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle,
+                                     maxWaiting: 64 * signingThreads)
         self.signingPool = signingPool
         let tokens = TokenSigning(keys: tokenKeys, pool: signingPool, trustedProxies: trustedProxies, rejections: rejections,
                                   metrics: metrics, clock: { clock.now() })

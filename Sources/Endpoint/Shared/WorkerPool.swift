@@ -1,16 +1,13 @@
 import Dispatch
 import Foundation
 import Locking
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Threads for work too slow for the event loop: checking postback signatures (about 100 µs) and
 /// blind-signing PCM tokens (milliseconds). On the loop, a burst of either would hold up every
 /// report of its turn.
 ///
-/// The threads run at a lower priority (nice 19) than the loop, so that where the scheduler puts
-/// one on the loop's core, the loop still gets it whenever it has work.
+/// The threads run below the loop (`priority`), so that where the scheduler puts one on the
+/// loop's core, the loop still gets it whenever it has work.
 final class WorkerPool: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -25,9 +22,9 @@ final class WorkerPool: Sendable {
 
     /// A pool with a thread for every core but the loop's, or nil on a single core: for work the
     /// loop can also do itself, a bounded share of each turn.
-    static func forOtherCores(named name: String) -> WorkerPool? {
+    static func forOtherCores(named name: String, priority: ThreadPriority) -> WorkerPool? {
         let cores = allowedCores()
-        return cores > 1 ? WorkerPool(named: name, threads: cores - 1) : nil
+        return cores > 1 ? WorkerPool(named: name, threads: cores - 1, priority: priority) : nil
     }
 
     /// The cores this process may run on (`taskset`, a container's cpuset), from
@@ -46,17 +43,11 @@ final class WorkerPool: Sendable {
     }
 
     /// Threads named `name-0`, `name-1`, … as `top -H` shows them.
-    init(named name: String, threads count: Int, maxWaiting: Int? = nil) {
+    init(named name: String, threads count: Int, priority: ThreadPriority, maxWaiting: Int? = nil) {
         size = max(1, count)
         self.maxWaiting = maxWaiting
         for n in 0..<size {
-            threads.startThread(named: "\(name)-\(n)") { [self] in
-                #if canImport(Glibc)
-                // On Linux a nice value is a thread's own: 0 names the calling thread only.
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
-                #endif
-                run()
-            }
+            threads.startThread(named: "\(name)-\(n)", priority: priority) { [self] in run() }
         }
     }
 
