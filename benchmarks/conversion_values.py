@@ -26,7 +26,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, cpu_seconds, free_port, stop, token_keys  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 
 RATE = os.path.join(ROOT, "benchmarks/.build/release/conversion-value-rate")
@@ -63,6 +63,7 @@ def endpoint():
     time.sleep(1)
     port = free_port()
     data = tempfile.mkdtemp(dir=WORK)
+    token_keys(data, ("app.example",))
     log = open(os.path.join(WORK, "endpoint-%d.log" % port), "w")
     process = subprocess.Popen(["taskset", "-c", "0", ENDPOINT, "--port", str(port), "--site", "app.example", "--data", data,
                                 "--token", "bench"], stdout=log, stderr=log)

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, WORK as BENCH_WORK, cpu_seconds, free_port, stop, token_keys  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 
 VERIFY_RATE = os.path.join(ROOT, "benchmarks/.build/release/postback-verify-rate")
@@ -108,6 +108,7 @@ def endpoint(spki, data, cores):
     os.sync()
     time.sleep(1)
     port = free_port()
+    token_keys(data)
     command = ["taskset", "-c", cores, ENDPOINT, "--port", str(port), "--site", "news.example", "--site", "shop.example",
                "--data", data, "--token", "bench", "--postback-key", "bench=" + spki]
     log = open(os.path.join(WORK, "endpoint-%d.log" % port), "w")
