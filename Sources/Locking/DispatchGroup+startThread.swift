@@ -8,8 +8,7 @@ import Glibc
 public enum ThreadPriority: Sendable {
     /// As every other thread.
     case normal
-    /// Nice 19 (on Linux; elsewhere as `normal`): a smaller share of a busy core, but once it holds the core the scheduler may let
-    /// it finish a slice (milliseconds) before a woken thread runs.
+    /// Nice 19 (on Linux; elsewhere as `normal`): a smaller share of a busy core, still a share.
     case background
     /// Linux's SCHED_IDLE: only a core nothing else wants, given up at once when an ordinary
     /// thread wakes. Where the class is refused, nice 19.

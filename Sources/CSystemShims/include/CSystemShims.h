@@ -11,9 +11,8 @@
 int c_system_shims_name_this_thread(const char *name);
 
 /// Puts the calling thread in Linux's SCHED_IDLE class: it runs only on a core nothing else wants,
-/// and any ordinary thread that wakes takes the core from it at once. (A nice value only lowers
-/// its share; the scheduler still lets it finish a slice before a woken thread runs.) Returns 0, or
-/// -1 with errno; elsewhere it does nothing and returns 0.
+/// and any ordinary thread that wakes takes the core from it at once (a nice value only lowers its
+/// share of a busy core). Returns 0, or -1 with errno; elsewhere it does nothing and returns 0.
 int c_system_shims_make_this_thread_idle(void);
 
 #endif
