@@ -19,7 +19,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop  # noqa: E402
+from bench import parse_wrk as parse, section_head, write_section, ENDPOINT, BODY, REPORT_PATH, cpu_seconds, free_port, stop, token_keys  # noqa: E402
 from endpoint_process import wait_port  # noqa: E402
 from token_round_trip import b64url, emsa_pss_encode, read_key, unb64url  # noqa: E402
 
@@ -101,7 +100,8 @@ def token_body(port):
 
 def main():
     cores = os.cpu_count()
-    data = os.path.join(WORK, "keys")  # one data directory: its keys are made once, then reused
+    data = os.path.join(WORK, "keys")  # one data directory, with the keys every run here shares
+    token_keys(data)
     process, port = endpoint(data, "0,1")
     get(port, KEY_PATH, "shop.example")  # waits until both sites' keys are made
     report_with_token = token_body(port)
@@ -157,8 +157,7 @@ def main():
             # A fresh log, but the keys that signed the token: a data directory without them would
             # make its own keys during the run (seconds of the same core) and check against those.
             cost_data = os.path.join(WORK, "cost-%s-%d" % (name, k))
-            os.makedirs(cost_data)
-            shutil.copy(os.path.join(data, "token-keys.json"), cost_data)
+            token_keys(cost_data)
             process, port = endpoint(cost_data, "0")
             time.sleep(0.3)
             user0, sys0 = cpu_seconds(process.pid)

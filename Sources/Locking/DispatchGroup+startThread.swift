@@ -27,10 +27,11 @@ extension DispatchGroup {
             // scheduling class: on Linux both belong to the thread, not the process.
             _ = c_system_shims_name_this_thread(name)
             #if canImport(Glibc)
+            let background = { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19) }
             switch priority {
             case .normal: break
-            case .idle where c_system_shims_make_this_thread_idle() == 0: break
-            case .background, .idle: _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 19)
+            case .background: background()
+            case .idle: if c_system_shims_make_this_thread_idle() != 0 { background() }
             }
             #endif
             body()
