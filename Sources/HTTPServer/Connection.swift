@@ -280,24 +280,29 @@ final class Connection {
         guard loop.configuration.accessLog != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         var line: [UInt8] = []
-        let path = slot.target.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(slot.target[..<$0]) } ?? slot.target
-        line.reserveCapacity(160 + path.utf8.count)
-        line.append(contentsOf: "{\"time\":\"".utf8)
+        line.reserveCapacity(176 + slot.target.utf8.count)
+        // Every request writes one of these lines, so they are built from byte buffers, not Strings.
+        line.append(ascii: "{\"time\":\"")
         loop.date.appendRFC3339Now(to: &line)
-        line.append(contentsOf: "\",\"method\":".utf8)
+        line.append(ascii: "\",\"method\":")
         appendJSONString(slot.method, to: &line)
-        line.append(contentsOf: ",\"path\":".utf8)
-        appendJSONString(path, to: &line)
-        line.append(contentsOf: ",\"status\":".utf8)
+        line.append(ascii: ",\"path\":")
+        var target = slot.target
+        target.withUTF8 { bytes in
+            // The query is left out: it may carry what the log must not keep.
+            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
+            appendJSONString(UnsafeBufferPointer(rebasing: bytes[..<end]), to: &line)
+        }
+        line.append(ascii: ",\"status\":")
         line.append(decimal: status)
-        line.append(contentsOf: ",\"bytes_in\":".utf8)
+        line.append(ascii: ",\"bytes_in\":")
         line.append(decimal: slot.bytesIn)
-        line.append(contentsOf: ",\"bytes_out\":".utf8)
+        line.append(ascii: ",\"bytes_out\":")
         line.append(decimal: bytesOut)
-        line.append(contentsOf: ",\"duration_us\":".utf8)
+        line.append(ascii: ",\"duration_us\":")
         line.append(decimal: micros)
         if let note {
-            line.append(contentsOf: ",\"note\":".utf8)
+            line.append(ascii: ",\"note\":")
             appendJSONString(note, to: &line)
         }
         line.append(UInt8(ascii: "}"))
@@ -390,18 +395,28 @@ private func systemClose(_ fd: Int32) {
 
 /// Appends `s` as a JSON string literal; the log's only escaping need.
 func appendJSONString(_ s: String, to out: inout [UInt8]) {
+    var s = s
+    s.withUTF8 { appendJSONString($0, to: &out) }
+}
+
+/// Appends UTF-8 `bytes` as a JSON string literal. Nearly every string logged needs no escape, so
+/// such a run is copied whole.
+func appendJSONString(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
-    for byte in s.utf8 {
+    var start = 0
+    for (i, byte) in bytes.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i]))
+        start = i + 1
         switch byte {
         case UInt8(ascii: "\""): out.append(ascii: "\\\"")
-        case UInt8(ascii: "\\"): out.append(contentsOf: "\\\\".utf8)
-        case 0..<0x20:
-            out.append(contentsOf: "\\u00".utf8)
+        case UInt8(ascii: "\\"): out.append(ascii: "\\\\")
+        default:
+            out.append(ascii: "\\u00")
             out.append(hexDigit(byte >> 4))
             out.append(hexDigit(byte & 0xF))
-        default: out.append(byte)
         }
     }
+    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
     out.append(UInt8(ascii: "\""))
 }
 

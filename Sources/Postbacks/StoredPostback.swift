@@ -52,24 +52,29 @@ public struct StoredPostback: Sendable, Equatable {
     // UTF-8, u8 reason count with each reason as u8 length + UTF-8, and u32 body length + body.
 
     static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
+        out.reserveCapacity(out.count + 64 + draft.site.utf8.count + draft.duplicateKey.utf8.count + draft.body.count)
         out.append(1)
         out.append(draft.verdict.rawValue)
         out.append(draft.signature.rawValue)
         out.appendLE(draft.contentHash)
-        for text in [draft.site, draft.duplicateKey, draft.keyName ?? ""] {
-            let bytes = Array(text.utf8.prefix(Int(UInt16.max)))
-            out.appendLE(UInt16(bytes.count))
-            out.append(contentsOf: bytes)
-        }
+        appendText(draft.site, lengthBytes: 2, into: &out)
+        appendText(draft.duplicateKey, lengthBytes: 2, into: &out)
+        appendText(draft.keyName ?? "", lengthBytes: 2, into: &out)
         let reasons = draft.reasons.prefix(255)
         out.append(UInt8(reasons.count))
-        for reason in reasons {
-            let bytes = Array(reason.utf8.prefix(255))
-            out.append(UInt8(bytes.count))
-            out.append(contentsOf: bytes)
-        }
+        for reason in reasons { appendText(reason, lengthBytes: 1, into: &out) }
         out.appendLE(UInt32(draft.body.count))
         out.append(contentsOf: draft.body)
+    }
+
+    /// `text`'s UTF-8 after its length, in `lengthBytes` bytes (1 or 2), cut to what that can say.
+    private static func appendText(_ text: String, lengthBytes: Int, into out: inout [UInt8]) {
+        var text = text
+        text.withUTF8 { bytes in
+            let count = min(bytes.count, lengthBytes == 1 ? Int(UInt8.max) : Int(UInt16.max))
+            if lengthBytes == 1 { out.append(UInt8(count)) } else { out.appendLE(UInt16(count)) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<count]))
+        }
     }
 
     /// The postback a record holds, or nil if the record is not one this version can read.

@@ -16,24 +16,31 @@ public enum SKAdNetworkVersion: String, Sendable, CaseIterable {
     /// message when absent, not written empty; `source-app-id or source-domain` is whichever came.
     public var signedFields: [SignedField] {
         switch self {
-        case .v4_0:
-            [.always("version"), .always("ad-network-id"), .always("source-identifier"), .always("app-id"),
-             .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id", "source-domain"]),
-             .always("fidelity-type"), .always("did-win"), .always("postback-sequence-index")]
-        case .v3_0:
-            [.always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
-             .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"]),
-             .always("fidelity-type"), .always("did-win")]
-        case .v2_2:
-            [.always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
-             .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"]), .always("fidelity-type")]
-        case .v2_0, .v2_1:
-            [.always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
-             .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"])]
-        case .v1_0:
-            [.always("ad-network-id"), .always("campaign-id"), .always("app-id"), .always("transaction-id")]
+        case .v4_0: Self.fields4_0
+        case .v3_0: Self.fields3_0
+        case .v2_2: Self.fields2_2
+        case .v2_0, .v2_1: Self.fields2_0
+        case .v1_0: Self.fields1_0
         }
     }
+
+    // Built once: every postback's signed message is assembled from one of these.
+    private static let fields4_0: [SignedField] = [
+        .always("version"), .always("ad-network-id"), .always("source-identifier"), .always("app-id"),
+        .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id", "source-domain"]),
+        .always("fidelity-type"), .always("did-win"), .always("postback-sequence-index")]
+    private static let fields3_0: [SignedField] = [
+        .always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
+        .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"]),
+        .always("fidelity-type"), .always("did-win")]
+    private static let fields2_2: [SignedField] = [
+        .always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
+        .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"]), .always("fidelity-type")]
+    private static let fields2_0: [SignedField] = [
+        .always("version"), .always("ad-network-id"), .always("campaign-id"), .always("app-id"),
+        .always("transaction-id"), .always("redownload"), .ifPresent(["source-app-id"])]
+    private static let fields1_0: [SignedField] = [
+        .always("ad-network-id"), .always("campaign-id"), .always("app-id"), .always("transaction-id")]
 
     public enum SignedField: Sendable, Equatable {
         /// Required: its absence is a reason of its own (`<field>_missing`).

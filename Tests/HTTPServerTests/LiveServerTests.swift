@@ -85,6 +85,30 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
         }
     }
 
+    /// One JSON line per request, which a log shipper can parse: the path without its query (which
+    /// may carry what the log must not keep), quotes and backslashes escaped.
+    @Test func accessLogLinesAreJSONWithThePathButNotTheQuery() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
+        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        defer { unlink(file) }
+        let writer = LineWriter(fd: fd)
+        try withServer({ $0.accessLog = writer }) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            for target in ["/plain", "/a\"b\\c?secret=1", "/n?"] {
+                try client.send("POST \(target) HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc")
+                #expect(try client.readResponse().status == 200)
+            }
+        }
+        #expect(writer.close(waitingAtMost: 10))
+        close(fd)
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        let parsed = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        #expect(parsed.map { $0["path"] as? String } == ["/plain", "/a\"b\\c", "/n"])
+        #expect(parsed.allSatisfy { $0["method"] as? String == "POST" && $0["status"] as? Int == 200 && $0["bytes_in"] as? Int == 3 })
+        #expect(!lines.contains { $0.contains("secret") })
+    }
+
     @Test func workLeftForTheEndOfTheTurnIsDoneWithoutWaitingForAnotherEvent() throws {
         // With nothing else to wake it, the loop would next wake in 30 s: the client gives up after
         // 3, so an answer left for a later turn fails the test instead of arriving late.

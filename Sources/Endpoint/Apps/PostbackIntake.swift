@@ -291,19 +291,35 @@ extension PostbackIntake {
         responder.respond(problem.response)
     }
 
+    static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
+
     /// `{"id":3,"verdict":"accepted","signature":"apple","reasons":[]}`, or for a retry
     /// `{"id":3,"retry":true}`. Devices read only the status; the body is for people testing.
+    /// Written as bytes, like a report's: every postback is answered with one.
     static func acknowledgement(id: UInt64, retry: Bool, verdict: PostbackVerdict?, signature: SignatureOutcome?,
                                 reasons: [String]) -> HTTPResponse {
-        var json = "{\"id\":\(id)"
+        var json: [UInt8] = []
+        json.reserveCapacity(96)
+        json.append(ascii: #"{"id":"#)
+        json.append(decimal: Int(id))
         if retry {
-            json += ",\"retry\":true"
+            json.append(ascii: #","retry":true"#)
         } else {
-            json += ",\"verdict\":\"\(verdict?.name ?? "")\",\"signature\":\"\(signature?.name ?? "")\",\"reasons\":["
-            json += reasons.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            json.append(ascii: #","verdict":""#)
+            json.append(utf8: verdict?.name ?? "")
+            json.append(ascii: #"","signature":""#)
+            json.append(utf8: signature?.name ?? "")
+            json.append(ascii: #"","reasons":["#)
+            // Reasons are the endpoint's own snake_case words, which need no escaping.
+            for (i, reason) in reasons.enumerated() {
+                if i > 0 { json.append(UInt8(ascii: ",")) }
+                json.append(UInt8(ascii: "\""))
+                json.append(utf8: reason)
+                json.append(UInt8(ascii: "\""))
+            }
+            json.append(UInt8(ascii: "]"))
         }
-        json += "}\n"
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"],
-                            body: Array(json.utf8))
+        json.append(ascii: "}\n")
+        return HTTPResponse(status: 200, headers: acknowledgementHeaders, body: json)
     }
 }
