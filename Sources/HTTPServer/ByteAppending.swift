@@ -21,18 +21,17 @@ extension Array where Element == UInt8 {
             append(decimal: -value)
             return
         }
-        var width = 1
-        var rest = value / 10
-        while rest > 0 {
-            width += 1
-            rest /= 10
-        }
-        let base = count
-        append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
-        var v = value
-        for i in stride(from: base + width - 1, through: base, by: -1) {
-            self[i] = UInt8(ascii: "0") + UInt8(v % 10)
-            v /= 10
+        // Digits are written from the end of a stack buffer and copied in one go: this runs
+        // several times for every response and access-log line.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var v = value
+            var start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10)
+                v /= 10
+            } while v > 0
+            append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
         }
     }
 }

@@ -43,7 +43,7 @@ public struct FieldReader: Sendable {
     public mutating func integer(_ key: String, in range: ClosedRange<Int>? = nil, required: Bool = false) -> Int? {
         switch value(key) {
         case .number(let text):
-            guard JSONValue.isIntegerLiteral(text), let n = Int(text) else {
+            guard let n = JSONValue.integerValue(text) else {
                 note(Self.reasonName(key) + "_not_an_integer")
                 return nil
             }

@@ -33,6 +33,30 @@ public enum JSONValue: Sendable, Equatable {
         return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
+    /// The value of an integer literal (`isIntegerLiteral`) that fits in an `Int`, read in one pass:
+    /// every postback has half a dozen.
+    public static func integerValue(_ text: String) -> Int? {
+        var text = text
+        return text.withUTF8 { bytes -> Int? in
+            var i = 0
+            let negative = bytes.first == UInt8(ascii: "-")
+            if negative { i = 1 }
+            guard i < bytes.count, bytes[i] != UInt8(ascii: "0") || bytes.count == i + 1 else { return nil }
+            var value = 0
+            while i < bytes.count {
+                let digit = bytes[i] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+                // Accumulated towards the sign, so that Int.min, whose magnitude is past Int.max, fits.
+                let (next, o2) = negative ? times10.subtractingReportingOverflow(Int(digit)) : times10.addingReportingOverflow(Int(digit))
+                guard !o1, !o2 else { return nil }
+                value = next
+                i += 1
+            }
+            return value
+        }
+    }
+
     /// Serializes compactly. Object member order is kept; numbers are written as received.
     public func serialized() -> String {
         var out = ""

@@ -48,21 +48,22 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
                                            detail: "a postback is a JSON object; got \(body.typeName)"))
         }
         var r = FieldReader(members)
+        var required: [String] = []
         for key in ["ad-network-id", "transaction-id", "attribution-signature"] {
-            guard case .string = r.value(key) else {
+            guard case .string(let text) = r.value(key) else {
                 let got = r.value(key).map { "a \($0.typeName)" } ?? "nothing"
                 return .failure(RequestProblem(.malformed, rule: "not_a_postback", field: key,
                                                detail: "an SKAdNetwork postback has a string \(key); got \(got)"))
             }
+            required.append(text)
         }
         let version = r.has("version") ? r.string("version") ?? "" : "1.0"
         let known = SKAdNetworkVersion(rawValue: version)
         var p = SKAdNetworkPostback(
-            version: version, knownVersion: known, adNetworkID: r.string("ad-network-id")!,
-            transactionID: r.string("transaction-id")!, attributionSignature: r.string("attribution-signature")!,
-            reasons: [], signedMessage: [],
-            duplicateKey: "skadnetwork\u{1F}\(r.string("ad-network-id")!)\u{1F}\(r.string("transaction-id")!)\u{1F}"
-                + (r.signedText("postback-sequence-index") ?? "0"))
+            version: version, knownVersion: known, adNetworkID: required[0], transactionID: required[1],
+            attributionSignature: required[2], reasons: [], signedMessage: [],
+            duplicateKey: duplicateKey(adNetworkID: required[0], transactionID: required[1],
+                                       sequenceIndex: r.signedText("postback-sequence-index") ?? "0"))
         p.campaignID = r.integer("campaign-id", in: 1...100, required: known.map { $0 != .v4_0 } ?? false)
         p.sourceIdentifier = r.digits("source-identifier", count: 2...4, required: known == .v4_0)
         p.appID = r.integer("app-id", in: 0...Int.max, required: true)
@@ -92,6 +93,28 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         }
         p.reasons = r.reasons
         return .success(p)
+    }
+
+    /// `skadnetwork␟<ad network>␟<transaction>␟<index>` (U+001F between), built in one allocation:
+    /// every postback has one. The form is stored with each postback, so it must never change.
+    private static func duplicateKey(adNetworkID: String, transactionID: String, sequenceIndex: String) -> String {
+        let parts = ["skadnetwork", adNetworkID, transactionID, sequenceIndex]
+        let length = parts.reduce(parts.count - 1) { $0 + $1.utf8.count }
+        return String(unsafeUninitializedCapacity: length) { out in
+            var at = 0
+            for (i, part) in parts.enumerated() {
+                if i > 0 {
+                    out[at] = 0x1F
+                    at += 1
+                }
+                var part = part
+                part.withUTF8 { bytes in
+                    _ = UnsafeMutableBufferPointer(rebasing: out[at..<(at + bytes.count)]).initialize(from: bytes)
+                    at += bytes.count
+                }
+            }
+            return at
+        }
     }
 
     /// The signed values' UTF-8, joined by the separator's, written straight into one buffer.

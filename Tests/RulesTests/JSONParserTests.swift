@@ -38,6 +38,20 @@ private func failure(_ text: String) -> JSONParser.Failure.Kind? { failure(Array
         #expect(try parse(huge) == .number(huge))
     }
 
+    /// `integerValue` says what the literal check and `Int(_:)` together say, on every edge: the
+    /// sign, leading zeros, the ends of `Int`, one past them, and what is not an integer at all.
+    @Test func integerValueAgreesWithTheLiteralCheckAndInt() {
+        var texts = ["0", "-0", "7", "-7", "00", "01", "-01", "10", "63", "64", "-", "", "+1", "1.0", "1e2", " 1", "1 ",
+                     "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+                     "99999999999999999999", "12a", "a12", "٣"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 { texts.append(String(Int.random(in: .min ... .max, using: &generator) >> Int.random(in: 0...63))) }
+        for text in texts {
+            let expected = JSONValue.isIntegerLiteral(text) ? Int(text) : nil
+            #expect(JSONValue.integerValue(text) == expected, "\(text)")
+        }
+    }
+
     @Test func refusesDuplicateKeys() {
         #expect(failure(#"{"a":1,"a":2}"#) == .duplicateKey("a"))
         // Past the linear-scan size too.
