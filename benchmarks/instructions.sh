@@ -4,23 +4,37 @@
 # under valgrind, stops it, and divides the program's instruction count (user space only) by N,
 # after subtracting an idle run (start, replay, stop) with the same setup.
 # Usage: benchmarks/instructions.sh [N]
+#   ACCESS_LOG=1   with the access log on (to a file), as the endpoint runs by default
+#   BINARY=path    count another build (to compare two), instead of building this tree
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20000}
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-swift build -c release --product attribution-endpoint >/dev/null
+binary=${BINARY:-.build/release/attribution-endpoint}
+[ -n "${BINARY:-}" ] || swift build -c release --product attribution-endpoint >/dev/null
+log_flag=--no-access-log
+[ -n "${ACCESS_LOG:-}" ] && log_flag=
 work=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
 # valgrind 3.19 gives up on the debug info of swift-crypto's BoringSSL objects; symbols are enough
 # for counting, so it runs a copy without debug info.
-objcopy --strip-debug .build/release/attribution-endpoint "$work/attribution-endpoint"
+objcopy --strip-debug "$binary" "$work/attribution-endpoint"
+# Token keys made once, outside the count: an endpoint without them makes an RSA-4096 key per site
+# as it starts, a random number of instructions that would swamp the difference between runs.
+python3 - "$work/keys" <<'PY'
+import sys
+sys.path[:0] = ["benchmarks", "scripts"]
+import bench
+bench.token_keys(sys.argv[1])
+PY
 
 run() {  # $1 = number of reports; prints total instructions
   local count=$1 dir="$work/run-$1"
-  mkdir -p "$dir"
+  mkdir -p "$dir/data"
+  cp "$work/keys/token-keys.json" "$dir/data/"
   valgrind --tool=callgrind --callgrind-out-file="$dir/out" \
     "$work/attribution-endpoint" --port 0 --site news.example --site shop.example \
-    --data "$dir/data" --token t --no-access-log --public Public 2>"$dir/err" &
+    --data "$dir/data" --token t $log_flag --public Public 2>"$dir/err" &
   local pid=$!
   local port=""
   for _ in $(seq 300); do
