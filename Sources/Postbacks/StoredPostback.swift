@@ -52,7 +52,6 @@ public struct StoredPostback: Sendable, Equatable {
     // UTF-8, u8 reason count with each reason as u8 length + UTF-8, and u32 body length + body.
 
     static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + 64 + draft.site.utf8.count + draft.duplicateKey.utf8.count + draft.body.count)
         out.append(1)
         out.append(draft.verdict.rawValue)
         out.append(draft.signature.rawValue)
