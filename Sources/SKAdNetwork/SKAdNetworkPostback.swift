@@ -95,26 +95,10 @@ public struct SKAdNetworkPostback: Sendable, Equatable {
         return .success(p)
     }
 
-    /// `skadnetwork␟<ad network>␟<transaction>␟<index>` (U+001F between), built in one allocation:
-    /// every postback has one. The form is stored with each postback, so it must never change.
+    /// `skadnetwork␟<ad network>␟<transaction>␟<index>` (U+001F between). The form is stored with
+    /// each postback, so it must never change.
     private static func duplicateKey(adNetworkID: String, transactionID: String, sequenceIndex: String) -> String {
-        let parts = ["skadnetwork", adNetworkID, transactionID, sequenceIndex]
-        let length = parts.reduce(parts.count - 1) { $0 + $1.utf8.count }
-        return String(unsafeUninitializedCapacity: length) { out in
-            var at = 0
-            for (i, part) in parts.enumerated() {
-                if i > 0 {
-                    out[at] = 0x1F
-                    at += 1
-                }
-                var part = part
-                part.withUTF8 { bytes in
-                    _ = UnsafeMutableBufferPointer(rebasing: out[at..<(at + bytes.count)]).initialize(from: bytes)
-                    at += bytes.count
-                }
-            }
-            return at
-        }
+        ["skadnetwork", adNetworkID, transactionID, sequenceIndex].joined(separator: "\u{1F}")
     }
 
     /// The signed values' UTF-8, joined by the separator's, written straight into one buffer.

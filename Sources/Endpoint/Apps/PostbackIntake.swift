@@ -291,8 +291,6 @@ extension PostbackIntake {
         responder.respond(problem.response)
     }
 
-    static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
-
     /// `{"id":3,"verdict":"accepted","signature":"apple","reasons":[]}`, or for a retry
     /// `{"id":3,"retry":true}`. Devices read only the status; the body is for people testing.
     /// Written as bytes, like a report's: every postback is answered with one.
@@ -320,6 +318,6 @@ extension PostbackIntake {
             json.append(UInt8(ascii: "]"))
         }
         json.append(ascii: "}\n")
-        return HTTPResponse(status: 200, headers: acknowledgementHeaders, body: json)
+        return HTTPResponse(status: 200, headers: JSONResponse.headers, body: json)
     }
 }

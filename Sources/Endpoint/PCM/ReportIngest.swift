@@ -106,8 +106,6 @@ struct ReportIngest: Sendable {
         return i == bytes.count || bytes[i] == UInt8(ascii: ";")
     }
 
-    static let acknowledgementHeaders: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
-
     /// `{"id":7,"received_at":"…","role":"source","verdict":"accepted","reasons":[]}`, written as bytes:
     /// every stored report is answered with one. A quarantined report is stored all the same, so it
     /// is acknowledged with 201 too; its verdict and reasons say why it is kept out of the counts.
@@ -137,6 +135,6 @@ struct ReportIngest: Sendable {
             }
         }
         json.append(ascii: "]}\n")
-        return HTTPResponse(status: 201, headers: acknowledgementHeaders, body: json)
+        return HTTPResponse(status: 201, headers: JSONResponse.headers, body: json)
     }
 }

@@ -1,7 +1,8 @@
 import HTTPServer
 
 /// The one way the endpoint answers with JSON it wrote itself: `application/json`, never cached.
-/// (Problems have their own type, `Problem`; the report acknowledgement writes bytes directly.)
+/// (Problems have their own type, `Problem`; the report and postback acknowledgements write
+/// their bytes directly, with these headers.)
 enum JSONResponse {
     static let headers: HTTPHeaders = ["Content-Type": "application/json", "Cache-Control": "no-store"]
 
