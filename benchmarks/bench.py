@@ -123,6 +123,20 @@ def cpu_seconds(pid):
     return int(fields[11]) / ticks, int(fields[12]) / ticks
 
 
+def cpu_times():
+    """The machine's CPU time so far, in ticks, per /proc/stat: (total, steal). Steal is time the
+    hypervisor ran something else while this guest's vCPU had work."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    return sum(fields), fields[7]
+
+
+def steal_share(before, after):
+    """The share of the machine's CPU time the hypervisor took between two `cpu_times()`."""
+    total = after[0] - before[0]
+    return (after[1] - before[1]) / total if total > 0 else 0.0
+
+
 def measure(name, command, port, log_name="server.log"):
     results = {}
     for close in (False, True):
