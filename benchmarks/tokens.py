@@ -8,7 +8,8 @@ In one run:
 - signing: the endpoint by default (both cores, access log on, stderr to a file) answering
   sign-unlinkable-token/ from wrk (16 connections, on core 1), against cores × the yardstick;
 - the mix: wrk posting PCM reports on 32 connections while a second wrk asks for signatures on
-  32, and the reports' p99, beside the reports alone;
+  32, and the reports' p99, beside the reports alone; with each, the hypervisor's steal (on a
+  virtual machine whose vCPUs are all busy, the host takes time back in pieces of milliseconds);
 - verification: reports carrying a token pair against the same reports without, on core 0 (as the
   main table): the CPU a token adds to a report, against the library's cost of one check.
 Writes the "PCM tokens" section of docs/PERFORMANCE.md (benchmarks/TOKENS.md, which bench.py keeps
