@@ -18,10 +18,23 @@ command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk 
 
 body='{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}'
 hz=$(getconf CLK_TCK)
+# Token keys made once, by the first binary, and copied into each fresh data directory: without
+# them an endpoint makes an RSA-4096 key per site as it starts, seconds of the very core being
+# measured (until this was added, every run paid it while wrk was already sending).
+keys=$(mktemp -d)
+trap 'rm -rf "$keys"' EXIT
+python3 - "$(cd "$(dirname "$0")" && pwd)" "$1" "$keys" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import bench
+bench.ENDPOINT = os.path.abspath(sys.argv[2])
+bench.token_keys(sys.argv[3])
+PY
 
 run() {  # $1 = binary
   local work port pid out u0 s0 u1 s1 flushes
   work=$(mktemp -d)
+  mkdir -p "$work/data" && cp "$keys/token-keys.json" "$work/data/"
   port=$((20000 + RANDOM % 20000))
   cat >"$work/post.lua" <<LUA
 wrk.method = "POST"
