@@ -3,7 +3,7 @@
 # runs taken minutes apart compare. Each binary is started in turn, pinned to core 0, with a fresh
 # data directory, and loaded by wrk on core 1 with 64 keep-alive connections sending the 140-byte
 # report. Prints, per run: req/s, p90 and p99, how busy the server's core was (user and kernel,
-# from /proc/PID/stat), and reports per flush (from /metrics).
+# from /proc/PID/stat), its CPU per request, and reports per flush (from /metrics).
 # Usage: benchmarks/ab.sh [-r ROUNDS] [-d SECONDS] BINARY [BINARY...]
 # A BINARY named `nginx` is nginx answering `return 204` with one worker, as in run.sh's table:
 # issue 10's yardstick, taken in the same minutes as the binaries.
@@ -23,9 +23,9 @@ command -v nginx >/dev/null || need+=(nginx-light)
 
 body='{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}'
 hz=$(getconf CLK_TCK)
-# Token keys made once, by the first endpoint binary, and copied into each fresh data directory: without
-# them an endpoint makes an RSA-4096 key per site as it starts, seconds of the very core being
-# measured (until this was added, every run paid it while wrk was already sending).
+# Token keys made once, by the first endpoint binary, and copied into each fresh data directory:
+# without them an endpoint makes an RSA-4096 key per site as it starts, seconds of the very core
+# being measured (until this was added, every run paid it while wrk was already sending).
 keys=$(mktemp -d)
 trap 'rm -rf "$keys"' EXIT
 for first in "$@"; do [ "$first" = nginx ] || break; done
@@ -35,6 +35,7 @@ sys.path.insert(0, sys.argv[1])
 import bench
 bench.ENDPOINT = os.path.abspath(sys.argv[2])
 bench.token_keys(sys.argv[3])
+__import__("shutil").rmtree(bench.WORK, ignore_errors=True)
 PY
 
 run() {  # $1 = binary

@@ -26,6 +26,7 @@ import sys
 sys.path[:0] = ["benchmarks", "scripts"]
 import bench
 bench.token_keys(sys.argv[1])
+__import__("shutil").rmtree(bench.WORK, ignore_errors=True)
 PY
 
 run() {  # $1 = number of reports; prints total instructions
