@@ -41,7 +41,6 @@ PY
 run() {  # $1 = binary
   local work port pid out u0 s0 u1 s1 flushes
   work=$(mktemp -d)
-  mkdir -p "$work/data" && cp "$keys/token-keys.json" "$work/data/" 2>/dev/null || true
   port=$((20000 + RANDOM % 20000))
   cat >"$work/post.lua" <<LUA
 wrk.method = "POST"
@@ -67,6 +66,8 @@ CONF
     pid=$!
     for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
   else
+    mkdir -p "$work/data"
+    cp "$keys/token-keys.json" "$work/data/"
     # shellcheck disable=SC2086
     taskset -c 0 "$1" --port "$port" --site news.example --site shop.example --data "$work/data" --token ab \
       $([ "${ACCESS_LOG:-0}" = 1 ] || echo --no-access-log) ${ENDPOINT_ARGS:-} 2>"$work/stderr" &
