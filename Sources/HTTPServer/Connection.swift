@@ -218,23 +218,11 @@ final class Connection {
     }
 
     private func serialize(_ response: HTTPResponse, for slot: Slot) {
-        let closing = !slot.keepAlive || loop.isDraining || response.headers.listContains("Connection", token: "close")
+        let head = loop.responseHeadStart(status: response.status, headers: response.headers)
+        let closing = !slot.keepAlive || loop.isDraining || head.asksToClose
             || (slot.version == .http1_0 && { if case .stream = response.body { return true }; return false }())
         // Bytes are appended straight to the outbound buffer: this runs for every response.
-        outbound.append(ascii: "HTTP/1.1 ")
-        outbound.append(decimal: response.status)
-        outbound.append(UInt8(ascii: " "))
-        outbound.append(utf8: HTTPStatusPhrase.phrase(response.status))
-        outbound.append(ascii: "\r\nDate: ")
-        outbound.append(utf8: loop.date.imfFixdate)
-        outbound.append(ascii: "\r\n")
-        response.headers.forEachField { name, value in
-            guard !Self.isFramingHeader(name) else { return }
-            outbound.append(contentsOf: name)
-            outbound.append(ascii: ": ")
-            outbound.append(contentsOf: value)
-            outbound.append(ascii: "\r\n")
-        }
+        outbound.append(contentsOf: head.bytes)
         var bodyBytes = 0
         switch response.body {
         case .bytes(let bytes):
@@ -261,52 +249,39 @@ final class Connection {
             case .stream(let body): stream = (body, slot.version == .http1_1)
             }
         }
-        accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote)
-    }
-
-    /// Content-Length, Transfer-Encoding and Connection are the server's to write.
-    private static func isFramingHeader(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let first = name.first.map(HTTPHeaders.asciiLower), first == UInt8(ascii: "c") || first == UInt8(ascii: "t") else {
-            return false
-        }
-        return equal(name, "Content-Length") || equal(name, "Connection") || equal(name, "Transfer-Encoding")
-    }
-
-    private static func equal(_ name: UnsafeBufferPointer<UInt8>, _ framing: StaticString) -> Bool {
-        framing.withUTF8Buffer { HTTPHeaders.equalBytes(name, $0) }
+        if loop.logsAccess { accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote) }
     }
 
     private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {
-        guard loop.configuration.accessLog != nil else { return }
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
-        var line: [UInt8] = []
-        line.reserveCapacity(176 + slot.target.utf8.count)
+        let date = loop.date
         // Every request writes one of these lines, so they are built from byte buffers, not Strings.
-        line.append(ascii: "{\"time\":\"")
-        loop.date.appendRFC3339Now(to: &line)
-        line.append(ascii: "\",\"method\":")
-        appendJSONString(slot.method, to: &line)
-        line.append(ascii: ",\"path\":")
-        var target = slot.target
-        target.withUTF8 { bytes in
-            // The query is left out: it may carry what the log must not keep.
-            let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
-            appendJSONString(UnsafeBufferPointer(rebasing: bytes[..<end]), to: &line)
+        loop.logLine { line in
+            line.append(ascii: "{\"time\":\"")
+            date.appendRFC3339Now(to: &line)
+            line.append(ascii: "\",\"method\":")
+            appendJSONString(slot.method, to: &line)
+            line.append(ascii: ",\"path\":")
+            var target = slot.target
+            target.withUTF8 { bytes in
+                // The query is left out: it may carry what the log must not keep.
+                let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
+                appendJSONString(UnsafeBufferPointer(rebasing: bytes[..<end]), to: &line)
+            }
+            line.append(ascii: ",\"status\":")
+            line.append(decimal: status)
+            line.append(ascii: ",\"bytes_in\":")
+            line.append(decimal: slot.bytesIn)
+            line.append(ascii: ",\"bytes_out\":")
+            line.append(decimal: bytesOut)
+            line.append(ascii: ",\"duration_us\":")
+            line.append(decimal: micros)
+            if let note {
+                line.append(ascii: ",\"note\":")
+                appendJSONString(note, to: &line)
+            }
+            line.append(UInt8(ascii: "}"))
         }
-        line.append(ascii: ",\"status\":")
-        line.append(decimal: status)
-        line.append(ascii: ",\"bytes_in\":")
-        line.append(decimal: slot.bytesIn)
-        line.append(ascii: ",\"bytes_out\":")
-        line.append(decimal: bytesOut)
-        line.append(ascii: ",\"duration_us\":")
-        line.append(decimal: micros)
-        if let note {
-            line.append(ascii: ",\"note\":")
-            appendJSONString(note, to: &line)
-        }
-        line.append(UInt8(ascii: "}"))
-        loop.log(line)
     }
 
     private func writeOutbound() {

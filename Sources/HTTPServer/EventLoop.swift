@@ -41,6 +41,7 @@ final class EventLoop: @unchecked Sendable {
     var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var logBuffer: [UInt8] = []
     private var logLines = 0
+    private var lastHeadStart: ResponseHeadStart?
     private var draining = false
     private var drainDeadline = Double.infinity
     private var lastTimeoutScan = 0.0
@@ -207,9 +208,21 @@ final class EventLoop: @unchecked Sendable {
         poller.modify(fd, readable: readable, writable: writable)
     }
 
-    func log(_ line: [UInt8]) {
+    /// The head start for `status` and `headers`, reused from the last response when it fits.
+    func responseHeadStart(status: Int, headers: HTTPHeaders) -> ResponseHeadStart {
+        if let last = lastHeadStart, last.fits(status: status, headers: headers, date: date) { return last }
+        let head = ResponseHeadStart(status: status, headers: headers, date: date)
+        lastHeadStart = head
+        return head
+    }
+
+    var logsAccess: Bool { configuration.accessLog != nil }
+
+    /// Lets `write` add one access-log line (without its newline) to the turn's lines, in place:
+    /// one buffer for the turn rather than one per line.
+    func logLine(_ write: (inout [UInt8]) -> Void) {
         guard configuration.accessLog != nil else { return }
-        logBuffer.append(contentsOf: line)
+        write(&logBuffer)
         logBuffer.append(0x0A)
         logLines += 1
     }

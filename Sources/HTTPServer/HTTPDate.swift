@@ -6,7 +6,8 @@ import Darwin
 
 /// Wall-clock text for the `Date` header and the access log, computed at most once a second.
 struct HTTPDate {
-    private var second: Int = -1
+    /// The second the cached text is for (Unix time).
+    private(set) var second: Int = -1
     private(set) var imfFixdate = ""
     /// `2026-11-20T10:00:00` for the current second; log lines add the milliseconds.
     private(set) var rfc3339Second: [UInt8] = []

@@ -132,6 +132,14 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// The same fields, in the same order, byte for byte: how a connection knows that a response
+    /// carries the headers of the one before and can reuse its head. Responses built from one
+    /// constant share their buffers, which Array's `==` compares first.
+    func sameFields(as other: HTTPHeaders) -> Bool {
+        bytes == other.bytes && spans.count == other.spans.count
+            && zip(spans, other.spans).allSatisfy { $0.nameStart == $1.nameStart && $0.valueStart == $1.valueStart }
+    }
+
     private func string(_ range: Range<Int>) -> String {
         bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }

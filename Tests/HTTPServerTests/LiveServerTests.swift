@@ -71,7 +71,44 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
     }
 }
 
+/// Answers according to the path: a status and header fields that differ from one request to the
+/// next, to show that a connection never sends one response's head with another's.
+struct VaryingHeadHandler: HTTPHandler {
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        switch request.path {
+        case "/json": responder.respond(HTTPResponse(status: 201, headers: ["Content-Type": "application/json"], body: Array("{}".utf8)))
+        case "/other": responder.respond(HTTPResponse(status: 201, headers: ["Content-Type": "application/json", "X-Other": "1"],
+                                                      body: Array("{}".utf8)))
+        case "/close": responder.respond(HTTPResponse(status: 200, headers: ["Connection": "close"], body: Array("bye".utf8)))
+        default: responder.respond(HTTPResponse.text(404, "no"))
+        }
+    }
+}
+
 @Suite struct LiveServerTests {
+    /// The loop reuses the start of the last head while status and fields repeat; every change
+    /// of either must show, and a handler's `Connection: close` must still close.
+    @Test func eachResponseCarriesItsOwnStatusAndFields() throws {
+        try withServer(handler: VaryingHeadHandler()) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            for (path, status, other, type) in [("/json", 201, nil, "application/json"), ("/json", 201, nil, "application/json"),
+                                                 ("/other", 201, "1", "application/json"), ("/json", 201, nil, "application/json"),
+                                                 ("/missing", 404, nil, "text/plain; charset=utf-8"),
+                                                 ("/json", 201, nil, "application/json")] {
+                try client.send("GET \(path) HTTP/1.1\r\nHost: h\r\n\r\n")
+                let response = try client.readResponse()
+                #expect(response.status == status, "\(path)")
+                #expect(response.header("X-Other") == other, "\(path)")
+                #expect(response.header("Content-Type") == type, "\(path)")
+                #expect(response.header("Date") != nil)
+            }
+            try client.send("GET /close HTTP/1.1\r\nHost: h\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.bodyText == "bye" && response.header("Connection") == "close")
+            #expect(try client.waitForClose())
+        }
+    }
+
     @Test func keepAliveServesSeveralRequestsOnOneConnection() throws {
         try withServer { port, _ in
             let client = try RawHTTPClient(port: port)
