@@ -192,9 +192,9 @@ public struct HTTPRequestParser {
         let head = buffer[start..<headEnd]
         start = headEnd + 4
         scanned = 0
-        var request = try parseHeadLines(head)
-        let framing = try bodyFraming(request)
-        let expectsContinue = try expectation(request)
+        var (request, fields) = try parseHeadLines(head)
+        let framing = try bodyFraming(request, fields)
+        let expectsContinue = fields.expect > 0 ? try expectation(request) : false
         switch framing {
         case .none:
             return .event(.request(request))
@@ -231,14 +231,12 @@ public struct HTTPRequestParser {
 
     private enum Framing { case none, length(Int), chunked }
 
-    private func bodyFraming(_ request: HTTPRequest) throws(HTTPParseError) -> Framing {
+    private func bodyFraming(_ request: HTTPRequest, _ fields: FieldCounts) throws(HTTPParseError) -> Framing {
         // The common request has one plain Content-Length and no Transfer-Encoding; read that
         // from the bytes. Anything else takes the general path below.
-        let headers = request.headers
-        let lengthFields = headers.count(of: "Content-Length")
-        if lengthFields == 0 && !headers.contains("Transfer-Encoding") { return .none }
-        if lengthFields == 1, !headers.contains("Transfer-Encoding"),
-           let n = headers.withFirstValue("Content-Length", Self.plainDecimal) ?? nil {
+        if fields.contentLength == 0 && fields.transferEncoding == 0 { return .none }
+        if fields.contentLength == 1, fields.transferEncoding == 0,
+           let n = request.headers.withFirstValue("Content-Length", Self.plainDecimal) ?? nil {
             guard n <= limits.maxBodyBytes else {
                 throw HTTPParseError(413, "the body of \(n) bytes exceeds the limit of \(limits.maxBodyBytes) bytes")
             }
@@ -309,32 +307,54 @@ public struct HTTPRequestParser {
         return request.version == .http1_1
     }
 
-    private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> HTTPRequest {
+    /// How many fields of a head have the names that decide its framing, counted as the fields
+    /// are read so that no name is looked up again afterwards.
+    struct FieldCounts {
+        var host = 0
+        var contentLength = 0
+        var transferEncoding = 0
+        var expect = 0
+
+        mutating func count(_ name: UnsafeBufferPointer<UInt8>) {
+            switch name.count {
+            case 4 where Self.named(name, "host"): host += 1
+            case 6 where Self.named(name, "expect"): expect += 1
+            case 14 where Self.named(name, "content-length"): contentLength += 1
+            case 17 where Self.named(name, "transfer-encoding"): transferEncoding += 1
+            default: break
+            }
+        }
+
+        private static func named(_ name: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
+            lowercase.withUTF8Buffer { HTTPHeaders.equalBytes(name, $0) }
+        }
+    }
+
+    private func parseHeadLines(_ head: ArraySlice<UInt8>) throws(HTTPParseError) -> (HTTPRequest, FieldCounts) {
         // parseHead has already refused bare LFs; a CR must begin a CRLF too (RFC 9112 §2.2).
         let lineEnd = head.firstIndex(of: 0x0D) ?? head.endIndex
         if lineEnd < head.endIndex && (lineEnd + 1 == head.endIndex || head[lineEnd + 1] != 0x0A) {
             throw HTTPParseError(400, "the request head contains a bare CR")
         }
         var request = try parseRequestLine(head[head.startIndex..<lineEnd])
+        var counts = FieldCounts()
         if lineEnd < head.endIndex {
             let fields = head[(lineEnd + 2)...]
             request.headers = HTTPHeaders(reservingBytes: fields.count, fields: 8)
-            let hosts = try fields.withUnsafeBufferPointer { (b) throws(HTTPParseError) -> Int in
-                try parseFields(b, into: &request.headers)
+            try fields.withUnsafeBufferPointer { (b) throws(HTTPParseError) in
+                try parseFields(b, into: &request.headers, counting: &counts)
             }
-            if request.version == .http1_1 && hosts != 1 {
-                throw HTTPParseError(400, hosts == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
-            }
-        } else if request.version == .http1_1 {
-            throw HTTPParseError(400, "an HTTP/1.1 request needs a Host header")
         }
-        return request
+        if request.version == .http1_1 && counts.host != 1 {
+            throw HTTPParseError(400, counts.host == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
+        }
+        return (request, counts)
     }
 
-    /// Reads the header lines (CRLF-separated, no final CRLF) into `headers`; returns how many
-    /// were `Host`. Works on the bytes directly: this runs for every line of every request.
-    private func parseFields(_ b: UnsafeBufferPointer<UInt8>, into headers: inout HTTPHeaders) throws(HTTPParseError) -> Int {
-        var hosts = 0
+    /// Reads the header lines (CRLF-separated, no final CRLF) into `headers`, counting the names
+    /// that matter for framing. Works on the bytes directly: this runs for every line of every request.
+    private func parseFields(_ b: UnsafeBufferPointer<UInt8>, into headers: inout HTTPHeaders,
+                             counting counts: inout FieldCounts) throws(HTTPParseError) {
         var count = 0
         var lineStart = 0
         let end = b.count
@@ -348,15 +368,15 @@ public struct HTTPRequestParser {
             guard count <= limits.maxHeaderCount else {
                 throw HTTPParseError(431, "more than \(limits.maxHeaderCount) header fields")
             }
-            if try parseField(b, lineStart..<lineEnd, into: &headers) { hosts += 1 }
+            counts.count(try parseField(b, lineStart..<lineEnd, into: &headers))
             guard lineEnd < end else { break }
             lineStart = lineEnd + 2
         }
-        return hosts
     }
 
-    /// Adds one `name: value` line; true when the field is `Host`.
-    private func parseField(_ b: UnsafeBufferPointer<UInt8>, _ line: Range<Int>, into headers: inout HTTPHeaders) throws(HTTPParseError) -> Bool {
+    /// Adds one `name: value` line; returns the name.
+    private func parseField(_ b: UnsafeBufferPointer<UInt8>, _ line: Range<Int>,
+                            into headers: inout HTTPHeaders) throws(HTTPParseError) -> UnsafeBufferPointer<UInt8> {
         guard !line.isEmpty else { throw HTTPParseError(400, "empty header line") }
         let first = b[line.lowerBound]
         if first == 0x20 || first == 0x09 {
@@ -379,8 +399,7 @@ public struct HTTPRequestParser {
         }
         let name = UnsafeBufferPointer(rebasing: b[line.lowerBound..<colon])
         headers.add(name: name, value: UnsafeBufferPointer(rebasing: b[valueStart..<valueEnd]))
-        return name.count == 4 && name[0] | 0x20 == UInt8(ascii: "h") && name[1] | 0x20 == UInt8(ascii: "o")
-            && name[2] | 0x20 == UInt8(ascii: "s") && name[3] | 0x20 == UInt8(ascii: "t")
+        return name
     }
 
 

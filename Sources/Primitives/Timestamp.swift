@@ -28,28 +28,19 @@ public struct Timestamp: Sendable, Hashable, Comparable {
         let msOfDay = ms - days * 86_400_000
         let (y, m, d) = Self.civil(fromDays: days)
         let secondOfDay = msOfDay / 1000
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
-            var at = 0
-            func put(_ value: Int64, _ width: Int) {
-                var v = value
-                for i in stride(from: at + width - 1, through: at, by: -1) {
-                    text[i] = UInt8(ascii: "0") + UInt8(v % 10)
-                    v /= 10
-                }
-                at += width
-            }
-            func put(_ separator: Unicode.Scalar) {
-                text[at] = UInt8(ascii: separator)
-                at += 1
-            }
-            put(y, 4); put("-")
-            put(m, 2); put("-")
-            put(d, 2); put("T")
-            put(secondOfDay / 3600, 2); put(":")
-            put(secondOfDay / 60 % 60, 2); put(":")
-            put(secondOfDay % 60, 2); put(".")
-            put(msOfDay % 1000, 3); put("Z")
-            out.append(contentsOf: UnsafeBufferPointer(text))
+        let hour = secondOfDay / 3600, minute = secondOfDay / 60 % 60, second = secondOfDay % 60, milli = msOfDay % 1000
+        func digit(_ v: Int64) -> UInt8 { UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: v % 10) }
+        // Years past 9999 keep their last four digits, as they always have here.
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { t in
+            t[0] = digit(y / 1000); t[1] = digit(y / 100); t[2] = digit(y / 10); t[3] = digit(y); t[4] = UInt8(ascii: "-")
+            t[5] = digit(m / 10); t[6] = digit(m); t[7] = UInt8(ascii: "-")
+            t[8] = digit(d / 10); t[9] = digit(d); t[10] = UInt8(ascii: "T")
+            t[11] = digit(hour / 10); t[12] = digit(hour); t[13] = UInt8(ascii: ":")
+            t[14] = digit(minute / 10); t[15] = digit(minute); t[16] = UInt8(ascii: ":")
+            t[17] = digit(second / 10); t[18] = digit(second); t[19] = UInt8(ascii: ".")
+            t[20] = digit(milli / 100); t[21] = digit(milli / 10); t[22] = digit(milli); t[23] = UInt8(ascii: "Z")
+            out.append(contentsOf: UnsafeBufferPointer(t.bindMemory(to: UInt8.self)))
         }
     }
 
