@@ -110,7 +110,7 @@ final class Connection {
                 fail(error)
                 break
             }
-            switch event {
+            switch consume event {
             case .needMore:
                 if parser.isMidRequest && requestStartedAt == nil { requestStartedAt = monotonicSeconds() }
                 compactInbound()
@@ -255,19 +255,13 @@ final class Connection {
     private func accessLog(_ slot: Slot, status: Int, bytesOut: Int, note: String?) {
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         let date = loop.date
+        let methodAndPath = loop.loggedMethodAndPath(method: slot.method, target: slot.target)
         // Every request writes one of these lines, so they are built from byte buffers, not Strings.
         loop.logLine { line in
             line.append(ascii: "{\"time\":\"")
             date.appendRFC3339Now(to: &line)
-            line.append(ascii: "\",\"method\":")
-            appendJSONString(slot.method, to: &line)
-            line.append(ascii: ",\"path\":")
-            var target = slot.target
-            target.withUTF8 { bytes in
-                // The query is left out: it may carry what the log must not keep.
-                let end = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
-                appendJSONString(UnsafeBufferPointer(rebasing: bytes[..<end]), to: &line)
-            }
+            line.append(ascii: "\",")
+            line.append(contentsOf: methodAndPath.json)
             line.append(ascii: ",\"status\":")
             line.append(decimal: status)
             line.append(ascii: ",\"bytes_in\":")

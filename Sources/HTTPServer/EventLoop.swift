@@ -42,6 +42,7 @@ final class EventLoop: @unchecked Sendable {
     private var logBuffer: [UInt8] = []
     private var logLines = 0
     private var lastHeadStart: ResponseHeadStart?
+    private var lastLoggedMethodAndPath: LoggedMethodAndPath?
     private var draining = false
     private var drainDeadline = Double.infinity
     private var lastTimeoutScan = 0.0
@@ -217,6 +218,15 @@ final class EventLoop: @unchecked Sendable {
     }
 
     var logsAccess: Bool { configuration.accessLog != nil }
+
+    /// `"method":"POST","path":"/…"` for the access log, reused while requests repeat them: an
+    /// endpoint's traffic is mostly one path, and escaping it afresh cost more than comparing it.
+    func loggedMethodAndPath(method: String, target: String) -> LoggedMethodAndPath {
+        if let last = lastLoggedMethodAndPath, last.method == method, last.target == target { return last }
+        let logged = LoggedMethodAndPath(method: method, target: target)
+        lastLoggedMethodAndPath = logged
+        return logged
+    }
 
     /// Lets `write` add one access-log line (without its newline) to the turn's lines, in place:
     /// one buffer for the turn rather than one per line.

@@ -52,9 +52,13 @@ public struct RoleResolver: Sendable {
 
     /// Lowercases and drops the port and any trailing dot: `Shop.Example.:443` → `shop.example`.
     public static func normalizeHost(_ host: String) -> String {
-        // Nearly every Host header is already a bare lowercase name.
-        if host.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 }),
-           host.utf8.last != UInt8(ascii: ".") {
+        // Nearly every Host header is already a bare lowercase name. Its bytes are checked in
+        // place: String.UTF8View's generic iteration cost more than the rest of resolving a role.
+        func isBare(_ bytes: some Collection<UInt8>) -> Bool {
+            bytes.allSatisfy { ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 }
+        }
+        let bare = host.utf8.withContiguousStorageIfAvailable(isBare) ?? isBare(host.utf8)
+        if bare && host.utf8.last != UInt8(ascii: ".") {
             return host
         }
         var h = Substring(host.lowercased())

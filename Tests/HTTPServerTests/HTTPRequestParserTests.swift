@@ -139,4 +139,13 @@ private func parseError(_ text: String, limits: HTTPLimits = HTTPLimits()) -> HT
         #expect(r.queryItems.map(\.name) == ["since", "a b"])
         #expect(r.queryItems.map(\.value) == ["2026-11-20T10:00:00Z", "c d"])
     }
+
+    /// The token check is a pair of bit masks; RFC 9110's list of tchar, spelled out, must agree
+    /// with it on every byte.
+    @Test func tokenBytesAreExactlyRFC9110sTchar() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in 0...255 {
+            #expect(HTTPRequestParser.isTokenByte(UInt8(byte)) == tchar.contains(UInt8(byte)), "byte \(byte)")
+        }
+    }
 }

@@ -74,9 +74,10 @@ struct ReportIngest: Sendable {
         var reasons = resolution.notes
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }
         let judgement = book.judge(report, role: resolution.role, now: clock())
-        reasons += judgement.reasons
+        // Most reports have no reasons at all; appending nothing still cost a call each.
+        if !judgement.reasons.isEmpty { reasons += judgement.reasons }
         let tokenOutcome = tokens.check(report, role: resolution.role)
-        reasons += tokenOutcome.reasons
+        if !tokenOutcome.reasons.isEmpty { reasons += tokenOutcome.reasons }
         var trigger = judgement.trigger
         if tokenOutcome.quarantine, let claimed = trigger {
             // A report whose token is forged or replayed is no conversion: the trigger stays for a real one.
