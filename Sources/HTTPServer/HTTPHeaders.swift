@@ -9,7 +9,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     private var spans: [Span] = []
 
     /// Where one field lies in `bytes`: the name runs up to `valueStart`.
-    private struct Span: Sendable {
+    private struct Span: Sendable, Equatable {
         var nameStart: Int32
         var valueStart: Int32
         var valueEnd: Int32
@@ -136,8 +136,7 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// carries the headers of the one before and can reuse its head. Responses built from one
     /// constant share their buffers, which Array's `==` compares first.
     func sameFields(as other: HTTPHeaders) -> Bool {
-        bytes == other.bytes && spans.count == other.spans.count
-            && zip(spans, other.spans).allSatisfy { $0.nameStart == $1.nameStart && $0.valueStart == $1.valueStart }
+        bytes == other.bytes && spans == other.spans
     }
 
     private func string(_ range: Range<Int>) -> String {

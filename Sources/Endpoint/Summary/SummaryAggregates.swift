@@ -138,10 +138,8 @@ struct SummaryAggregates: Sendable {
     private(set) var days: [Int32: Day] = [:]
     private(set) var names: [String] = []
     private var ids: [String: Name] = [:]
-    /// The names interned last, looked at before `ids`: a report names two or three, mostly those
-    /// of the report before, and comparing a short name costs less than hashing it.
-    private var recentNames: [(name: String, id: Name)] = []
-    private var nextRecent = 0
+    /// The names interned last, looked at before `ids`.
+    private var recentNames = RecentAnswers<Name>()
     /// Sites with reports, as names.
     private(set) var sites: Set<Name> = []
 
@@ -164,7 +162,7 @@ struct SummaryAggregates: Sendable {
     func id(of name: String) -> Name? { ids[name] }
 
     mutating func intern(_ name: String) -> Name {
-        for recent in recentNames where recent.name == name { return recent.id }
+        if let recent = recentNames.answer(for: name) { return recent }
         let id: Name
         if let known = ids[name] {
             id = known
@@ -173,12 +171,7 @@ struct SummaryAggregates: Sendable {
             names.append(name)
             ids[name] = id
         }
-        if recentNames.count < 4 {
-            recentNames.append((name, id))
-        } else {
-            recentNames[nextRecent] = (name, id)
-            nextRecent = (nextRecent + 1) % 4
-        }
+        recentNames.remember(name, id)
         return id
     }
 
