@@ -39,6 +39,13 @@ final class Connection {
 
     private var outbound: [UInt8] = []
     private var outboundStart = 0
+    /// Answers are waiting in `outbound` for the end of the loop's `finishTurn` (`EventLoop.holdingSends`).
+    private var awaitingRelease = false
+    /// One of the held answers was withdrawn: the connection closes instead of sending them.
+    private var withdrawn = false
+    /// The access-log lines of the held answers, which join the turn's lines when they leave.
+    private var heldLog: [UInt8] = []
+    private var heldLogLines = 0
     private var stream: (body: any HTTPBodyStream, chunked: Bool)?
     private var closeAfterFlush = false
     private var closed = false
@@ -197,6 +204,13 @@ final class Connection {
             outbound.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             continueOwed = false
         }
+        if loop.holdingSends {
+            if !awaitingRelease {
+                awaitingRelease = true
+                loop.hold(self)
+            }
+            return  // the rest of this flush runs when the loop releases the answers
+        }
         writeOutbound()
         guard !closed else { return }
         let idle = slots.isEmpty && stream == nil && outboundPending == 0
@@ -215,6 +229,39 @@ final class Connection {
         }
         updateInterest()
         updateDeadline()
+    }
+
+    /// The loop's `finishTurn` is over: send the held answers, or close if one was withdrawn.
+    func releaseHeld() {
+        awaitingRelease = false
+        guard !closed else { return }
+        if withdrawn {
+            // Their lines are kept, marked, so the log still shows every request that came in.
+            var start = 0
+            for end in heldLog.indices where heldLog[end] == 0x0A {
+                loop.logLine { line in
+                    line.append(contentsOf: heldLog[start..<(end - 1)])  // without its closing brace
+                    line.append(ascii: #","withdrawn":"not sent: what it acknowledged could not be stored"}"#)
+                }
+                start = end + 1
+            }
+            heldLog.removeAll()
+            heldLogLines = 0
+            close()
+            return
+        }
+        if !heldLog.isEmpty {
+            loop.appendLogLines(heldLog, count: heldLogLines)
+            heldLog.removeAll(keepingCapacity: true)
+            heldLogLines = 0
+        }
+        flush()
+    }
+
+    /// Marks the held answer to `sequence`, if there is one, as withdrawn.
+    func withdraw(sequence: UInt64) {
+        guard awaitingRelease, sequence < nextSequence, !slots.contains(where: { $0.sequence == sequence }) else { return }
+        withdrawn = true
     }
 
     private func serialize(_ response: HTTPResponse, for slot: Slot) {
@@ -257,7 +304,7 @@ final class Connection {
         let date = loop.date
         let methodAndPath = loop.loggedMethodAndPath(method: slot.method, target: slot.target)
         // Every request writes one of these lines, so they are built from byte buffers, not Strings.
-        loop.logLine { line in
+        let write = { (line: inout [UInt8]) in
             line.append(ascii: "{\"time\":\"")
             date.appendRFC3339Now(to: &line)
             line.append(ascii: "\",")
@@ -275,6 +322,13 @@ final class Connection {
                 appendJSONString(note, to: &line)
             }
             line.append(UInt8(ascii: "}"))
+        }
+        if awaitingRelease || loop.holdingSends {
+            write(&heldLog)
+            heldLog.append(0x0A)
+            heldLogLines += 1
+        } else {
+            loop.logLine(write)
         }
     }
 

@@ -43,6 +43,11 @@ final class EventLoop: @unchecked Sendable {
     private var logLines = 0
     private var lastHeadStart: ResponseHeadStart?
     private var lastLoggedMethodAndPath: LoggedMethodAndPath?
+    /// True while the handler's `finishTurn` runs: answers given then are prepared but not sent
+    /// until it returns, so the handler may prepare them before what they acknowledge is durable.
+    private(set) var holdingSends = false
+    /// Connections with answers prepared while `holdingSends`, in the order they got them.
+    private var held: [Connection] = []
     private var draining = false
     private var drainDeadline = Double.infinity
     private var lastTimeoutScan = 0.0
@@ -130,7 +135,9 @@ final class EventLoop: @unchecked Sendable {
                 if events.isEmpty { break }
                 looks += 1
             }
+            holdingSends = true
             handler.finishTurn()
+            releaseHeldSends()
             let now = monotonicSeconds()
             if now - lastTimeoutScan >= configuration.timeoutCheckInterval {
                 lastTimeoutScan = now
@@ -150,6 +157,18 @@ final class EventLoop: @unchecked Sendable {
             close(wakeWrite)
         }
         poller.close()
+    }
+
+    /// Sends what was held while `finishTurn` ran, or closes the connections whose answers were
+    /// withdrawn meanwhile.
+    private func releaseHeldSends() {
+        holdingSends = false
+        guard !held.isEmpty else { return }
+        var releasing: [Connection] = []
+        swap(&releasing, &held)
+        for connection in releasing { connection.releaseHeld() }
+        releasing.removeAll(keepingCapacity: true)
+        swap(&releasing, &held)
     }
 
     private func acceptConnections() {
@@ -200,6 +219,18 @@ final class EventLoop: @unchecked Sendable {
         HTTPResponder(loop: self, fd: connection.fd, generation: connection.generation, sequence: sequence)
     }
 
+    /// `connection` has answers to send once `finishTurn` returns.
+    func hold(_ connection: Connection) {
+        held.append(connection)
+    }
+
+    /// The answer to `sequence` must not leave: see `HTTPResponder.withdraw`.
+    func withdraw(fd: Int32, generation: UInt64, sequence: UInt64) {
+        guard let loopThread, pthread_equal(loopThread, pthread_self()) != 0,
+              let connection = connections[fd], connection.generation == generation else { return }
+        connection.withdraw(sequence: sequence)
+    }
+
     func forget(_ connection: Connection) {
         if connections[connection.fd] === connection { connections[connection.fd] = nil }
         poller.remove(connection.fd)
@@ -235,6 +266,13 @@ final class EventLoop: @unchecked Sendable {
         write(&logBuffer)
         logBuffer.append(0x0A)
         logLines += 1
+    }
+
+    /// Adds `count` whole lines, each ending in a newline, to the turn's lines.
+    func appendLogLines(_ lines: [UInt8], count: Int) {
+        guard configuration.accessLog != nil else { return }
+        logBuffer.append(contentsOf: lines)
+        logLines += count
     }
 
     /// The turn's lines in one hand-off; the writer's own thread waits for the reader, never this one.

@@ -10,6 +10,11 @@ public protocol HTTPHandler: Sendable {
     /// read was given to `handle`: the place for work that is cheaper done once for many requests
     /// (the endpoint writes the turn's reports here with one disk flush). Every connection waits
     /// while it runs, so it should be short.
+    ///
+    /// Answers given while it runs, on the loop's thread, are held and sent once it returns, so it
+    /// may give an answer before the work the answer reports on is done (the endpoint prepares a
+    /// report's acknowledgement while the report is being flushed), and withdraw the answer with
+    /// `HTTPResponder.withdraw()` if that work fails.
     func finishTurn()
 
     /// True while `finishTurn` has work left that it put off to keep a turn short: the loop then
@@ -49,6 +54,22 @@ public struct HTTPResponder: Sendable {
             loop.complete(Completion(fd: fd, generation: generation, sequence: sequence, response: response))
         case .closure(let deliver, _):
             deliver(response)
+        }
+    }
+
+    /// Whether answers given through this responder during the handler's `finishTurn`, on the
+    /// loop's thread, are held until it returns and can still be withdrawn: true for a connection's.
+    public var holdsAnswersAtTurnEnd: Bool {
+        if case .connection = destination { return true }
+        return false
+    }
+
+    /// On the loop's thread, during `finishTurn`: the answer already given must not leave after all
+    /// (what it acknowledged failed). Its connection is closed instead of sending it; its
+    /// access-log line is kept, marked `withdrawn`. Does nothing if no answer is being held.
+    public func withdraw() {
+        if case .connection(let loop, let fd, let generation, let sequence) = destination {
+            loop.withdraw(fd: fd, generation: generation, sequence: sequence)
         }
     }
 

@@ -10,19 +10,18 @@ extension ReportStore {
     public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
 
     /// Queues a report. `completion` runs on the committing thread once the report is on disk
-    /// (with its id and receive time) or could not be written.
-    public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
-        append(kind: .report, tag: draft.protocol.rawValue, completion: { result in
-            completion(result.map { record in
-                var report = StoredReport(id: record.id, receivedAt: record.time, protocol: draft.protocol, role: draft.role,
-                                          verdict: draft.verdict, reasons: draft.reasons, body: draft.body,
-                                          triggerID: draft.triggerID, campaign: draft.campaign,
-                                          triggerRecordedAt: draft.triggerRecordedAt)
-                report.tokenKeyIDs = draft.tokenKeyIDs
-                report.recordEnd = record.recordEnd
-                return report
-            })
-        }, payload: { StoredReport.encodePayload(draft, into: &$0) })
+    /// (with its id and receive time) or could not be written. `written`, if given, runs before it
+    /// with the report as it will be stored, perhaps while it is still being flushed (see
+    /// `ReportStore.append(kind:tag:written:completion:payload:)`).
+    public func append(_ draft: StoredReport.Draft, written: (@Sendable (StoredReport) -> Void)? = nil,
+                       completion: @escaping Completion) {
+        var writtenRecord: RecordWritten?
+        if let written {
+            writtenRecord = { record in written(StoredReport(draft, record)) }
+        }
+        append(kind: .report, tag: draft.protocol.rawValue, written: writtenRecord,
+               completion: { result in completion(result.map { StoredReport(draft, $0) }) },
+               payload: { StoredReport.encodePayload(draft, into: &$0) })
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
@@ -84,5 +83,16 @@ public struct ReplayedTriggers: Sendable {
         } else if record.kind == LogRecord.Kind.report.rawValue, let used = StoredReport.peekTriggerID(record.payload) {
             consumed.insert(used)
         }
+    }
+}
+
+extension StoredReport {
+    /// The report a draft becomes once the store gave it an id, a time and a place.
+    init(_ draft: Draft, _ record: ReportStore.AppendedRecord) {
+        self.init(id: record.id, receivedAt: record.time, protocol: draft.protocol, role: draft.role,
+                  verdict: draft.verdict, reasons: draft.reasons, body: draft.body, triggerID: draft.triggerID,
+                  campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
+        tokenKeyIDs = draft.tokenKeyIDs
+        recordEnd = record.recordEnd
     }
 }

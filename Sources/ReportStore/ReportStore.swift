@@ -12,6 +12,11 @@ import Primitives
 /// one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls each record's
 /// completion. Records queued together so share one flush (group commit), and nothing is
 /// acknowledged before it is on disk. Who commits is the `Committer` chosen at open.
+///
+/// A record may also have a `written` step, for work that can be prepared before the record is
+/// durable but must not take effect until it is: `commitQueued(overlappingFlush: true)` runs those
+/// steps while the batch's flush is in flight (`BackgroundFlush`), and the completion then says
+/// whether the record made it.
 public final class ReportStore: Sendable {
     public let directory: String
     public let logPath: String
@@ -21,6 +26,8 @@ public final class ReportStore: Sendable {
     private let file: LogFile
     /// Keeps zeros written ahead of the data, when the store was opened with a preallocation.
     private let preallocator: LogPreallocator?
+    /// The flush thread of an owner-committed store, for `commitQueued(overlappingFlush: true)`.
+    private let backgroundFlush: BackgroundFlush?
     private let clock: @Sendable () -> Timestamp
     private let committer: Committer
     /// What is queued for the next commit; held only to queue or to take a batch, never across I/O.
@@ -39,6 +46,8 @@ public final class ReportStore: Sendable {
 
     /// Told once the record is on disk (with the id and time it got), or could not be written.
     public typealias RecordCompletion = @Sendable (Result<AppendedRecord, StoreError>) -> Void
+    /// Told that the record is written, perhaps before it is durable: see `append`.
+    public typealias RecordWritten = @Sendable (AppendedRecord) -> Void
 
     /// What the store gave a record: its id (counted per kind), its time, and where it ends.
     public struct AppendedRecord: Sendable {
@@ -91,6 +100,7 @@ public final class ReportStore: Sendable {
         var at: Int
         var id: UInt64
         var time: Int64
+        var written: RecordWritten?
         var completion: RecordCompletion
     }
 
@@ -152,6 +162,7 @@ public final class ReportStore: Sendable {
                                seconds: Date().timeIntervalSince(started), prefixAtFingerprint: found.fingerprinted)
         preallocator = preallocation > 0
             ? LogPreallocator(file: file, window: preallocation, dataEnd: found.end, zeroedEnd: zeroedEnd) : nil
+        backgroundFlush = committer == .owner ? BackgroundFlush(file: file) : nil
 
         guard committer == .writerThread else { return }
         stopped.startThread(named: "report-store-writer") { [self] in writerLoop() }
@@ -162,11 +173,16 @@ public final class ReportStore: Sendable {
     /// Queues a record of `kind` for `tag`'s owner: the store writes its id and time, then `payload`
     /// writes the owner's bytes in place. `completion` runs on the committing thread once the record
     /// is on disk, or could not be written.
+    /// `written`, if given, runs on the committing thread before `completion`, once the record is
+    /// written: after its flush, or, under `commitQueued(overlappingFlush: true)`, while the flush is
+    /// still in flight. Whatever it starts must therefore wait for `completion` to take effect (the
+    /// endpoint prepares the answer there, which its event loop holds until the turn ends), and
+    /// `completion` may still report a failure after it.
     /// Returns the record's id, known before it is on disk (a later record in the same batch may
     /// name it), or nil when the store is closing.
     @discardableResult
-    public func append(kind: LogRecord.Kind, tag: UInt8, completion: @escaping RecordCompletion,
-                       payload: (inout [UInt8]) -> Void) -> UInt64? {
+    public func append(kind: LogRecord.Kind, tag: UInt8, written: RecordWritten? = nil,
+                       completion: @escaping RecordCompletion, payload: (inout [UInt8]) -> Void) -> UInt64? {
         let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
             guard !q.stopping else { return (false, false, 0) }
             let id = q.pending.nextIDs[Int(kind.rawValue)]
@@ -180,7 +196,8 @@ public final class ReportStore: Sendable {
                 out.appendLE(time)
                 payload(&out)
             }
-            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, completion: completion))
+            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, written: written,
+                                           completion: completion))
             return (true, q.pending.entries.count == 1, id)
         }
         guard queued else {
@@ -197,7 +214,9 @@ public final class ReportStore: Sendable {
     /// Writes and flushes everything queued, on the calling thread, and calls the completions;
     /// again if those queued more (a pipelined request answered by a completion), until nothing is
     /// left. Completions must not call this themselves.
-    public func commitQueued() {
+    /// `overlappingFlush`: run the records' `written` steps while each batch's flush is in flight,
+    /// on an owner-committed store; the caller holds their effects until this returns.
+    public func commitQueued(overlappingFlush: Bool = false) {
         committing.withLock { batch in
             while true {
                 let empty = queue.withLock { q -> Bool in
@@ -207,7 +226,7 @@ public final class ReportStore: Sendable {
                     return false
                 }
                 if empty { return }
-                commit(bytes: batch.bytes, entries: batch.entries)
+                commit(bytes: batch.bytes, entries: batch.entries, overlappingFlush: overlappingFlush)
                 batch.bytes.removeAll(keepingCapacity: true)
                 batch.entries.removeAll(keepingCapacity: true)
             }
@@ -226,13 +245,27 @@ public final class ReportStore: Sendable {
         }
     }
 
-    private func commit(bytes: [UInt8], entries: [Entry]) {
+    private func commit(bytes: [UInt8], entries: [Entry], overlappingFlush: Bool) {
         let start = state.withLock { $0.end }
         preallocator?.claim(start..<start + bytes.count)
+        var failure: StoreError?
+        var wroteEarly = false
         do {
             try file.write(bytes, at: start)
-            try file.sync()
+            if overlappingFlush, let backgroundFlush, entries.contains(where: { $0.written != nil }) {
+                backgroundFlush.begin()
+                for entry in entries {
+                    entry.written?(appended(entry, batch: bytes, at: start))
+                }
+                wroteEarly = true
+                failure = backgroundFlush.finish()
+            } else {
+                try file.sync()
+            }
         } catch {
+            failure = error
+        }
+        if let error = failure {
             // Cut back whatever part of the batch reached the file, so a half-written record can
             // never be replayed as a report that was refused. The next batch writes here again.
             try? file.truncate(to: start)
@@ -254,10 +287,16 @@ public final class ReportStore: Sendable {
             s.flushes += 1
         }
         for entry in entries {
-            let length = bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: entry.at + 4)) }
-            entry.completion(.success(AppendedRecord(id: entry.id, time: Timestamp(millisecondsSinceEpoch: entry.time),
-                                                     recordEnd: start + entry.at + LogRecord.headerSize + length)))
+            let record = appended(entry, batch: bytes, at: start)
+            if !wroteEarly { entry.written?(record) }
+            entry.completion(.success(record))
         }
+    }
+
+    private func appended(_ entry: Entry, batch bytes: [UInt8], at start: Int) -> AppendedRecord {
+        let length = bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: entry.at + 4)) }
+        return AppendedRecord(id: entry.id, time: Timestamp(millisecondsSinceEpoch: entry.time),
+                              recordEnd: start + entry.at + LogRecord.headerSize + length)
     }
 
     /// Finishes every queued write and stops the writer. Appends after this fail.
@@ -270,6 +309,7 @@ public final class ReportStore: Sendable {
         if committer == .owner { commitQueued() }
         stopped.wait()
         if !alreadyClosing {
+            backgroundFlush?.stop()
             preallocator?.stop()
             file.close()
         }

@@ -71,6 +71,41 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
     }
 }
 
+/// Answers in `finishTurn`, as the endpoint answers reports while their flush is in flight, and
+/// withdraws the answer to `/withdraw` there. It also looks, before `finishTurn` returns, whether
+/// the client named by `watched` has been sent anything yet: loopback delivers inside `send`, so
+/// bytes sent would already be readable.
+final class TurnEndHandler: HTTPHandler, @unchecked Sendable {
+    // `waiting` is touched only on the loop thread.
+    private var waiting: [(path: String, responder: HTTPResponder)] = []
+    let watched = Locked<Int32?>(nil)
+    /// For each turn that had the watched client's request: were its bytes readable during the turn?
+    let sentDuringTurn = Locked<[Bool]>([])
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        if request.path == "/now" {
+            responder.respond(HTTPResponse.text(200, "now"))
+            responder.withdraw()  // outside `finishTurn` the answer is on its way: nothing to withdraw
+            return
+        }
+        waiting.append((String(request.path), responder))
+    }
+
+    func finishTurn() {
+        guard !waiting.isEmpty else { return }
+        for (path, responder) in waiting {
+            responder.respond(HTTPResponse.text(200, "answered \(path)"))
+            if path == "/withdraw" { responder.withdraw() }
+        }
+        waiting.removeAll()
+        if let fd = watched.withLock({ $0 }) {
+            var byte: UInt8 = 0
+            let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            sentDuringTurn.withLock { $0.append(n > 0) }
+        }
+    }
+}
+
 /// Answers according to the path: a status and header fields that differ from one request to the
 /// next, to show that a connection never sends one response's head with another's.
 struct VaryingHeadHandler: HTTPHandler {
@@ -144,6 +179,50 @@ struct VaryingHeadHandler: HTTPHandler {
         #expect(parsed.map { $0["path"] as? String } == ["/plain", "/a\"b\\c", "/n"])
         #expect(parsed.allSatisfy { $0["method"] as? String == "POST" && $0["status"] as? Int == 200 && $0["bytes_in"] as? Int == 3 })
         #expect(!lines.contains { $0.contains("secret") })
+    }
+
+    /// What lets the endpoint prepare a report's answer before its flush is done: an answer given
+    /// in `finishTurn` is not sent before `finishTurn` returns.
+    @Test func answersGivenAtTheEndOfATurnLeaveAfterIt() throws {
+        let handler = TurnEndHandler()
+        try withServer(handler: handler) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            handler.watched.withLock { $0 = client.fd }
+            for i in 0..<3 {
+                try client.send("GET /turn\(i) HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(try client.readResponse().bodyText == "answered /turn\(i)")
+            }
+            #expect(handler.sentDuringTurn.withLock { $0 } == [false, false, false])
+        }
+    }
+
+    /// A withdrawn answer never leaves: its connection is closed with nothing sent, its log line
+    /// says so, and the other connections of the same turns are answered as usual.
+    @Test func aWithdrawnAnswerClosesItsConnectionWithNothingSent() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
+        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        #expect(fd >= 0)
+        defer { unlink(file) }
+        let writer = LineWriter(fd: fd)
+        try withServer({ $0.accessLog = writer }, handler: TurnEndHandler()) { port, _ in
+            let kept = try RawHTTPClient(port: port)
+            let withdrawn = try RawHTTPClient(port: port)
+            try kept.send("GET /keep HTTP/1.1\r\nHost: h\r\n\r\n")
+            try withdrawn.send("GET /withdraw HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try kept.readResponse().bodyText == "answered /keep")
+            #expect(try withdrawn.waitForClose())
+            #expect(withdrawn.unread.isEmpty)
+            // Withdrawing outside the end of a turn changes nothing: the answer was already sent.
+            try kept.send("GET /now HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try kept.readResponse().bodyText == "now")
+        }
+        #expect(writer.close(waitingAtMost: 10))
+        close(fd)
+        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+        let parsed = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        #expect(parsed.count == 3)
+        #expect(parsed.first { $0["path"] as? String == "/withdraw" }?["withdrawn"] is String)
+        #expect(parsed.filter { $0["withdrawn"] != nil }.count == 1)
     }
 
     @Test func workLeftForTheEndOfTheTurnIsDoneWithoutWaitingForAnotherEvent() throws {

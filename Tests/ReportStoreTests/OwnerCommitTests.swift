@@ -93,4 +93,59 @@ import Testing
         #expect(reopened.replay.records == 800 && reopened.replay.corruptRecords.isEmpty && reopened.replay.tornTailBytes == 0)
         #expect(all(reopened).map(\.id) == Array(1...800))
     }
+    /// What the endpoint's event loop relies on to prepare answers during the flush: with
+    /// `overlappingFlush`, every record's `written` step runs before the batch is durable (the store
+    /// has not counted it yet) and before any completion; without it, each runs after the flush,
+    /// just before its own completion. Either way each runs once, with what the completion gets.
+    @Test func writtenStepsRunDuringTheFlushOnlyWhenTheOwnerAsks() throws {
+        for overlapping in [true, false] {
+            let dir = temporaryDirectory()
+            let store = try ReportStore(directory: dir, committer: .owner)
+            // (step, id, receivedAt, reports the store counted as durable at that moment)
+            let events = Locked<[(step: String, id: UInt64, at: Timestamp, durable: Int)]>([])
+            for n in 0..<5 {
+                store.append(draft(n), written: { report in
+                    events.withLock { $0.append(("written", report.id, report.receivedAt, store.count)) }
+                }, completion: { result in
+                    if case .success(let report) = result {
+                        events.withLock { $0.append(("stored", report.id, report.receivedAt, store.count)) }
+                    }
+                })
+            }
+            store.commitQueued(overlappingFlush: overlapping)
+            let got = events.withLock { $0 }
+            if overlapping {
+                #expect(got.map(\.step) == Array(repeating: "written", count: 5) + Array(repeating: "stored", count: 5))
+                #expect(got.prefix(5).allSatisfy { $0.durable == 0 })
+            } else {
+                #expect(got.map(\.step) == Array(["written", "stored"].repeated(5)))
+                #expect(got.allSatisfy { $0.durable == 5 })
+            }
+            #expect(got.filter { $0.step == "written" }.map(\.id) == Array(1...5))
+            for id in UInt64(1)...5 {
+                let pair = got.filter { $0.id == id }
+                #expect(pair.count == 2 && pair[0].at == pair[1].at)
+            }
+            #expect(store.count == 5 && store.flushes == 1)
+            store.close()
+            let reopened = try ReportStore(directory: dir)
+            #expect(all(reopened).map(\.id) == Array(1...5))
+            reopened.close()
+        }
+    }
+
+    @Test func aRecordThatIsNeverWrittenNeverHasItsWrittenStepRun() throws {
+        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
+        store.close()
+        let steps = Locked<[String]>([])
+        store.append(draft(1), written: { _ in steps.withLock { $0.append("written") } }, completion: { result in
+            if case .failure = result { steps.withLock { $0.append("failed") } }
+        })
+        store.commitQueued(overlappingFlush: true)
+        #expect(steps.withLock { $0 } == ["failed"])
+    }
+}
+
+private extension Array {
+    func repeated(_ times: Int) -> [Element] { (0..<times).flatMap { _ in self } }
 }

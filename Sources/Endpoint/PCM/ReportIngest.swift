@@ -8,8 +8,10 @@ import ReportStore
 /// The report path: from a POST to a stored report and its answer.
 ///
 /// Everything up to the store runs inline on the event loop (validation is pure and takes
-/// microseconds); the answer is sent from the report's completion, on the event loop at the end
-/// of the turn, once the report is on disk.
+/// microseconds). The answer is prepared once the report is written, while the turn's flush is in
+/// flight, and held by the event loop until the turn ends (`HTTPResponder.holdsAnswersAtTurnEnd`);
+/// the summary and metrics count the report only once it is on disk, and if the flush fails the
+/// prepared answer is withdrawn.
 struct ReportIngest: Sendable {
     let validator: PCMReportValidator
     let roles: RoleResolver
@@ -32,18 +34,26 @@ struct ReportIngest: Sendable {
         case .success(let (draft, facts, tokenOutcome)):
             let metrics = self.metrics
             let book = self.book, summary = self.summary, tokens = self.tokens
-            store.append(draft) { result in
+            // An answer that cannot be held (a request from no socket) waits for the completion.
+            let answerEarly = responder.holdsAnswersAtTurnEnd
+            var written: (@Sendable (StoredReport) -> Void)?
+            if answerEarly {
+                written = { @Sendable stored in responder.respond(Self.acknowledgement(stored)) }
+            }
+            store.append(draft, written: written) { result in
                 switch result {
                 case .success(let stored):
                     metrics.stored(stored)
                     summary.add(stored, facts)
-                    responder.respond(Self.acknowledgement(stored))
+                    if !answerEarly { responder.respond(Self.acknowledgement(stored)) }
                 case .failure(let error):
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
                     // Nor are its tokens: the browser's next delivery is no replay.
                     tokens.forget(tokenOutcome)
                     metrics.storeFailed(error)
+                    // An acknowledgement prepared during the flush never leaves; if none was, this is the answer.
+                    responder.withdraw()
                     responder.respond(Problem.storeFailed(error, "the report could not be stored").response)
                 }
             }

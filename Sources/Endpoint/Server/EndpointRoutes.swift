@@ -67,10 +67,11 @@ struct EndpointRoutes: HTTPHandler {
     }
 
     /// The turn's reports, triggers and postbacks go to disk together, and their answers go out
-    /// in this turn.
+    /// in this turn. Reports' answers are prepared while the flush is in flight; the event loop
+    /// sends them after this returns, when the completions have said whether the flush held.
     func finishTurn() {
         postbacks?.drainForTurn()
-        store.commitQueued()
+        store.commitQueued(overlappingFlush: true)
         checkpointer?.turnEnded()
     }
 
