@@ -12,7 +12,9 @@ final class Connection {
     let fd: Int32
     let generation: UInt64
     let remoteAddress: String
-    private unowned let loop: EventLoop
+    /// Unchecked: the loop owns its connections and keeps none past its own life, and a checked
+    /// reference cost an atomic retain and release on every one of the many uses per request.
+    private unowned(unsafe) let loop: EventLoop
 
     private var parser: HTTPRequestParser
     private var inbound: [UInt8] = []
@@ -43,9 +45,9 @@ final class Connection {
     private var awaitingRelease = false
     /// One of the held answers was withdrawn: the connection closes instead of sending them.
     private var withdrawn = false
-    /// The access-log lines of the held answers, which join the turn's lines when they leave.
-    private var heldLog: [UInt8] = []
-    private var heldLogLines = 0
+    /// Access-log lines not yet given to the loop: those of held answers wait here until they leave.
+    private var logLines: [UInt8] = []
+    private var logLineCount = 0
     private var stream: (body: any HTTPBodyStream, chunked: Bool)?
     private var closeAfterFlush = false
     private var closed = false
@@ -237,24 +239,20 @@ final class Connection {
         guard !closed else { return }
         if withdrawn {
             // Their lines are kept, marked, so the log still shows every request that came in.
+            var marked: [UInt8] = []
             var start = 0
-            for end in heldLog.indices where heldLog[end] == 0x0A {
-                loop.logLine { line in
-                    line.append(contentsOf: heldLog[start..<(end - 1)])  // without its closing brace
-                    line.append(ascii: #","withdrawn":"not sent: what it acknowledged could not be stored"}"#)
-                }
+            for end in logLines.indices where logLines[end] == 0x0A {
+                marked.append(contentsOf: logLines[start..<(end - 1)])  // without its closing brace
+                marked.append(ascii: #","withdrawn":"not sent: what it acknowledged could not be stored"}"#)
+                marked.append(0x0A)
                 start = end + 1
             }
-            heldLog.removeAll()
-            heldLogLines = 0
+            logLines = marked
+            passLogLines()
             close()
             return
         }
-        if !heldLog.isEmpty {
-            loop.appendLogLines(heldLog, count: heldLogLines)
-            heldLog.removeAll(keepingCapacity: true)
-            heldLogLines = 0
-        }
+        passLogLines()
         flush()
     }
 
@@ -303,33 +301,37 @@ final class Connection {
         let micros = Int((monotonicSeconds() - slot.startedAt) * 1_000_000)
         let date = loop.date
         let methodAndPath = loop.loggedMethodAndPath(method: slot.method, target: slot.target)
-        // Every request writes one of these lines, so they are built from byte buffers, not Strings.
-        let write = { (line: inout [UInt8]) in
-            line.append(ascii: "{\"time\":\"")
-            date.appendRFC3339Now(to: &line)
-            line.append(ascii: "\",")
-            line.append(contentsOf: methodAndPath.json)
-            line.append(ascii: ",\"status\":")
-            line.append(decimal: status)
-            line.append(ascii: ",\"bytes_in\":")
-            line.append(decimal: slot.bytesIn)
-            line.append(ascii: ",\"bytes_out\":")
-            line.append(decimal: bytesOut)
-            line.append(ascii: ",\"duration_us\":")
-            line.append(decimal: micros)
-            if let note {
-                line.append(ascii: ",\"note\":")
-                appendJSONString(note, to: &line)
-            }
-            line.append(UInt8(ascii: "}"))
+        // Every request writes one of these lines, so they are built from byte buffers, not Strings,
+        // in a local (one exclusive access to the property instead of one per piece).
+        var line: [UInt8] = []
+        swap(&line, &logLines)
+        line.append(ascii: "{\"time\":\"")
+        date.appendRFC3339Now(to: &line)
+        line.append(ascii: "\",")
+        line.append(contentsOf: methodAndPath.json)
+        line.append(ascii: ",\"status\":")
+        line.append(decimal: status)
+        line.append(ascii: ",\"bytes_in\":")
+        line.append(decimal: slot.bytesIn)
+        line.append(ascii: ",\"bytes_out\":")
+        line.append(decimal: bytesOut)
+        line.append(ascii: ",\"duration_us\":")
+        line.append(decimal: micros)
+        if let note {
+            line.append(ascii: ",\"note\":")
+            appendJSONString(note, to: &line)
         }
-        if awaitingRelease || loop.holdingSends {
-            write(&heldLog)
-            heldLog.append(0x0A)
-            heldLogLines += 1
-        } else {
-            loop.logLine(write)
-        }
+        line.append(ascii: "}\n")
+        swap(&line, &logLines)
+        logLineCount += 1
+        if !awaitingRelease && !loop.holdingSends { passLogLines() }
+    }
+
+    private func passLogLines() {
+        guard logLineCount > 0 else { return }
+        loop.appendLogLines(logLines, count: logLineCount)
+        logLines.removeAll(keepingCapacity: true)
+        logLineCount = 0
     }
 
     private func writeOutbound() {
@@ -367,17 +369,16 @@ final class Connection {
     }
 
     private func updateDeadline() {
-        let configuration = loop.configuration
         if outboundPending > 0 || stream != nil {
-            deadline = lastProgress + configuration.writeTimeout
+            deadline = lastProgress + loop.configuration.writeTimeout
         } else if parser.isMidRequest || continueOwed {
             let started = requestStartedAt ?? monotonicSeconds()
             requestStartedAt = started
-            deadline = started + configuration.requestTimeout
+            deadline = started + loop.configuration.requestTimeout
         } else if !slots.isEmpty {
             deadline = .infinity  // the handler has the request; it always answers
         } else {
-            deadline = lastProgress + configuration.idleTimeout
+            deadline = lastProgress + loop.configuration.idleTimeout
         }
     }
 

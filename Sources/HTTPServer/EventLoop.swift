@@ -259,15 +259,6 @@ final class EventLoop: @unchecked Sendable {
         return logged
     }
 
-    /// Lets `write` add one access-log line (without its newline) to the turn's lines, in place:
-    /// one buffer for the turn rather than one per line.
-    func logLine(_ write: (inout [UInt8]) -> Void) {
-        guard configuration.accessLog != nil else { return }
-        write(&logBuffer)
-        logBuffer.append(0x0A)
-        logLines += 1
-    }
-
     /// Adds `count` whole lines, each ending in a newline, to the turn's lines.
     func appendLogLines(_ lines: [UInt8], count: Int) {
         guard configuration.accessLog != nil else { return }

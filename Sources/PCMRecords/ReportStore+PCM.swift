@@ -10,18 +10,30 @@ extension ReportStore {
     public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
 
     /// Queues a report. `completion` runs on the committing thread once the report is on disk
-    /// (with its id and receive time) or could not be written. `written`, if given, runs before it
-    /// with the report as it will be stored, perhaps while it is still being flushed (see
-    /// `ReportStore.append(kind:tag:written:completion:payload:)`).
-    public func append(_ draft: StoredReport.Draft, written: (@Sendable (StoredReport) -> Void)? = nil,
-                       completion: @escaping Completion) {
-        var writtenRecord: RecordWritten?
-        if let written {
-            writtenRecord = { record in written(StoredReport(draft, record)) }
-        }
-        append(kind: .report, tag: draft.protocol.rawValue, written: writtenRecord,
+    /// (with its id and receive time) or could not be written.
+    public func append(_ draft: StoredReport.Draft, completion: @escaping Completion) {
+        append(kind: .report, tag: draft.protocol.rawValue,
                completion: { result in completion(result.map { StoredReport(draft, $0) }) },
                payload: { StoredReport.encodePayload(draft, into: &$0) })
+    }
+
+    /// A report's way to disk, as `ReportStore.RecordStep` tells it, with the stored report once it is kept.
+    public enum ReportStep {
+        /// In the file, perhaps not yet on the medium (see `ReportStore.RecordStep.written`).
+        case written(AppendedRecord)
+        case stored(StoredReport)
+        case failed(StoreError)
+    }
+
+    /// Queues a report whose owner follows its steps (`append(kind:tag:steps:payload:)`).
+    public func appendFollowingSteps(_ draft: StoredReport.Draft, steps: @escaping @Sendable (ReportStep) -> Void) {
+        append(kind: .report, tag: draft.protocol.rawValue, steps: { step in
+            switch step {
+            case .written(let record): steps(.written(record))
+            case .stored(let record): steps(.stored(StoredReport(draft, record)))
+            case .failed(let error): steps(.failed(error))
+            }
+        }, payload: { StoredReport.encodePayload(draft, into: &$0) })
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.

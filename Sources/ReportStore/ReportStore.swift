@@ -13,10 +13,10 @@ import Primitives
 /// completion. Records queued together so share one flush (group commit), and nothing is
 /// acknowledged before it is on disk. Who commits is the `Committer` chosen at open.
 ///
-/// A record may also have a `written` step, for work that can be prepared before the record is
-/// durable but must not take effect until it is: `commitQueued(overlappingFlush: true)` runs those
-/// steps while the batch's flush is in flight (`BackgroundFlush`), and the completion then says
-/// whether the record made it.
+/// An owner may instead follow a record's steps (`append(kind:tag:steps:payload:)`), to prepare
+/// work once the record is `written` that must not take effect until it is `stored`:
+/// `commitQueued(overlappingFlush: true)` tells them `written` while the batch's flush is still in
+/// flight (`BackgroundFlush`), then `stored` or `failed`.
 public final class ReportStore: Sendable {
     public let directory: String
     public let logPath: String
@@ -46,8 +46,19 @@ public final class ReportStore: Sendable {
 
     /// Told once the record is on disk (with the id and time it got), or could not be written.
     public typealias RecordCompletion = @Sendable (Result<AppendedRecord, StoreError>) -> Void
-    /// Told that the record is written, perhaps before it is durable: see `append`.
-    public typealias RecordWritten = @Sendable (AppendedRecord) -> Void
+    /// Told each step of the record's way to disk, in order: `written`, then `stored`; or `failed`
+    /// (after `written` or without it).
+    public typealias RecordSteps = @Sendable (RecordStep) -> Void
+
+    public enum RecordStep {
+        /// The record's bytes are in the file, perhaps not yet on the medium: prepare, but hold
+        /// whatever would tell anyone it is kept.
+        case written(AppendedRecord)
+        /// On the medium.
+        case stored(AppendedRecord)
+        /// Not kept: it could not be written or flushed.
+        case failed(StoreError)
+    }
 
     /// What the store gave a record: its id (counted per kind), its time, and where it ends.
     public struct AppendedRecord: Sendable {
@@ -100,8 +111,35 @@ public final class ReportStore: Sendable {
         var at: Int
         var id: UInt64
         var time: Int64
-        var written: RecordWritten?
-        var completion: RecordCompletion
+        var callback: Callback
+
+        enum Callback {
+            case completion(RecordCompletion)
+            case steps(RecordSteps)
+        }
+
+        var followsSteps: Bool {
+            if case .steps = callback { return true }
+            return false
+        }
+
+        func written(_ record: AppendedRecord) {
+            if case .steps(let steps) = callback { steps(.written(record)) }
+        }
+
+        func stored(_ record: AppendedRecord) {
+            switch callback {
+            case .completion(let completion): completion(.success(record))
+            case .steps(let steps): steps(.stored(record))
+            }
+        }
+
+        func failed(_ error: StoreError) {
+            switch callback {
+            case .completion(let completion): completion(.failure(error))
+            case .steps(let steps): steps(.failed(error))
+            }
+        }
     }
 
     /// What is on disk, as of the last successful flush.
@@ -173,16 +211,27 @@ public final class ReportStore: Sendable {
     /// Queues a record of `kind` for `tag`'s owner: the store writes its id and time, then `payload`
     /// writes the owner's bytes in place. `completion` runs on the committing thread once the record
     /// is on disk, or could not be written.
-    /// `written`, if given, runs on the committing thread before `completion`, once the record is
-    /// written: after its flush, or, under `commitQueued(overlappingFlush: true)`, while the flush is
-    /// still in flight. Whatever it starts must therefore wait for `completion` to take effect (the
-    /// endpoint prepares the answer there, which its event loop holds until the turn ends), and
-    /// `completion` may still report a failure after it.
     /// Returns the record's id, known before it is on disk (a later record in the same batch may
     /// name it), or nil when the store is closing.
     @discardableResult
-    public func append(kind: LogRecord.Kind, tag: UInt8, written: RecordWritten? = nil,
-                       completion: @escaping RecordCompletion, payload: (inout [UInt8]) -> Void) -> UInt64? {
+    public func append(kind: LogRecord.Kind, tag: UInt8, completion: @escaping RecordCompletion,
+                       payload: (inout [UInt8]) -> Void) -> UInt64? {
+        enqueue(kind: kind, tag: tag, callback: .completion(completion), payload: payload)
+    }
+
+    /// As `append(kind:tag:completion:payload:)`, but `steps` is told each step on the committing
+    /// thread: `written` once the record is in the file (after its flush, or, under
+    /// `commitQueued(overlappingFlush: true)`, while the flush is still in flight), then `stored`
+    /// or `failed`. What `written` prepares must not take effect before `stored` (the endpoint
+    /// prepares a report's answer there, which its event loop holds until the turn ends).
+    @discardableResult
+    public func append(kind: LogRecord.Kind, tag: UInt8, steps: @escaping RecordSteps,
+                       payload: (inout [UInt8]) -> Void) -> UInt64? {
+        enqueue(kind: kind, tag: tag, callback: .steps(steps), payload: payload)
+    }
+
+    private func enqueue(kind: LogRecord.Kind, tag: UInt8, callback: Entry.Callback,
+                         payload: (inout [UInt8]) -> Void) -> UInt64? {
         let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
             guard !q.stopping else { return (false, false, 0) }
             let id = q.pending.nextIDs[Int(kind.rawValue)]
@@ -196,12 +245,12 @@ public final class ReportStore: Sendable {
                 out.appendLE(time)
                 payload(&out)
             }
-            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, written: written,
-                                           completion: completion))
+            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, callback: callback))
             return (true, q.pending.entries.count == 1, id)
         }
         guard queued else {
-            completion(.failure(StoreError(operation: "append after close", errno: ESHUTDOWN)))
+            Entry(kind: kind.rawValue, at: 0, id: 0, time: 0, callback: callback)
+                .failed(StoreError(operation: "append after close", errno: ESHUTDOWN))
             return nil
         }
         if first && committer == .writerThread { wake.signal() }
@@ -214,8 +263,8 @@ public final class ReportStore: Sendable {
     /// Writes and flushes everything queued, on the calling thread, and calls the completions;
     /// again if those queued more (a pipelined request answered by a completion), until nothing is
     /// left. Completions must not call this themselves.
-    /// `overlappingFlush`: run the records' `written` steps while each batch's flush is in flight,
-    /// on an owner-committed store; the caller holds their effects until this returns.
+    /// `overlappingFlush`: tell records that follow their steps `written` while each batch's flush
+    /// is in flight, on an owner-committed store; the caller holds their effects until this returns.
     public func commitQueued(overlappingFlush: Bool = false) {
         committing.withLock { batch in
             while true {
@@ -252,10 +301,10 @@ public final class ReportStore: Sendable {
         var wroteEarly = false
         do {
             try file.write(bytes, at: start)
-            if overlappingFlush, let backgroundFlush, entries.contains(where: { $0.written != nil }) {
+            if overlappingFlush, let backgroundFlush, entries.contains(where: \.followsSteps) {
                 backgroundFlush.begin()
                 for entry in entries {
-                    entry.written?(appended(entry, batch: bytes, at: start))
+                    entry.written(appended(entry, batch: bytes, at: start))
                 }
                 wroteEarly = true
                 failure = backgroundFlush.finish()
@@ -273,7 +322,7 @@ public final class ReportStore: Sendable {
             state.withLock {
                 $0.lastError = error
             }
-            for entry in entries { entry.completion(.failure(error)) }
+            for entry in entries { entry.failed(error) }
             return
         }
         state.withLock { s in
@@ -288,8 +337,8 @@ public final class ReportStore: Sendable {
         }
         for entry in entries {
             let record = appended(entry, batch: bytes, at: start)
-            if !wroteEarly { entry.written?(record) }
-            entry.completion(.success(record))
+            if !wroteEarly { entry.written(record) }
+            entry.stored(record)
         }
     }
 

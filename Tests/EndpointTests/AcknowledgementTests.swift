@@ -11,9 +11,8 @@ import Testing
     @Test(arguments: [ReportRole.source, .destination], [StoredReport.Verdict.accepted, .quarantined])
     func saysWhatWasStored(role: ReportRole, verdict: StoredReport.Verdict) throws {
         let reasons = verdict == .accepted ? [] : ["late", "odd \"reason\"\n"]
-        let stored = StoredReport(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123), role: role,
-                                  verdict: verdict, reasons: reasons, body: [])
-        let response = ReportIngest.acknowledgement(stored)
+        let response = ReportIngest.acknowledgement(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123),
+                                                    role, verdict, reasons)
         #expect(response.status == 201)
         guard case .bytes(let body) = response.body else {
             Issue.record("the acknowledgement is not a byte body")

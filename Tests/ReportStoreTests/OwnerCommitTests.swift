@@ -94,9 +94,9 @@ import Testing
         #expect(all(reopened).map(\.id) == Array(1...800))
     }
     /// What the endpoint's event loop relies on to prepare answers during the flush: with
-    /// `overlappingFlush`, every record's `written` step runs before the batch is durable (the store
-    /// has not counted it yet) and before any completion; without it, each runs after the flush,
-    /// just before its own completion. Either way each runs once, with what the completion gets.
+    /// `overlappingFlush`, every record is told `written` before the batch is durable (the store
+    /// has not counted it yet) and before any is told `stored`; without it, each is told `written`
+    /// after the flush, just before `stored`. Either way once each, with the same id and time.
     @Test func writtenStepsRunDuringTheFlushOnlyWhenTheOwnerAsks() throws {
         for overlapping in [true, false] {
             let dir = temporaryDirectory()
@@ -104,13 +104,16 @@ import Testing
             // (step, id, receivedAt, reports the store counted as durable at that moment)
             let events = Locked<[(step: String, id: UInt64, at: Timestamp, durable: Int)]>([])
             for n in 0..<5 {
-                store.append(draft(n), written: { report in
-                    events.withLock { $0.append(("written", report.id, report.receivedAt, store.count)) }
-                }, completion: { result in
-                    if case .success(let report) = result {
+                store.appendFollowingSteps(draft(n)) { step in
+                    switch step {
+                    case .written(let record):
+                        events.withLock { $0.append(("written", record.id, record.time, store.count)) }
+                    case .stored(let report):
                         events.withLock { $0.append(("stored", report.id, report.receivedAt, store.count)) }
+                    case .failed:
+                        events.withLock { $0.append(("failed", 0, Timestamp(millisecondsSinceEpoch: 0), store.count)) }
                     }
-                })
+                }
             }
             store.commitQueued(overlappingFlush: overlapping)
             let got = events.withLock { $0 }
@@ -134,13 +137,17 @@ import Testing
         }
     }
 
-    @Test func aRecordThatIsNeverWrittenNeverHasItsWrittenStepRun() throws {
+    @Test func aRecordThatIsNeverWrittenIsNeverToldWritten() throws {
         let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
         store.close()
         let steps = Locked<[String]>([])
-        store.append(draft(1), written: { _ in steps.withLock { $0.append("written") } }, completion: { result in
-            if case .failure = result { steps.withLock { $0.append("failed") } }
-        })
+        store.appendFollowingSteps(draft(1)) { step in
+            switch step {
+            case .written: steps.withLock { $0.append("written") }
+            case .stored: steps.withLock { $0.append("stored") }
+            case .failed: steps.withLock { $0.append("failed") }
+            }
+        }
         store.commitQueued(overlappingFlush: true)
         #expect(steps.withLock { $0 } == ["failed"])
     }

@@ -34,19 +34,17 @@ struct ReportIngest: Sendable {
         case .success(let (draft, facts, tokenOutcome)):
             let metrics = self.metrics
             let book = self.book, summary = self.summary, tokens = self.tokens
-            // An answer that cannot be held (a request from no socket) waits for the completion.
+            // An answer that cannot be held (a request from no socket) waits until the report is stored.
             let answerEarly = responder.holdsAnswersAtTurnEnd
-            var written: (@Sendable (StoredReport) -> Void)?
-            if answerEarly {
-                written = { @Sendable stored in responder.respond(Self.acknowledgement(stored)) }
-            }
-            store.append(draft, written: written) { result in
-                switch result {
-                case .success(let stored):
+            store.appendFollowingSteps(draft) { step in
+                switch step {
+                case .written(let record):
+                    if answerEarly { responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)) }
+                case .stored(let stored):
                     metrics.stored(stored)
                     summary.add(stored, facts)
-                    if !answerEarly { responder.respond(Self.acknowledgement(stored)) }
-                case .failure(let error):
+                    if !answerEarly { responder.respond(Self.acknowledgement(id: stored.id, receivedAt: stored.receivedAt, stored.role, stored.verdict, stored.reasons)) }
+                case .failed(let error):
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
                     // Nor are its tokens: the browser's next delivery is no replay.
@@ -120,15 +118,16 @@ struct ReportIngest: Sendable {
     /// `{"id":7,"received_at":"…","role":"source","verdict":"accepted","reasons":[]}`, written as bytes:
     /// every stored report is answered with one. A quarantined report is stored all the same, so it
     /// is acknowledged with 201 too; its verdict and reasons say why it is kept out of the counts.
-    static func acknowledgement(_ stored: StoredReport) -> HTTPResponse {
+    static func acknowledgement(id: UInt64, receivedAt: Timestamp, _ role: ReportRole, _ verdict: StoredReport.Verdict,
+                                _ reasons: [String]) -> HTTPResponse {
         var json: [UInt8] = []
         json.reserveCapacity(128)
         json.append(ascii: #"{"id":"#)
-        json.append(decimal: Int(stored.id))
+        json.append(decimal: Int(id))
         json.append(ascii: #","received_at":""#)
-        stored.receivedAt.appendRFC3339(to: &json)
-        json.append(ascii: middle(stored.role, stored.verdict))
-        for (i, reason) in stored.reasons.enumerated() {
+        receivedAt.appendRFC3339(to: &json)
+        json.append(ascii: middle(role, verdict))
+        for (i, reason) in reasons.enumerated() {
             if i > 0 { json.append(UInt8(ascii: ",")) }
             // Reasons are the endpoint's own snake_case words; anything else is escaped.
             if reason.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || $0 == 95 || ($0 >= 48 && $0 <= 57) }) {
