@@ -258,7 +258,8 @@ final class Connection {
 
     /// Marks the held answer to `sequence`, if there is one, as withdrawn.
     func withdraw(sequence: UInt64) {
-        guard awaitingRelease, sequence < nextSequence, !slots.contains(where: { $0.sequence == sequence }) else { return }
+        // Still in `slots`: not answered yet, so there is nothing held to withdraw.
+        guard awaitingRelease, !slots.contains(where: { $0.sequence == sequence }) else { return }
         withdrawn = true
     }
 

@@ -12,9 +12,10 @@ final class BackgroundFlush: @unchecked Sendable {
     private let start = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
-    // Handed between the two threads through the semaphores, which order the accesses.
-    private var outcome: StoreError?
-    private var stopping = false
+    /// The last flush's error and the stop request. The semaphores only wake; what passes between
+    /// the threads goes under this lock, as elsewhere in the project: ThreadSanitizer sees a pthread
+    /// mutex, not libdispatch's atomics.
+    private let shared = Locked<(outcome: StoreError?, stopping: Bool)>((nil, false))
 
     init(file: LogFile) {
         self.file = file
@@ -29,12 +30,12 @@ final class BackgroundFlush: @unchecked Sendable {
     /// Waits for the flush `begin` started; nil once it is on the medium.
     func finish() -> StoreError? {
         done.wait()
-        return outcome
+        return shared.withLock { $0.outcome }
     }
 
     /// Stops the thread; no flush may be in flight.
     func stop() {
-        stopping = true
+        shared.withLock { $0.stopping = true }
         start.signal()
         stopped.wait()
     }
@@ -42,13 +43,14 @@ final class BackgroundFlush: @unchecked Sendable {
     private func run() {
         while true {
             start.wait()
-            if stopping { return }
+            if shared.withLock({ $0.stopping }) { return }
+            var outcome: StoreError?
             do {
                 try file.sync()
-                outcome = nil
             } catch {
                 outcome = error
             }
+            shared.withLock { $0.outcome = outcome }
             done.signal()
         }
     }

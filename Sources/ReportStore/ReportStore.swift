@@ -112,30 +112,31 @@ public final class ReportStore: Sendable {
         var id: UInt64
         var time: Int64
         var callback: Callback
+    }
 
-        enum Callback {
-            case completion(RecordCompletion)
-            case steps(RecordSteps)
-        }
+    /// Whom a queued record tells: a completion, once, or an owner that follows its steps.
+    private enum Callback {
+        case completion(RecordCompletion)
+        case steps(RecordSteps)
 
         var followsSteps: Bool {
-            if case .steps = callback { return true }
+            if case .steps = self { return true }
             return false
         }
 
         func written(_ record: AppendedRecord) {
-            if case .steps(let steps) = callback { steps(.written(record)) }
+            if case .steps(let steps) = self { steps(.written(record)) }
         }
 
         func stored(_ record: AppendedRecord) {
-            switch callback {
+            switch self {
             case .completion(let completion): completion(.success(record))
             case .steps(let steps): steps(.stored(record))
             }
         }
 
         func failed(_ error: StoreError) {
-            switch callback {
+            switch self {
             case .completion(let completion): completion(.failure(error))
             case .steps(let steps): steps(.failed(error))
             }
@@ -230,7 +231,7 @@ public final class ReportStore: Sendable {
         enqueue(kind: kind, tag: tag, callback: .steps(steps), payload: payload)
     }
 
-    private func enqueue(kind: LogRecord.Kind, tag: UInt8, callback: Entry.Callback,
+    private func enqueue(kind: LogRecord.Kind, tag: UInt8, callback: Callback,
                          payload: (inout [UInt8]) -> Void) -> UInt64? {
         let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
             guard !q.stopping else { return (false, false, 0) }
@@ -249,8 +250,7 @@ public final class ReportStore: Sendable {
             return (true, q.pending.entries.count == 1, id)
         }
         guard queued else {
-            Entry(kind: kind.rawValue, at: 0, id: 0, time: 0, callback: callback)
-                .failed(StoreError(operation: "append after close", errno: ESHUTDOWN))
+            callback.failed(StoreError(operation: "append after close", errno: ESHUTDOWN))
             return nil
         }
         if first && committer == .writerThread { wake.signal() }
@@ -301,10 +301,10 @@ public final class ReportStore: Sendable {
         var wroteEarly = false
         do {
             try file.write(bytes, at: start)
-            if overlappingFlush, let backgroundFlush, entries.contains(where: \.followsSteps) {
+            if overlappingFlush, let backgroundFlush, entries.contains(where: { $0.callback.followsSteps }) {
                 backgroundFlush.begin()
                 for entry in entries {
-                    entry.written(appended(entry, batch: bytes, at: start))
+                    entry.callback.written(appended(entry, batch: bytes, at: start))
                 }
                 wroteEarly = true
                 failure = backgroundFlush.finish()
@@ -322,7 +322,7 @@ public final class ReportStore: Sendable {
             state.withLock {
                 $0.lastError = error
             }
-            for entry in entries { entry.failed(error) }
+            for entry in entries { entry.callback.failed(error) }
             return
         }
         state.withLock { s in
@@ -337,8 +337,8 @@ public final class ReportStore: Sendable {
         }
         for entry in entries {
             let record = appended(entry, batch: bytes, at: start)
-            if !wroteEarly { entry.written(record) }
-            entry.stored(record)
+            if !wroteEarly { entry.callback.written(record) }
+            entry.callback.stored(record)
         }
     }
 

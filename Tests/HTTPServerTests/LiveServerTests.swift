@@ -24,6 +24,21 @@ private func withServer(
     try body(port, server)
 }
 
+/// Runs `body` with a `LineWriter` writing to a file of its own, then closes the writer and
+/// returns the file's lines, raw and parsed as JSON objects.
+private func withAccessLog(_ body: (LineWriter) throws -> Void) throws -> (lines: [Substring], parsed: [[String: Any]]) {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
+    let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    #expect(fd >= 0)
+    defer { unlink(file) }
+    let writer = LineWriter(fd: fd)
+    try body(writer)
+    #expect(writer.close(waitingAtMost: 10))
+    close(fd)
+    let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+    return (lines, try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] })
+}
+
 /// Answers with the method, path and body it received.
 struct EchoHandler: HTTPHandler {
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
@@ -160,22 +175,15 @@ struct VaryingHeadHandler: HTTPHandler {
     /// One JSON line per request, which a log shipper can parse: the path without its query (which
     /// may carry what the log must not keep), quotes and backslashes escaped.
     @Test func accessLogLinesAreJSONWithThePathButNotTheQuery() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
-        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        #expect(fd >= 0)
-        defer { unlink(file) }
-        let writer = LineWriter(fd: fd)
-        try withServer({ $0.accessLog = writer }) { port, _ in
-            let client = try RawHTTPClient(port: port)
-            for target in ["/plain", "/a\"b\\c?secret=1", "/n?"] {
-                try client.send("POST \(target) HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc")
-                #expect(try client.readResponse().status == 200)
+        let (lines, parsed) = try withAccessLog { writer in
+            try withServer({ $0.accessLog = writer }) { port, _ in
+                let client = try RawHTTPClient(port: port)
+                for target in ["/plain", "/a\"b\\c?secret=1", "/n?"] {
+                    try client.send("POST \(target) HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc")
+                    #expect(try client.readResponse().status == 200)
+                }
             }
         }
-        #expect(writer.close(waitingAtMost: 10))
-        close(fd)
-        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
-        let parsed = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
         #expect(parsed.map { $0["path"] as? String } == ["/plain", "/a\"b\\c", "/n"])
         #expect(parsed.allSatisfy { $0["method"] as? String == "POST" && $0["status"] as? Int == 200 && $0["bytes_in"] as? Int == 3 })
         #expect(!lines.contains { $0.contains("secret") })
@@ -199,27 +207,20 @@ struct VaryingHeadHandler: HTTPHandler {
     /// A withdrawn answer never leaves: its connection is closed with nothing sent, its log line
     /// says so, and the other connections of the same turns are answered as usual.
     @Test func aWithdrawnAnswerClosesItsConnectionWithNothingSent() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("access-\(UUID().uuidString).log").path
-        let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        #expect(fd >= 0)
-        defer { unlink(file) }
-        let writer = LineWriter(fd: fd)
-        try withServer({ $0.accessLog = writer }, handler: TurnEndHandler()) { port, _ in
-            let kept = try RawHTTPClient(port: port)
-            let withdrawn = try RawHTTPClient(port: port)
-            try kept.send("GET /keep HTTP/1.1\r\nHost: h\r\n\r\n")
-            try withdrawn.send("GET /withdraw HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(try kept.readResponse().bodyText == "answered /keep")
-            #expect(try withdrawn.waitForClose())
-            #expect(withdrawn.unread.isEmpty)
-            // Withdrawing outside the end of a turn changes nothing: the answer was already sent.
-            try kept.send("GET /now HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(try kept.readResponse().bodyText == "now")
+        let (_, parsed) = try withAccessLog { writer in
+            try withServer({ $0.accessLog = writer }, handler: TurnEndHandler()) { port, _ in
+                let kept = try RawHTTPClient(port: port)
+                let withdrawn = try RawHTTPClient(port: port)
+                try kept.send("GET /keep HTTP/1.1\r\nHost: h\r\n\r\n")
+                try withdrawn.send("GET /withdraw HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(try kept.readResponse().bodyText == "answered /keep")
+                #expect(try withdrawn.waitForClose())
+                #expect(withdrawn.unread.isEmpty)
+                // Withdrawing outside the end of a turn changes nothing: the answer was already sent.
+                try kept.send("GET /now HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(try kept.readResponse().bodyText == "now")
+            }
         }
-        #expect(writer.close(waitingAtMost: 10))
-        close(fd)
-        let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
-        let parsed = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
         #expect(parsed.count == 3)
         #expect(parsed.first { $0["path"] as? String == "/withdraw" }?["withdrawn"] is String)
         #expect(parsed.filter { $0["withdrawn"] != nil }.count == 1)

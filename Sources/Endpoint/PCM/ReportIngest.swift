@@ -39,11 +39,15 @@ struct ReportIngest: Sendable {
             store.appendFollowingSteps(draft) { step in
                 switch step {
                 case .written(let record):
-                    if answerEarly { responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)) }
+                    guard answerEarly else { return }
+                    responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time,
+                                                           draft.role, draft.verdict, draft.reasons))
                 case .stored(let stored):
                     metrics.stored(stored)
                     summary.add(stored, facts)
-                    if !answerEarly { responder.respond(Self.acknowledgement(id: stored.id, receivedAt: stored.receivedAt, stored.role, stored.verdict, stored.reasons)) }
+                    guard !answerEarly else { return }
+                    responder.respond(Self.acknowledgement(id: stored.id, receivedAt: stored.receivedAt,
+                                                           stored.role, stored.verdict, stored.reasons))
                 case .failed(let error):
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
