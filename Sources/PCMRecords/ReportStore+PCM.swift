@@ -17,23 +17,12 @@ extension ReportStore {
                payload: { StoredReport.encodePayload(draft, into: &$0) })
     }
 
-    /// A report's way to disk, as `ReportStore.RecordStep` tells it, with the stored report once it is kept.
-    public enum ReportStep {
-        /// In the file, perhaps not yet on the medium (see `ReportStore.RecordStep.written`).
-        case written(AppendedRecord)
-        case stored(StoredReport)
-        case failed(StoreError)
-    }
-
-    /// Queues a report whose owner follows its steps (`append(kind:tag:steps:payload:)`).
-    public func appendFollowingSteps(_ draft: StoredReport.Draft, steps: @escaping @Sendable (ReportStep) -> Void) {
-        append(kind: .report, tag: draft.protocol.rawValue, steps: { step in
-            switch step {
-            case .written(let record): steps(.written(record))
-            case .stored(let record): steps(.stored(StoredReport(draft, record)))
-            case .failed(let error): steps(.failed(error))
-            }
-        }, payload: { StoredReport.encodePayload(draft, into: &$0) })
+    /// Queues a report whose owner follows its steps (`append(kind:tag:steps:payload:)`): the owner
+    /// makes the stored report from its draft and the record (`StoredReport(_:_:)`) at whichever
+    /// step it needs it, so that it is made once.
+    public func appendFollowingSteps(_ draft: StoredReport.Draft, steps: @escaping RecordSteps) {
+        append(kind: .report, tag: draft.protocol.rawValue, steps: steps,
+               payload: { StoredReport.encodePayload(draft, into: &$0) })
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.
@@ -100,7 +89,7 @@ public struct ReplayedTriggers: Sendable {
 
 extension StoredReport {
     /// The report a draft becomes once the store gave it an id, a time and a place.
-    init(_ draft: Draft, _ record: ReportStore.AppendedRecord) {
+    public init(_ draft: Draft, _ record: ReportStore.AppendedRecord) {
         self.init(id: record.id, receivedAt: record.time, protocol: draft.protocol, role: draft.role,
                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body, triggerID: draft.triggerID,
                   campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)

@@ -108,8 +108,8 @@ import Testing
                     switch step {
                     case .written(let record):
                         events.withLock { $0.append(("written", record.id, record.time, store.count)) }
-                    case .stored(let report):
-                        events.withLock { $0.append(("stored", report.id, report.receivedAt, store.count)) }
+                    case .stored(let record):
+                        events.withLock { $0.append(("stored", record.id, record.time, store.count)) }
                     case .failed:
                         events.withLock { $0.append(("failed", 0, Timestamp(millisecondsSinceEpoch: 0), store.count)) }
                     }

@@ -43,7 +43,8 @@ final class EndpointMetrics: Sendable {
         var verdict: StoredReport.Verdict
     }
 
-    func stored(_ report: StoredReport) {
+    /// A report is on disk, as it was drafted.
+    func stored(_ report: StoredReport.Draft) {
         let kind = Kind(protocol: report.protocol, role: report.role, verdict: report.verdict)
         counts.withLock { $0.stored[kind, default: 0] += 1 }
     }

@@ -9,9 +9,10 @@ import ReportStore
 ///
 /// Everything up to the store runs inline on the event loop (validation is pure and takes
 /// microseconds). The answer is prepared once the report is written, while the turn's flush is in
-/// flight, and held by the event loop until the turn ends (`HTTPResponder.holdsAnswersAtTurnEnd`);
-/// the summary and metrics count the report only once it is on disk, and if the flush fails the
-/// prepared answer is withdrawn.
+/// flight, and held by the event loop until the turn ends (`HTTPResponder.holdsAnswersAtTurnEnd`).
+/// The summary counts the report in the same window, apart (`SummaryBook.stage`); it and the
+/// metrics show the report only once it is on disk, and if the flush fails the prepared answer is
+/// withdrawn and the staged counts dropped.
 struct ReportIngest: Sendable {
     let validator: PCMReportValidator
     let roles: RoleResolver
@@ -39,16 +40,19 @@ struct ReportIngest: Sendable {
             store.appendFollowingSteps(draft) { step in
                 switch step {
                 case .written(let record):
+                    // Counted while the flush is in flight, shown once it succeeds.
+                    summary.stage(StoredReport(draft, record), facts)
                     guard answerEarly else { return }
                     responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time,
                                                            draft.role, draft.verdict, draft.reasons))
-                case .stored(let stored):
-                    metrics.stored(stored)
-                    summary.add(stored, facts)
+                case .stored(let record):
+                    summary.commitStaged()
+                    metrics.stored(draft)
                     guard !answerEarly else { return }
-                    responder.respond(Self.acknowledgement(id: stored.id, receivedAt: stored.receivedAt,
-                                                           stored.role, stored.verdict, stored.reasons))
+                    responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time,
+                                                           draft.role, draft.verdict, draft.reasons))
                 case .failed(let error):
+                    summary.dropStaged()
                     // The report is not kept, so the trigger it would have used stays free.
                     if let trigger = draft.triggerID { book.release(triggerID: trigger) }
                     // Nor are its tokens: the browser's next delivery is no replay.

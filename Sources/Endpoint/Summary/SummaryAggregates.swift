@@ -145,6 +145,8 @@ struct SummaryAggregates: Sendable {
 
     init() {}
 
+    var isEmpty: Bool { days.isEmpty }
+
     /// Aggregates as a checkpoint saved them.
     init(names: [String], days: [Int32: Day], sites: Set<Name>) {
         self.names = names

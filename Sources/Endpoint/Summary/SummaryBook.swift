@@ -5,13 +5,15 @@ import Locking
 import PCMRecords
 import ReportStore
 
-/// The aggregates behind a lock: each stored report is added by its completion on the event
-/// loop, and the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
+/// The aggregates behind a lock: each stored report is added by its steps on the event loop, and
+/// the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
 /// already takes reports: those go to `live` and are merged in when the rebuild is done.
 final class SummaryBook: Sendable {
     private struct State {
         var main = SummaryAggregates()
         var live = SummaryAggregates()
+        /// Reports written to the log but not yet flushed, counted apart where no reader sees them.
+        var staged = SummaryAggregates()
         /// Until the first rebuild from the log is done, the counts are not the log's.
         var rebuilding = true
         var rebuildStart = 0
@@ -33,6 +35,29 @@ final class SummaryBook: Sendable {
         state.withLock { s in
             if s.rebuilding { s.live.add(report, facts) } else { s.main.add(report, facts) }
         }
+    }
+
+    /// A report written to the log whose flush is still in flight: counted now, while the disk is
+    /// busy and the event loop would otherwise wait for it, but shown only once `commitStaged`
+    /// says the flush succeeded. The store tells a whole batch `written`, then the whole batch
+    /// `stored` or `failed`, so what is staged is always exactly one batch.
+    func stage(_ report: StoredReport, _ facts: ReportFacts) {
+        state.withLock { $0.staged.add(report, facts) }
+    }
+
+    /// The staged batch is on disk: it joins the counts. The first report told `stored` merges the
+    /// whole batch; the others find nothing left.
+    func commitStaged() {
+        state.withLock { s in
+            guard !s.staged.isEmpty else { return }
+            if s.rebuilding { s.live.merge(s.staged) } else { s.main.merge(s.staged) }
+            s.staged = SummaryAggregates()
+        }
+    }
+
+    /// The staged batch could not be flushed: none of it is counted.
+    func dropStaged() {
+        state.withLock { $0.staged = SummaryAggregates() }
     }
 
     /// Rebuilds from `base` (nothing, or a checkpoint's aggregates of the log up to `start`) and
