@@ -26,7 +26,7 @@ let package = Package(
                 swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]),
         // A pthread-mutex-guarded value that ThreadSanitizer can see through.
         .target(name: "Locking", dependencies: ["CSystemShims"]),
-        // epoll's header, which the Glibc module does not export.
+        // What Swift cannot reach: epoll's header, naming a thread, the CPU's CRC-32C instruction.
         .target(name: "CSystemShims"),
         // Pure value types, no locks, no I/O but the list read once, no HTTP: a rule says what failed.
         // The primitives every protocol uses: JSON, base64url, time, sites and the Public Suffix List.
@@ -55,7 +55,7 @@ let package = Package(
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
-        .target(name: "ReportStore", dependencies: ["Primitives", "Locking"]),
+        .target(name: "ReportStore", dependencies: ["Primitives", "Locking", "CSystemShims"]),
         // PCM's records in the log: reports and triggers, encoded and decoded above the store.
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.

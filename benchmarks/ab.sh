@@ -3,7 +3,8 @@
 # runs taken minutes apart compare. Each binary is started in turn, pinned to core 0, with a fresh
 # data directory, and loaded by wrk on core 1 with 64 keep-alive connections sending the 140-byte
 # report. Prints, per run: req/s, p90 and p99, how busy the server's core was (user and kernel,
-# from /proc/PID/stat), its CPU per request, and reports per flush (from /metrics).
+# from /proc/PID/stat), its CPU per request, and reports per flush (from /metrics). A run in which
+# any answer was not 2xx stops the script.
 # Usage: benchmarks/ab.sh [-r ROUNDS] [-d SECONDS] BINARY [BINARY...]
 # A BINARY named `nginx` is nginx answering `return 204` with one worker, as in run.sh's table:
 # issue 10's yardstick, taken in the same minutes as the binaries.
@@ -81,11 +82,16 @@ CONF
   flushes=$(curl -s -H "Authorization: Bearer ab" "http://127.0.0.1:$port/metrics" |
     awk '/^attribution_store_flushes_total/ {print $2}') || true
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  python3 - "$1" "$seconds" "$hz" "$u1" "$u0" "$s1" "$s0" "${flushes:-0}" "$out" <<'PY'
+  python3 - "$1" "$seconds" "$hz" "$u1" "$u0" "$s1" "$s0" "${flushes:-0}" "$out" <<'PY' || { rm -rf "$work"; exit 1; }
 import re, sys
 name, secs, hz, u1, u0, s1, s0, flushes, out = sys.argv[1:]
 secs, hz = float(secs), float(hz)
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+# wrk counts every answer as a request: a run where some were refused (503 disk_full, say) measures
+# something else, and is refused here rather than printed beside the others.
+refused = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+if refused:
+    sys.exit("%s: %s answers were not 2xx; the run is not counted (disk full?)" % (name, refused.group(1)))
 p90 = re.search(r"\n\s+90%\s+(\S+)", out).group(1)
 p99 = re.search(r"\n\s+99%\s+(\S+)", out).group(1)
 user, sys_ = (int(u1) - int(u0)) / hz / secs, (int(s1) - int(s0)) / hz / secs

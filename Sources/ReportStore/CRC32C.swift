@@ -1,6 +1,16 @@
-/// CRC-32C (Castagnoli), slicing-by-8. Each log record carries one, so a torn or bit-flipped
-/// record is recognised on replay instead of being served.
+import CSystemShims
+
+/// CRC-32C (Castagnoli). Each log record carries one, so a torn or bit-flipped record is
+/// recognised on replay instead of being served.
+///
+/// The CPU's CRC-32C instruction does it where there is one (x86-64 with SSE4.2, arm64): a start
+/// checks every record of the log, 2 GB for 10 M reports, and the tables below took about 3 s of
+/// that on the benchmark machine. The tables (slicing-by-8) remain for other CPUs, and are what
+/// the tests hold the instruction to.
 public enum CRC32C {
+    /// Read once: whether `checksum` uses the instruction.
+    public static let usesCPUInstruction = c_system_shims_crc32c_available() != 0
+
     private static let tables: [[UInt32]] = {
         var tables = [[UInt32]](repeating: [UInt32](repeating: 0, count: 256), count: 8)
         for i in 0..<256 {
@@ -16,6 +26,13 @@ public enum CRC32C {
     private static let flat: [UInt32] = tables.flatMap { $0 }
 
     public static func checksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
+        guard usesCPUInstruction else { return tableChecksum(bytes, seed: seed) }
+        guard let base = bytes.baseAddress else { return seed }
+        return ~c_system_shims_crc32c_update(~seed, base, bytes.count)
+    }
+
+    /// The same, from the tables alone.
+    public static func tableChecksum(_ bytes: UnsafeRawBufferPointer, seed: UInt32 = 0) -> UInt32 {
         var crc = ~seed
         flat.withUnsafeBufferPointer { t in
             guard let base = bytes.baseAddress else { return }

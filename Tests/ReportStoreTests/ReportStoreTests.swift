@@ -258,10 +258,41 @@ func recordOffsets(_ bytes: [UInt8]) -> [Int] {
 
 @Suite struct CRC32CTests {
     @Test func knownAnswers() {
-        // RFC 3720 appendix B.4 test vectors.
-        #expect(CRC32C.checksum([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
-        #expect(CRC32C.checksum([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
-        #expect(CRC32C.checksum(Array(0..<32)) == 0x46DD_794E)
-        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        // RFC 3720 appendix B.4 test vectors, from the CPU's instruction and from the tables.
+        let vectors: [([UInt8], UInt32)] = [([UInt8](repeating: 0, count: 32), 0x8A91_36AA),
+                                            ([UInt8](repeating: 0xFF, count: 32), 0x62A8_AB43),
+                                            (Array(0..<32), 0x46DD_794E), (Array("123456789".utf8), 0xE306_9283)]
+        for (bytes, expected) in vectors {
+            #expect(CRC32C.checksum(bytes) == expected)
+            #expect(bytes.withUnsafeBytes { CRC32C.tableChecksum($0) } == expected)
+        }
+    }
+
+    /// Every x86-64 CPU since 2008 and every arm64 one has the instruction; a start depends on its speed.
+    @Test func theCPUInstructionIsUsedWhereThereIsOne() {
+        #if arch(x86_64) || arch(arm64)
+        #expect(CRC32C.usesCPUInstruction)
+        #endif
+    }
+
+    /// The instruction and the tables agree on every length around the 8-byte steps, at every
+    /// alignment, and when a checksum is continued from a seed, as a record's is from its header.
+    @Test func theInstructionAgreesWithTheTables() {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<4_200).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { all in
+            for offset in 0..<8 {
+                for length in Array(0..<80) + [255, 1_000, 4_099] {
+                    let slice = UnsafeRawBufferPointer(rebasing: all[offset..<offset + length])
+                    let seed = UInt32.random(in: 0...UInt32.max, using: &generator)
+                    #expect(CRC32C.checksum(slice) == CRC32C.tableChecksum(slice), "offset \(offset), length \(length)")
+                    #expect(CRC32C.checksum(slice, seed: seed) == CRC32C.tableChecksum(slice, seed: seed))
+                    let cut = length / 3
+                    let head = UnsafeRawBufferPointer(rebasing: slice[0..<cut])
+                    let tail = UnsafeRawBufferPointer(rebasing: slice[cut...])
+                    #expect(CRC32C.checksum(tail, seed: CRC32C.checksum(head)) == CRC32C.tableChecksum(slice))
+                }
+            }
+        }
     }
 }

@@ -1,6 +1,10 @@
-// System headers and calls that Swift's Glibc module does not export (epoll, naming a thread).
+// System headers, calls and CPU instructions that Swift cannot reach: epoll, naming a thread, the
+// CRC-32C instruction.
 #ifndef C_SYSTEM_SHIMS_H
 #define C_SYSTEM_SHIMS_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __linux__
 #include <sys/epoll.h>
@@ -14,5 +18,12 @@ int c_system_shims_name_this_thread(const char *name);
 /// and any ordinary thread that wakes takes the core from it at once (a nice value only lowers its
 /// share of a busy core). Returns 0, or -1 with errno; elsewhere it does nothing and returns 0.
 int c_system_shims_make_this_thread_idle(void);
+
+/// Whether this CPU has a CRC-32C instruction that `c_system_shims_crc32c_update` uses.
+int c_system_shims_crc32c_available(void);
+
+/// CRC-32C (Castagnoli, reflected) of `count` bytes continued from the register value `crc`,
+/// without the initial and final inversion: only to be called when `c_system_shims_crc32c_available`.
+uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t count);
 
 #endif
