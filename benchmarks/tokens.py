@@ -99,6 +99,19 @@ def token_body(port):
         b64url(token), b64url(signature.to_bytes(512, "big")))
 
 
+def main_ingest_target():
+    """The main table's ingest row, as bench.py last wrote it in docs/PERFORMANCE.md: (measured, verdict)."""
+    try:
+        with open(os.path.join(ROOT, "docs/PERFORMANCE.md")) as page:
+            for line in page:
+                if line.startswith("| durable ingest ≥ 0.5 × nginx"):
+                    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                    return cells[1], cells[2]
+    except OSError:
+        pass
+    return "not measured yet", "see above"
+
+
 def main():
     cores = os.cpu_count()
     data = os.path.join(WORK, "keys")  # one data directory, with the keys every run here shares
@@ -207,7 +220,7 @@ def main():
             steal_mixed, steal_alone),
         "| verification adds no more than its measured cost to a report (within 10 %%, the runs' noise) | +%.1f µs of CPU per report with a token (%.1f against %.1f; medians of %d runs on core 0), one check %.1f µs | %s |" % (
             added, cost["token"], cost["plain"], ROUNDS, check_us, mark(added <= check_us * 1.1)),
-        "| the 0.5 × nginx ingest target still holds for reports without tokens | a report without tokens does no token work (one nil check); the target itself is the main table's, not met there | see above |",
+        "| the 0.5 × nginx ingest target still holds for reports without tokens | a report without tokens does no token work (one nil check); the target is measured in the main table: %s | %s |" % main_ingest_target(),
         "",
     ]
     text = "\n".join(lines) + "\n"

@@ -2,9 +2,10 @@
 
 #include <string.h>
 
-// The CPU's own CRC-32C instruction: SSE4.2's `crc32` on x86-64, ARMv8's `crc32c` on arm64.
-// Swift cannot emit either, and every log record is checked with one on each start (a 10 M report
-// log is about 2 GB). Elsewhere, or on a CPU without it, the store keeps its table version.
+// The CPU's own CRC-32C instruction: SSE4.2's `crc32` on x86-64 (checked at run time), ARMv8's
+// `crc32c` on arm64 when the build targets a CPU with it. Swift cannot emit either, and every log
+// record is checked with one on each start (a 10 M report log is about 2 GB). Elsewhere the store
+// keeps its table version.
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -35,27 +36,23 @@ uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t co
     return c32;
 }
 
-#elif defined(__aarch64__)
-#if defined(__linux__)
-#include <sys/auxv.h>
-#include <asm/hwcap.h>
-int c_system_shims_crc32c_available(void) { return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
-#else
-int c_system_shims_crc32c_available(void) { return 1; }  // every Apple arm64 CPU has it
-#endif
+#elif defined(__aarch64__) && defined(__ARM_FEATURE_CRC32)
+// Built for a CPU that has it (every Apple arm64 one; on Linux, -march=armv8.1-a and later).
+#include <arm_acle.h>
 
-__attribute__((target("crc")))
+int c_system_shims_crc32c_available(void) { return 1; }
+
 uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t count) {
     const unsigned char *p = bytes;
     while (count >= 8) {
-        unsigned long long word;
+        uint64_t word;
         memcpy(&word, p, 8);
-        crc = __builtin_arm_crc32cd(crc, word);
+        crc = __crc32cd(crc, word);
         p += 8;
         count -= 8;
     }
     while (count > 0) {
-        crc = __builtin_arm_crc32cb(crc, *p);
+        crc = __crc32cb(crc, *p);
         p++;
         count--;
     }

@@ -39,8 +39,9 @@ final class SummaryBook: Sendable {
 
     /// A report written to the log whose flush is still in flight: counted now, while the disk is
     /// busy and the event loop would otherwise wait for it, but shown only once `commitStaged`
-    /// says the flush succeeded. The store tells a whole batch `written`, then the whole batch
-    /// `stored` or `failed`, so what is staged is always exactly one batch.
+    /// says the flush succeeded. The store tells the reports of the batch it is committing
+    /// `written`, then `stored` or (all of them) `failed`, one batch at a time: what is staged
+    /// always belongs to that batch and is merged or dropped with it.
     func stage(_ report: StoredReport, _ facts: ReportFacts) {
         state.withLock { $0.staged.add(report, facts) }
     }
