@@ -17,6 +17,7 @@ which bench.py keeps in the page). Usage: benchmarks/conversion_values.py  (afte
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,4 +135,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        # Its data directories hold gigabytes of reports by the end; left behind, a few runs fill the disk.
+        shutil.rmtree(WORK, ignore_errors=True)

@@ -15,6 +15,7 @@ bench.py keeps in the page). Usage: benchmarks/postbacks.py   (after benchmarks/
 import base64
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -260,4 +261,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        # Its data directories hold gigabytes of reports by the end; left behind, a few runs fill the disk.
+        shutil.rmtree(WORK, ignore_errors=True)

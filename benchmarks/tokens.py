@@ -20,6 +20,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -229,4 +230,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        # Its data directories hold gigabytes of reports by the end; left behind, a few runs fill the disk.
+        shutil.rmtree(WORK, ignore_errors=True)
