@@ -29,14 +29,17 @@ import Testing
 
     /// What the summary API would answer and what the CSV export would hold; nil while unavailable.
     private static func seen(_ book: SummaryBook) -> String? {
-        try? book.read { aggregates in
-            SummaryReport(aggregates, query).json(registry: Registry(), rejections: [:])
-                + SummaryReport.csv(aggregates, query, registry: Registry())
-        }.get()
+        try? book.read(seen).get()
+    }
+
+    private static func seen(_ aggregates: SummaryAggregates) -> String {
+        SummaryReport(aggregates, query).json(registry: Registry(), rejections: [:])
+            + SummaryReport.csv(aggregates, query, registry: Registry())
     }
 
     @Test func aStagedBatchShowsOnlyOnceItIsStoredAndThenAsIfAddedOneByOne() throws {
-        let staged = SummaryBook(complete: true), added = SummaryBook(complete: true)
+        let staged = SummaryBook(complete: true)
+        var added = SummaryAggregates()
         let empty = try #require(Self.seen(staged))
         let first = try Self.reports(0..<40)
         for (report, facts) in first { staged.stage(report, facts) }
@@ -65,7 +68,8 @@ import Testing
     /// While the summary is rebuilt from the log after a start, stored batches are kept apart
     /// and merged into the rebuilt counts, like reports added one by one.
     @Test func aBatchStoredDuringTheRebuildIsInTheRebuiltSummary() throws {
-        let rebuilding = SummaryBook(complete: false), added = SummaryBook(complete: true)
+        let rebuilding = SummaryBook(complete: false)
+        var added = SummaryAggregates()
         let batch = try Self.reports(0..<25)
         for (report, facts) in batch { rebuilding.stage(report, facts) }
         rebuilding.commitStaged()

@@ -5,8 +5,8 @@ import Locking
 import PCMRecords
 import ReportStore
 
-/// The aggregates behind a lock: each stored report is added by its steps on the event loop, and
-/// the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
+/// The aggregates behind a lock: each report is staged while its batch is flushed and merged
+/// once it is stored, by its steps on the event loop, and the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
 /// already takes reports: those go to `live` and are merged in when the rebuild is done.
 final class SummaryBook: Sendable {
     private struct State {
@@ -28,13 +28,6 @@ final class SummaryBook: Sendable {
         var state = State()
         state.rebuilding = !complete
         self.state = Locked(state)
-    }
-
-    /// A report the store acknowledged, with the facts ingest read from its body.
-    func add(_ report: StoredReport, _ facts: ReportFacts) {
-        state.withLock { s in
-            if s.rebuilding { s.live.add(report, facts) } else { s.main.add(report, facts) }
-        }
     }
 
     /// A report written to the log whose flush is still in flight: counted now, while the disk is
