@@ -206,7 +206,7 @@ public struct InfoPlistCheck: Sendable {
                       hint: String(min(max(n, range.lowerBound), range.upperBound)))
             case .real(let x):
                 error(key, "wrong_type", "must be a whole number of \(unit); found the real number \(x)",
-                      hint: x.rounded() == x && range.contains(Int(x)) ? "<integer>\(Int(x))</integer>" : nil)
+                      hint: Int(exactly: x).flatMap { range.contains($0) ? "<integer>\($0)</integer>" : nil })
             case .string(let text):
                 error(key, "wrong_type", "must be a Number; found the String \"\(text.prefix(20))\"",
                       hint: Int(text).map { "<integer>\($0)</integer>" })

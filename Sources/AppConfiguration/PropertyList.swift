@@ -23,13 +23,16 @@ public indirect enum PropertyList: Sendable, Equatable {
     /// Reads XML and binary property lists with `PropertyListSerialization`. Its third format,
     /// OpenStep text, reads almost any word as a string, and Xcode never writes an Info.plist in it.
     public static func read(_ bytes: [UInt8]) throws(NotAPropertyList) -> (PropertyList, Format) {
-        if let refusal = BinaryPlistScreen.refusal(bytes) { throw NotAPropertyList(detail: refusal) }
+        if let refusal = BinaryPlistScreen.refusal(bytes) ?? XMLPlistScreen.refusal(bytes) { throw NotAPropertyList(detail: refusal) }
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {
             object = try PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: &format)
         } catch {
-            throw NotAPropertyList(detail: "is not a property list (XML or binary): \((error as NSError).localizedDescription)")
+            // Foundation's own sentence says nothing ("The operation could not be completed"); its
+            // debug description says what and on which line.
+            let why = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? (error as NSError).localizedDescription
+            throw NotAPropertyList(detail: "is not a property list (XML or binary): \(why)")
         }
         switch format {
         case .binary: return (PropertyList(foundation: object), .binary)

@@ -46,8 +46,11 @@ public struct AppCounters: Sendable, Equatable {
         for member in members { fields[member.key] = member.value }
 
         guard let id = fields["app_id"] else { throw .invalid("app_id", "missing_field", "is required: the app's App Store id") }
-        guard case .number(let idText) = id, JSONValue.isIntegerLiteral(idText), let appID = Int(idText), appID > 0 else {
-            throw .invalid("app_id", "wrong_type", "must be the app's App Store id, a positive integer")
+        guard case .number(let idText) = id, JSONValue.isIntegerLiteral(idText) else {
+            throw .invalid("app_id", "wrong_type", "must be the app's App Store id, a positive integer; got \(id.typeName)")
+        }
+        guard let appID = JSONValue.integerValue(idText), appID > 0 else {
+            throw .invalid("app_id", "out_of_range", "must be the app's App Store id, a positive integer that fits in 64 bits; got \(idText.prefix(24))")
         }
         guard let launch = fields["first_launch"] else {
             throw .invalid("first_launch", "missing_field", "is required: when the app first launched (RFC 3339 or Unix seconds)")
@@ -82,8 +85,8 @@ public struct AppCounters: Sendable, Equatable {
 
         var conversionValue: Int?
         if let value = fields["conversion_value"], value != .null {
-            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text), let n = Int(text) else {
-                throw .invalid("conversion_value", "wrong_type", "must be an integer 0–63")
+            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text), let n = JSONValue.integerValue(text) else {
+                throw .invalid("conversion_value", "wrong_type", "must be an integer 0–63; got \(value.typeName)")
             }
             guard (0...63).contains(n) else { throw .invalid("conversion_value", "out_of_range", "must be 0–63 (6 bits); got \(n)") }
             conversionValue = n
@@ -106,8 +109,8 @@ public struct AppCounters: Sendable, Equatable {
             }
         case .object(let counts)?:
             for member in counts {
-                guard case .number(let text) = member.value, JSONValue.isIntegerLiteral(text), let n = Int(text), n >= 0 else {
-                    throw .invalid("events.\(member.key)", "wrong_type", "must be how many times the event happened, an integer ≥ 0")
+                guard case .number(let text) = member.value, JSONValue.isIntegerLiteral(text), let n = JSONValue.integerValue(text), n >= 0 else {
+                    throw .invalid("events.\(member.key.prefix(40))", "wrong_type", "must be how many times the event happened, an integer from 0 to 2^63 − 1; got \(member.value.typeName)")
                 }
                 events[member.key] = n
             }
@@ -122,8 +125,11 @@ public struct AppCounters: Sendable, Equatable {
                 guard member.key.utf8.count == 3, member.key.utf8.allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
                     throw .invalid("revenue.\(member.key.prefix(10))", "invalid_currency", "keys are ISO 4217 codes such as USD")
                 }
-                guard case .number(let text) = member.value, let amount = Double(text), amount.isFinite, amount >= 0 else {
-                    throw .invalid("revenue.\(member.key)", "wrong_type", "must be the revenue since install, a number ≥ 0")
+                guard case .number(let text) = member.value, let amount = Double(text), amount.isFinite else {
+                    throw .invalid("revenue.\(member.key)", "wrong_type", "must be the revenue since install, a number; got \(member.value.typeName)")
+                }
+                guard amount >= 0, amount <= ConversionValueSchema.maxRevenue, !(amount == 0 && amount.sign == .minus) else {
+                    throw .invalid("revenue.\(member.key)", "out_of_range", "must be the revenue since install, from 0 to 1e12; got \(text.prefix(24))")
                 }
                 revenue[member.key] = amount
             }

@@ -110,18 +110,29 @@ public enum AppRegistryInput {
 
         func integer(_ key: String) throws(RequestProblem) -> Int {
             guard let value = members[key] else { throw .invalid(prefix + key, "missing_field", "is required") }
-            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text), let n = Int(text) else {
+            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text) else {
                 throw .invalid(prefix + key, "wrong_type", "must be an integer; got \(value.typeName)")
+            }
+            guard let n = JSONValue.integerValue(text) else {
+                throw .invalid(prefix + key, "out_of_range", "must be an integer that fits in 64 bits; got \(Self.shown(text))")
             }
             return n
         }
 
         func number(_ key: String) throws(RequestProblem) -> Double {
             guard let value = members[key] else { throw .invalid(prefix + key, "missing_field", "is required") }
-            guard case .number(let text) = value, let n = Double(text), n.isFinite else {
+            guard case .number(let text) = value, let n = Double(text) else {
                 throw .invalid(prefix + key, "wrong_type", "must be a number; got \(value.typeName)")
             }
+            guard n.isFinite else {
+                throw .invalid(prefix + key, "out_of_range", "must be a number a 64-bit double can hold; got \(Self.shown(text))")
+            }
             return n
+        }
+
+        /// A literal as it came, cut short if it is long.
+        static func shown(_ text: String) -> String {
+            text.utf8.count > 24 ? String(text.prefix(20)) + "… (\(text.utf8.count) characters)" : text
         }
 
         func array(_ key: String) throws(RequestProblem) -> [JSONValue] {

@@ -79,12 +79,19 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
 
     /// The meaning of a fine value, or nil when the schema does not name it.
     public func meaning(fine value: Int) -> String? {
-        fine.first { ($0.from...$0.to).contains(value) }?.meaning
+        // `from <= to` is checked at registration, but a hand-edited apps.json is read as it is.
+        fine.first { $0.from <= value && value <= $0.to }?.meaning
     }
 
     public func meaning(coarse value: String) -> String? {
         coarse[value]
     }
+
+    /// The largest revenue amount a schema or an app's counters may name, in any currency: a
+    /// trillion, far above any install's revenue, far below where arithmetic on it loses cents.
+    public static let maxRevenue = 1e12
+    static let maxRevenueText = "1e12"
+    static let minRevenueSpan = 0.01
 
     /// Every rule of a schema, naming the field at fault.
     public func check() throws(RequestProblem) {
@@ -97,8 +104,17 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
                 throw .invalid(field + ".meaning", "invalid_name", "must be 1–100 bytes")
             }
             if let revenue = range.revenue {
-                guard revenue.min >= 0, revenue.min <= revenue.max else {
-                    throw .invalid(field + ".revenue", "out_of_range", "needs 0 ≤ min ≤ max; got \(revenue.min)–\(revenue.max)")
+                for (name, amount) in [("min", revenue.min), ("max", revenue.max)] {
+                    guard amount.isFinite, amount >= 0, amount <= Self.maxRevenue else {
+                        throw .invalid(field + ".revenue." + name, "out_of_range",
+                                       "must be an amount from 0 to \(Self.maxRevenueText); got \(amount)")
+                    }
+                }
+                // A range narrower than a cent cannot be told apart by any purchase, and one of
+                // 1e-300 made every revenue an overflow.
+                guard revenue.max - revenue.min >= Self.minRevenueSpan else {
+                    throw .invalid(field + ".revenue", "degenerate_range",
+                                   "needs max at least 0.01 above min; got \(revenue.min)–\(revenue.max)")
                 }
                 guard revenue.currency.utf8.count == 3, revenue.currency.utf8.allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
                     throw .invalid(field + ".revenue.currency", "invalid_currency", "must be an ISO 4217 code such as USD; got \"\(revenue.currency.prefix(10))\"")

@@ -91,10 +91,10 @@ public enum NextConversionValue {
     }
 
     static func value(in range: ConversionValueSchema.FineRange, counters: AppCounters) -> Int? {
+        guard (0...63).contains(range.from), (range.from...63).contains(range.to) else { return nil }
         let span = range.to - range.from
         var step = 0
-        if let events = range.events, !events.isEmpty {
-            let fewest = events.map { counters.events[$0] ?? 0 }.min()!
+        if let events = range.events, let fewest = events.lazy.map({ counters.events[$0] ?? 0 }).min() {
             guard fewest >= 1 else { return nil }
             step = fewest - 1
         }
@@ -102,9 +102,19 @@ public enum NextConversionValue {
             let amount = counters.revenue[revenue.currency] ?? 0
             guard amount > 0, amount >= revenue.min else { return nil }
             let share = revenue.max > revenue.min ? (amount - revenue.min) / (revenue.max - revenue.min) : 1
-            step = max(step, Int((share * Double(span + 1)).rounded(.down)))
+            step = max(step, steps(share: share, span: span))
         }
         return range.from + min(step, span)
+    }
+
+    /// How many values above a range's `from` a revenue share reaches, 0…span. Checked rather
+    /// than converted: a share can be any size a schema and an app's counters make it (1e20 of
+    /// revenue in a 0–100 range, or a range 1e-300 wide), and `Int(_: Double)` traps past Int.
+    static func steps(share: Double, span: Int) -> Int {
+        let scaled = share * Double(span + 1)
+        guard scaled > 0 else { return 0 }  // NaN too
+        guard scaled < Double(span) else { return span }  // +infinity too
+        return Int(scaled.rounded(.down))
     }
 
     private static func level(of coarse: String) -> Int { coarseLevels.firstIndex(of: coarse) ?? 0 }

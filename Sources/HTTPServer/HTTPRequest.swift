@@ -55,6 +55,16 @@ public struct HTTPRequest: Sendable {
         }
     }
 
+    /// The first query parameter named twice (after percent-decoding), if any: `a=1&a=2` has no
+    /// one meaning, and a server that picks one silently picks differently on each path.
+    public var repeatedQueryParameter: String? {
+        // Nearly every request has no query: found out on the contiguous bytes, as `path` does.
+        let hasQuery = target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "?")) } ?? (query != nil)
+        guard hasQuery else { return nil }
+        var seen: Set<String> = []
+        return queryItems.first { !seen.insert($0.name).inserted }?.name
+    }
+
     /// Whether the connection stays open after this request, by RFC 9112 §9.3.
     public var keepAlive: Bool {
         if headers.listContains("Connection", token: "close") { return false }

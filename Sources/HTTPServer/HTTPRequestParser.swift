@@ -199,7 +199,9 @@ public struct HTTPRequestParser {
         case .none:
             return .event(.request(request))
         case .length(let n):
-            request.body.reserveCapacity(n)
+            // What the client says it will send, not what it has: reserved only up to what a
+            // first read brings, so that a large Content-Length costs nothing until bytes arrive.
+            request.body.reserveCapacity(min(n, 64 * 1024))
             pending = request
             state = .fixedBody(remaining: n)
         case .chunked:

@@ -12,6 +12,8 @@ public final class PostbackLedger: Sendable {
     private struct Delivery: Sendable {
         var id: UInt64
         var contentHash: UInt64
+        /// Its signature verified with a key this endpoint trusts.
+        var verified: Bool
     }
 
     private struct State: Sendable {
@@ -37,23 +39,35 @@ public final class PostbackLedger: Sendable {
         case conflict
     }
 
-    public func classify(duplicateKey: String, contentHash: UInt64) -> Claim {
+    /// The postback whose copy this is, if one with the same content is stored: a retry needs
+    /// no signature check.
+    public func retry(duplicateKey: String, contentHash: UInt64) -> UInt64? {
+        state.withLock { s in s.deliveries[duplicateKey]?.first(where: { $0.contentHash == contentHash })?.id }
+    }
+
+    /// What a delivery is, once its signature is checked. Only a verified delivery claims its
+    /// key: a verified one conflicts only with an earlier verified one, so that a forgery (a
+    /// zeroed signature, a guessed `postback-identifier` or `transaction-id`) stored first is
+    /// quarantined alone and never erases the genuine postback. One that is not verified
+    /// conflicts with any earlier delivery under its key.
+    public func classify(duplicateKey: String, contentHash: UInt64, verified: Bool) -> Claim {
         state.withLock { s in
             guard let earlier = s.deliveries[duplicateKey] else { return .new }
             if let same = earlier.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
+            if verified && !earlier.contains(where: \.verified) { return .new }
             return .conflict
         }
     }
 
     /// Notes a postback queued (or replayed) under `id`.
-    public func record(duplicateKey: String, contentHash: UInt64, id: UInt64) {
+    public func record(duplicateKey: String, contentHash: UInt64, id: UInt64, verified: Bool) {
         state.withLock { s in
             if let early = s.releasedEarly[duplicateKey], let i = early.firstIndex(of: contentHash) {
                 s.releasedEarly[duplicateKey]!.remove(at: i)
                 if s.releasedEarly[duplicateKey]!.isEmpty { s.releasedEarly[duplicateKey] = nil }
                 return
             }
-            s.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash))
+            s.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash, verified: verified))
         }
     }
 
@@ -87,7 +101,8 @@ public final class PostbackLedger: Sendable {
     /// Takes one record of the log as replay shows it.
     public func take(_ view: ReportStore.RecordView) {
         if view.kind == LogRecord.Kind.postback.rawValue, let stored = StoredPostback.decode(view) {
-            record(duplicateKey: stored.draft.duplicateKey, contentHash: stored.draft.contentHash, id: stored.id)
+            record(duplicateKey: stored.draft.duplicateKey, contentHash: stored.draft.contentHash, id: stored.id,
+                   verified: stored.draft.signature.isVerified)
         } else if view.kind == LogRecord.Kind.postbackRetry.rawValue, view.payload.count >= 8 {
             countRetry(of: view.payload.loadLE(UInt64.self, at: 0))
         }

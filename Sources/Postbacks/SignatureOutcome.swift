@@ -11,6 +11,15 @@ public enum SignatureOutcome: UInt8, Sendable, CaseIterable {
     /// It cannot be checked here: SKAdNetwork 1.0 and 2.0 (P-192), or a version not known yet.
     case unverifiable = 5
 
+    /// A key this endpoint trusts signed it: only such a delivery claims its duplicate key, so
+    /// that a forgery sent first cannot make the genuine postback a conflict.
+    public var isVerified: Bool {
+        switch self {
+        case .apple, .appleDevelopment, .testKey: true
+        case .invalid, .unverifiable: false
+        }
+    }
+
     public var name: String {
         switch self {
         case .apple: "apple"

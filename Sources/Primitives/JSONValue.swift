@@ -17,19 +17,21 @@ public enum JSONValue: Sendable, Equatable {
         switch self {
         case .null: "null"
         case .bool: "boolean"
-        case .number(let text): JSONValue.isIntegerLiteral(text) ? "integer" : "non-integer number"
+        case .number(let text): JSONValue.isIntegerLiteral(text) ? "integer" : text == "-0" ? "-0 (negative zero)" : "non-integer number"
         case .string: "string"
         case .array: "array"
         case .object: "object"
         }
     }
 
-    /// True for `-?(0|[1-9][0-9]*)`: no fraction, no exponent.
+    /// True for `0|-?[1-9][0-9]*`: no fraction, no exponent, and no `-0`, which no sender
+    /// means and which an export that keeps the body would show as it came.
     public static func isIntegerLiteral(_ text: String) -> Bool {
         var digits = text.utf8[...]
-        if digits.first == UInt8(ascii: "-") { digits = digits.dropFirst() }
+        let negative = digits.first == UInt8(ascii: "-")
+        if negative { digits = digits.dropFirst() }
         guard let first = digits.first else { return false }
-        if first == UInt8(ascii: "0") { return digits.count == 1 }
+        if first == UInt8(ascii: "0") { return digits.count == 1 && !negative }
         return digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
     }
 
@@ -41,7 +43,7 @@ public enum JSONValue: Sendable, Equatable {
             var i = 0
             let negative = bytes.first == UInt8(ascii: "-")
             if negative { i = 1 }
-            guard i < bytes.count, bytes[i] != UInt8(ascii: "0") || bytes.count == i + 1 else { return nil }
+            guard i < bytes.count, bytes[i] != UInt8(ascii: "0") || (bytes.count == i + 1 && !negative) else { return nil }
             var value = 0
             while i < bytes.count {
                 let digit = bytes[i] &- UInt8(ascii: "0")

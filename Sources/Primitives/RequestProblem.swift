@@ -29,3 +29,29 @@ public struct RequestProblem: Error, Sendable, Equatable {
         RequestProblem(.invalid, rule: rule, field: field, detail: "\(field) \(detail)")
     }
 }
+
+extension RequestProblem {
+    /// A body that is not JSON, refused with the same rule on every path as on the report path,
+    /// so that a client learns which of the four it was: `malformed_json` (syntax, lone
+    /// surrogates included), `duplicate_key`, `too_deep` or `invalid_utf8`.
+    public init(_ failure: JSONParser.Failure) {
+        let rule = switch failure.kind {
+        case .syntax: "malformed_json"
+        case .duplicateKey: "duplicate_key"
+        case .tooDeep: "too_deep"
+        case .invalidUTF8: "invalid_utf8"
+        }
+        self.init(.malformed, rule: rule, field: nil, detail: "the body is not valid JSON: \(failure.description)")
+    }
+}
+
+extension JSONParser {
+    /// Parses a request's body, refusing it as `RequestProblem(failure)` says.
+    public func parseBody(_ bytes: [UInt8]) throws(RequestProblem) -> JSONValue {
+        do {
+            return try parse(bytes)
+        } catch {
+            throw RequestProblem(error)
+        }
+    }
+}

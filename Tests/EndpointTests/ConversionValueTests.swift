@@ -52,7 +52,7 @@ import Testing
         let unknown = try ask(endpoint.port, #"{"app_id":1,"first_launch":1762000000}"#)
         #expect(unknown.status == 404 && json(unknown)["rule"] as? String == "unknown_app" && json(unknown)["field"] as? String == "app_id")
         let notJSON = try ask(endpoint.port, "app_id=6443210987")
-        #expect(notJSON.status == 400 && json(notJSON)["rule"] as? String == "invalid_json")
+        #expect(notJSON.status == 400 && json(notJSON)["rule"] as? String == "malformed_json")
         let badCounter = try ask(endpoint.port, #"{"app_id":6443210987,"first_launch":1762000000,"events":{"level_complete":-2}}"#)
         #expect(badCounter.status == 422 && json(badCounter)["field"] as? String == "events.level_complete")
         #expect(badCounter.header("Content-Type") == "application/problem+json")

@@ -8,25 +8,46 @@ import Foundation
 @Suite struct PostbackLedgerTests {
     @Test func retriesConflictsAndReleases() {
         let ledger = PostbackLedger()
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
-        ledger.record(duplicateKey: "k", contentHash: 1, id: 7)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .retry(of: 7))
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .conflict)
-        ledger.record(duplicateKey: "k", contentHash: 2, id: 8)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .retry(of: 8))
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .new)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 7, verified: true)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .retry(of: 7))
+        #expect(ledger.retry(duplicateKey: "k", contentHash: 1) == 7)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .conflict)
+        ledger.record(duplicateKey: "k", contentHash: 2, id: 8, verified: true)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .retry(of: 8))
         // A write that failed was never stored: the next delivery is new again.
         ledger.release(duplicateKey: "k", contentHash: 2)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 2) == .conflict)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .conflict)
         ledger.release(duplicateKey: "k", contentHash: 1)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .new)
+        #expect(ledger.retry(duplicateKey: "k", contentHash: 1) == nil)
+    }
+
+    @Test func onlyAVerifiedDeliveryClaimsItsKey() {
+        let ledger = PostbackLedger()
+        // A forgery under the genuine postback's identifier arrives first, and is stored.
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 66, verified: false) == .new)
+        ledger.record(duplicateKey: "k", contentHash: 66, id: 1, verified: false)
+        // The genuine, verified postback is not its conflict...
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 10, verified: true) == .new)
+        ledger.record(duplicateKey: "k", contentHash: 10, id: 2, verified: true)
+        // ...its device's retries are its own...
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 10, verified: true) == .retry(of: 2))
+        // ...a second verified postback with other content under the key still is a conflict...
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 11, verified: true) == .conflict)
+        // ...and so is a further unverified one.
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 67, verified: false) == .conflict)
+        // Two unverified deliveries (SKAdNetwork 2.0 cannot be checked) still conflict.
+        ledger.record(duplicateKey: "u", contentHash: 1, id: 3, verified: false)
+        #expect(ledger.classify(duplicateKey: "u", contentHash: 2, verified: false) == .conflict)
     }
 
     @Test func aReleaseBeforeItsRecordIsNotLost() {
         // A commit on another thread can fail the postback before its intake notes it.
         let ledger = PostbackLedger()
         ledger.release(duplicateKey: "k", contentHash: 1)
-        ledger.record(duplicateKey: "k", contentHash: 1, id: 3)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 1) == .new)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 3, verified: true)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .new)
     }
 
     @Test func theSameContentIsTheSameWhateverTheKeyOrderOrSpacing() {
@@ -58,7 +79,9 @@ import Foundation
         let stored = try #require(store.postbacks().next())
         #expect(stored.id == id && stored.draft == draft && stored.protocol == .adattributionkit)
         #expect(ledger.retries(of: stored.id) == 2)
-        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99) == .retry(of: stored.id))
+        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99, verified: true) == .retry(of: stored.id))
+        // Replay knows the stored delivery was a forgery: a verified one under its key is new.
+        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 100, verified: true) == .new)
         // Reports are counted apart from postbacks.
         #expect(store.count == 0)
     }

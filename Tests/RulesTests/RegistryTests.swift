@@ -160,12 +160,12 @@ private func campaignJSON(name: String = "Winter", id: String = "42", destinatio
 
     @Test func thePixelRedirectsToTheTwoDigitForm() throws {
         let purchase = Conversion(site: "shop.example", name: "purchase", triggerData: 5, priority: 40)
-        #expect(try ConversionPixel.location(host: "shop.example", conversion: purchase, source: "https://news.example", siteRules: rules)
+        #expect(try ConversionPixel.location(site: "shop.example", conversion: purchase, source: "https://news.example", siteRules: rules)
             == "https://shop.example/.well-known/private-click-measurement/trigger-attribution/05/40?attributionSource=https://news.example")
-        #expect(try ConversionPixel.location(host: "news.example", conversion: purchase, source: nil, siteRules: rules)
+        #expect(try ConversionPixel.location(site: "news.example", conversion: purchase, source: nil, siteRules: rules)
             == "https://news.example/.well-known/private-click-measurement/trigger-attribution/05/40")
         do {
-            _ = try ConversionPixel.location(host: "shop.example", conversion: purchase, source: "news.example", siteRules: rules)
+            _ = try ConversionPixel.location(site: "shop.example", conversion: purchase, source: "news.example", siteRules: rules)
             Issue.record("a source without https:// was accepted")
         } catch {
             #expect(error.field == "source")

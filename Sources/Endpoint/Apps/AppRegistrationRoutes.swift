@@ -10,6 +10,7 @@ import Primitives
 /// problem+json for every refusal, 201 with what was registered.
 struct AppRegistrationRoutes: Sendable {
     let book: AppBook
+    let servedSites: Set<String>
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
@@ -21,6 +22,7 @@ struct AppRegistrationRoutes: Sendable {
                     register(request) { json, registry throws(RequestProblem) in
                         let app = try AppRegistryInput.app(from: json)
                         try registry.add(app, siteRules: book.siteRules)
+                        try Registrations.requireServed(app.site, field: "site", servedSites: servedSites)
                         return SiteOwnerRoutes.encode(app)
                     }
                 },

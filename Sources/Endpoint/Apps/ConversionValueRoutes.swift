@@ -27,12 +27,10 @@ struct ConversionValueRoutes: Sendable {
         var appID: Int?
         let registry = book.registry
         do throws(RequestProblem) {
-            guard let json = try? JSONParser().parse(request.body) else {
-                throw RequestProblem(.malformed, rule: "invalid_json", field: nil, detail: "the body must be a JSON object of the app's counters")
-            }
+            let json = try JSONParser().parseBody(request.body)
             // A registered app's malformed counters are counted as its own, for its developer.
             if case .object(let members) = json, case .number(let text)? = members.first(where: { $0.key == "app_id" })?.value,
-               let id = Int(text), registry.app(id: id) != nil {
+               let id = JSONValue.integerValue(text), registry.app(id: id) != nil {
                 appID = id
             }
             let counters = try AppCounters.read(json)

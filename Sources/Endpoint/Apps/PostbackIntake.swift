@@ -187,9 +187,8 @@ final class PostbackIntake: Sendable {
     private func isKnownRetry(_ reading: Reading) -> Bool { Self.isKnownRetry(reading, in: ledger) }
 
     private static func isKnownRetry(_ reading: Reading, in ledger: PostbackLedger) -> Bool {
-        guard case .postback(let postback, let contentHash) = reading,
-              case .retry = ledger.classify(duplicateKey: postback.duplicateKey, contentHash: contentHash) else { return false }
-        return true
+        guard case .postback(let postback, let contentHash) = reading else { return false }
+        return ledger.retry(duplicateKey: postback.duplicateKey, contentHash: contentHash) != nil
     }
 
     /// Whether the loop has postbacks to take up now.
@@ -242,8 +241,7 @@ final class PostbackIntake: Sendable {
         case .postback(let p, let hash): (postback, contentHash) = (p, hash)
         }
         let duplicateKey = postback.duplicateKey
-        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash)
-        if case .retry(let original) = claim {
+        if let original = ledger.retry(duplicateKey: duplicateKey, contentHash: contentHash) {
             store.appendRetry(of: original, protocol: proto) { result in
                 switch result {
                 case .success:
@@ -258,6 +256,8 @@ final class PostbackIntake: Sendable {
             return
         }
         let check = item.check ?? keyring.check(postback)
+        let verified = check.outcome.isVerified
+        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified)
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
@@ -276,7 +276,7 @@ final class PostbackIntake: Sendable {
                 responder.respond(Problem.storeFailed(error, "the postback").response)
             }
         }
-        if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id) }
+        if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id, verified: verified) }
     }
 }
 

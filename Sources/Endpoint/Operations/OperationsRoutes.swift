@@ -42,7 +42,9 @@ struct OperationsRoutes: Sendable {
 
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.
     func setClock(_ request: HTTPRequest) -> HTTPResponse {
-        guard case .object(let members)? = try? JSONParser().parse(request.body),
+        let body: JSONValue
+        do { body = try JSONParser().parseBody(request.body) } catch { return Problem(error).response }
+        guard case .object(let members) = body,
               let member = members.first(where: { $0.key == "now" }), case .string(let text) = member.value,
               let time = Timestamp(rfc3339: text) else {
             return Problem(status: 400, rule: "invalid_time", field: "now",

@@ -82,8 +82,10 @@ struct ReportIngest: Sendable {
         case .success(let r): report = r
         case .failure(let rejection): return .failure(Problem(rejection))
         }
+        let host: String?
+        do { host = try RequestedHost.of(request, trustedProxies: trustedProxies) } catch { return .failure(error) }
         let resolution: RoleResolver.Resolution
-        switch roles.resolve(report, host: RequestedHost.of(request, trustedProxies: trustedProxies)) {
+        switch roles.resolve(report, host: host) {
         case .success(let r): resolution = r
         case .failure(let rejection): return .failure(Problem(rejection))
         }

@@ -79,7 +79,8 @@ struct TokenSigning: Sendable {
 
     /// The site the browser asked, which must be one this endpoint holds a key for.
     private func servedSite(_ request: HTTPRequest) -> Result<String, Problem> {
-        let host = RequestedHost.of(request, trustedProxies: trustedProxies).map(RoleResolver.normalizeHost)
+        let host: String?
+        do { host = try RequestedHost.of(request, trustedProxies: trustedProxies) } catch { return .failure(error) }
         if let host, keys.servedSites.contains(host) { return .success(host) }
         let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
         return .failure(Problem(status: 421, rule: "site_not_served",

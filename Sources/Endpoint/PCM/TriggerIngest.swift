@@ -12,22 +12,30 @@ struct TriggerIngest: Sendable {
     let store: ReportStore
     let trustedProxies: [AddressRange]
     let servedSites: Set<String>
+    let rejections: RejectionLog
+    let clock: @Sendable () -> Timestamp
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
-        guard let host = RequestedHost.of(request, trustedProxies: trustedProxies),
-              let site = SiteOwnerRoutes.site(ofHost: host, siteRules: book.siteRules) else {
-            return responder.respond(Problem(status: 400, rule: "invalid_host", field: "Host",
-                                             detail: "the trigger URL needs the Host header of a site").response)
+        let site: String
+        do {
+            site = try SiteOwnerRoutes.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the trigger URL")
+        } catch {
+            return refuse(error, request, responder)
         }
         guard servedSites.isEmpty || servedSites.contains(site) else {
-            return responder.respond(Problem(status: 421, rule: "site_not_served", field: "Host",
-                                             detail: "this endpoint does not serve \(site)").response)
+            return refuse(Problem(status: 421, rule: "site_not_served", field: "Host", detail: "this endpoint does not serve \(site)"), request, responder)
         }
         let path: TriggerPath
-        do {
+        do throws(RequestProblem) {
             path = try TriggerPath.parse(path: request.path, queryItems: request.queryItems, siteRules: book.siteRules)
+            // A click is never same-site with its destination (WebKit refuses such a link), so a
+            // trigger naming the advertiser as its own source can match nothing.
+            if path.attributionSource == site {
+                throw RequestProblem(.invalid, rule: "same_site", field: "attributionSource",
+                                     detail: "attributionSource names \(site), the site the trigger was sent to; it must be the site of the click")
+            }
         } catch {
-            return responder.respond(Problem(error).response)
+            return refuse(Problem(error), request, responder)
         }
         let book = self.book
         store.appendTrigger(site: site, triggerData: path.triggerData, priority: path.priority,
@@ -41,6 +49,15 @@ struct TriggerIngest: Sendable {
                 responder.respond(Problem.storeFailed(error, "the trigger could not be recorded").response)
             }
         }
+    }
+
+    /// Refused triggers are counted and kept in the rejection ring like refused reports: a
+    /// misconfigured pixel shows in `/api/rejections` and `/metrics`. A trigger has no body: the
+    /// ring keeps the URL it was sent to, which is what a site owner needs to see.
+    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
+        rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field, detail: problem.detail,
+                          body: Array(request.target.utf8))
+        responder.respond(problem.response)
     }
 
     /// The smallest transparent 1×1 GIF (43 bytes).

@@ -313,6 +313,8 @@ public struct EndpointConfiguration: Sendable {
                 guard let list = value as? [Any] else { throw bad() }
                 for (n, item) in list.enumerated() {
                     do {
+                        // Foundation traps, rather than throws, on serializing anything but an object or array.
+                        guard item is [String: Any] else { throw ParseError(description: "not an object") }
                         let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
                         switch key {
                         case "apps": apps.append(try AppRegistryInput.app(from: json))
@@ -329,6 +331,8 @@ public struct EndpointConfiguration: Sendable {
                 guard let list = value as? [Any] else { throw bad() }
                 for (n, item) in list.enumerated() {
                     do {
+                        // Foundation traps, rather than throws, on serializing anything but an object or array.
+                        guard item is [String: Any] else { throw ParseError(description: "not an object") }
                         let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
                         if key == "conversions" {
                             conversions.append(try RegistryInput.conversion(from: json))
@@ -405,9 +409,10 @@ public struct EndpointConfiguration: Sendable {
         if let threads = signatureThreads, !(0...256).contains(threads) {
             throw ParseError(description: "--signature-threads must be 0 to 256")
         }
-        if maxConnections < 1 || maxReportBytes < 256 || maxPostbackBytes < 1024 || requestTimeout <= 0 || idleTimeout <= 0 || lateCutoffDays < 3
+        if !(1...1_000_000).contains(maxConnections) || !(256...1 << 20).contains(maxReportBytes) || !(1024...1 << 20).contains(maxPostbackBytes)
+            || !(0.1...3600).contains(requestTimeout) || !(0.1...86_400).contains(idleTimeout) || !(3...3650).contains(lateCutoffDays)
             || !(0...1024).contains(logPreallocationMB) || !(0.1...86_400).contains(summaryCheckpointInterval) {
-            throw ParseError(description: "limits must be positive (--max-report-bytes at least 256, --max-postback-bytes at least 1024, --late-cutoff-days at least 3, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
+            throw ParseError(description: "limits out of range (--max-connections 1 to 1000000, --max-report-bytes 256 to 1048576, --max-postback-bytes 1024 to 1048576, --request-timeout 0.1 to 3600, --idle-timeout 0.1 to 86400, --late-cutoff-days 3 to 3650, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
         }
     }
 }

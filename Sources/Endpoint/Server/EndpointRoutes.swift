@@ -43,9 +43,12 @@ struct EndpointRoutes: HTTPHandler {
     let checkpointer: SummaryCheckpointer?
     /// Postbacks waiting for their signature check: each turn takes up its share.
     let postbacks: PostbackIntake?
+    /// Where a refusal made here, before any surface, is counted and kept.
+    let rejections: RejectionLog?
+    let clock: @Sendable () -> Timestamp
 
     init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
-         postbacks: PostbackIntake? = nil) {
+         postbacks: PostbackIntake? = nil, rejections: RejectionLog? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
@@ -60,9 +63,19 @@ struct EndpointRoutes: HTTPHandler {
         self.store = store
         self.checkpointer = checkpointer
         self.postbacks = postbacks
+        self.rejections = rejections
+        self.clock = clock
     }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        // One rule for every path, before any path reads its query: a name given twice is refused.
+        if let name = request.repeatedQueryParameter {
+            let problem = Problem(status: 400, rule: "repeated_query_parameter", field: name,
+                                  detail: "the query parameter \(name) appears more than once; give each parameter once")
+            rejections?.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                               detail: problem.detail, body: Array(request.target.utf8.prefix(1024)))
+            return responder.respond(problem.response)
+        }
         router.route(request, responder: responder)
     }
 

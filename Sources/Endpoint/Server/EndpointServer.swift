@@ -91,7 +91,8 @@ public final class EndpointServer: Sendable {
             store: store, rejections: rejections, metrics: metrics, book: book, summary: summary, tokens: tokenChecks,
             clock: { clock.now() })
         let bearer = AdminToken.gate(adminToken)
-        let triggers = TriggerIngest(book: book, store: store, trustedProxies: trustedProxies, servedSites: Set(configuration.sites))
+        let triggers = TriggerIngest(book: book, store: store, trustedProxies: trustedProxies, servedSites: Set(configuration.sites),
+                                     rejections: rejections, clock: { clock.now() })
         let postbacks = PostbackIntake(
             keyring: try PostbackKeyring(testKeys: configuration.postbackKeys), ledger: ledger,
             servedSites: Set(configuration.sites), developmentMode: configuration.developmentMode,
@@ -114,20 +115,20 @@ public final class EndpointServer: Sendable {
                                   metrics: metrics, clock: { clock.now() })
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers, tokens: tokens).routes
             + AppRoutes(postbacks: postbacks).routes
-            + AppRegistrationRoutes(book: apps).routes(bearer: bearer)
+            + AppRegistrationRoutes(book: apps, servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock).routes
             + AppleAdsRoutes(outbox: appleAds, sites: ServedSite(sites: Set(configuration.sites), developmentMode: configuration.developmentMode,
                                                                  trustedProxies: trustedProxies), metrics: metrics).routes
-            + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies).routes(bearer: bearer)
+            + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies, servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
-                                    postbacks: postbacks)
+                                    postbacks: postbacks, rejections: rejections, clock: { clock.now() })
         self.routes = routes
 
         var http = HTTPServerConfiguration()
@@ -149,9 +150,11 @@ public final class EndpointServer: Sendable {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 for c in configuration.conversions where !registry.conversions.contains(c) {
+                    try Registrations.requireServed(c.site, field: "conversions: site", servedSites: Set(configuration.sites))
                     try registry.add(c, siteRules: book.siteRules)
                 }
                 for c in configuration.campaigns where !registry.campaigns.contains(c) {
+                    try Registrations.requireServed(c.sourceSite, field: "campaigns: source_site", servedSites: Set(configuration.sites))
                     try registry.add(c, siteRules: book.siteRules)
                 }
             }
@@ -165,6 +168,7 @@ public final class EndpointServer: Sendable {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 for app in configuration.apps where registry.app(id: app.appID) != app {
+                    try Registrations.requireServed(app.site, field: "apps: site", servedSites: Set(configuration.sites))
                     if registry.app(id: app.appID) != nil { registry.removeApp(appID: app.appID) }
                     try registry.add(app, siteRules: book.siteRules)
                 }

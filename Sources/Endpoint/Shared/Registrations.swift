@@ -13,19 +13,23 @@ protocol RegistryKeeper: Sendable {
 enum Registrations {
     static func register<Keeper: RegistryKeeper>(_ request: HTTPRequest, in keeper: Keeper,
                                                  _ add: (JSONValue, inout Keeper.Contents) throws(RequestProblem) -> String) -> HTTPResponse {
-        let parsed: JSONValue
-        do {
-            parsed = try JSONParser().parse(request.body)
-        } catch {
-            return Problem(status: 400, rule: "invalid_json", detail: "the body is not valid JSON: \(error.description)").response
-        }
         var created = ""
-        do {
+        do throws(RequestProblem) {
+            let parsed = try JSONParser().parseBody(request.body)
             try keeper.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
         } catch {
             return Problem(error).response
         }
         return JSONResponse.make(201, created)
+    }
+
+    /// A registration for a site this endpoint does not serve would never see a report, a
+    /// trigger or a postback: refused, naming the field. A development server without `--site`
+    /// serves any name.
+    static func requireServed(_ site: String, field: String, servedSites: Set<String>) throws(RequestProblem) {
+        guard !servedSites.isEmpty, !servedSites.contains(site) else { return }
+        throw .invalid(field, "site_not_served",
+                       "names \(site), which this endpoint does not serve (it serves \(servedSites.sorted().joined(separator: ", ")))")
     }
 
     /// `change` says whether it found what to remove; `notFound` is the 404's detail.

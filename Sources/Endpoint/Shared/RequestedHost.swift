@@ -1,14 +1,31 @@
 import HTTPServer
+import Primitives
 
-/// The host a browser sent a request to: `Host`, or `X-Forwarded-Host` when the peer is a
-/// trusted proxy (the front that terminates TLS). Reports, pixels and triggers all need it.
+/// The host a browser or device sent a request to: `Host`, or `X-Forwarded-Host` when the peer is
+/// a trusted proxy (the front that terminates TLS). Every path that needs it reads it here, so
+/// that a value that is no host is refused the same way everywhere: 400 `invalid_host`.
 enum RequestedHost {
-    static func of(_ request: HTTPRequest, trustedProxies: [AddressRange]) -> String? {
+    /// The host's name, lowercased, without port or trailing dot; nil when the request names none.
+    static func of(_ request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> String? {
         if let forwarded = request.headers["X-Forwarded-Host"],
            trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
             // With several proxies, the last value was added by the one nearest to us.
-            return forwarded.split(separator: ",").last.map { String($0.trimmingSpaces) }
+            let value = forwarded.split(separator: ",", omittingEmptySubsequences: false).last.map { String($0.trimmingSpaces) } ?? ""
+            return try checked(value, field: "X-Forwarded-Host")
         }
-        return request.headers["Host"]
+        return try request.headers["Host"].map { (value) throws(Problem) in try checked(value, field: "Host") }
+    }
+
+    private static func checked(_ value: String, field: String) throws(Problem) -> String {
+        guard let name = HostSyntax.name(of: value) else { throw invalid(value, field: field) }
+        return name
+    }
+
+    static func invalid(_ value: String, field: String) -> Problem {
+        let shown = value.utf8.count > 100 ? String(value.prefix(100)) + "…" : value
+        var quoted = ""
+        JSONValue.writeString(shown, to: &quoted)
+        return Problem(status: 400, rule: "invalid_host", field: field,
+                       detail: "\(field) must be a domain name or an IP address, with an optional port 1–65535; got \(quoted)")
     }
 }

@@ -11,7 +11,8 @@ struct ServedSite: Sendable {
 
     /// `what` names the request in the refusal, e.g. "the postback".
     func resolve(_ request: HTTPRequest, what: String) -> Result<String, Problem> {
-        let host = RequestedHost.of(request, trustedProxies: trustedProxies).map(RoleResolver.normalizeHost)
+        let host: String?
+        do { host = try RequestedHost.of(request, trustedProxies: trustedProxies) } catch { return .failure(error) }
         if let host, sites.contains(host) { return .success(host) }
         if sites.isEmpty && developmentMode, let host { return .success(host) }
         let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"

@@ -13,6 +13,9 @@ struct SiteOwnerRoutes: Sendable {
 
     let book: SiteOwnerBook
     let trustedProxies: [AddressRange]
+    /// Registrations and pixels must name a served site; empty (a development server without
+    /// `--site`) takes any.
+    let servedSites: Set<String>
 
     /// The pixel faces every browser; the registrations need the token.
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
@@ -22,11 +25,11 @@ struct SiteOwnerRoutes: Sendable {
             ]),
             RouteGroup("registrations", gate: bearer, routes:
                 registrations("/api/conversions", list: \.conversions, keys: ("site", "name"),
-                              read: RegistryInput.conversion(from:),
+                              read: RegistryInput.conversion(from:), site: \.site,
                               add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
                               remove: { $0.removeConversion(site: $1, name: $2) })
                 + registrations("/api/campaigns", list: \.campaigns, keys: ("source_site", "name"),
-                                read: RegistryInput.campaign(from:),
+                                read: RegistryInput.campaign(from:), site: \.sourceSite,
                                 add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
                                 remove: { $0.removeCampaign(sourceSite: $1, name: $2) })),
         ]
@@ -38,7 +41,7 @@ struct SiteOwnerRoutes: Sendable {
     /// the others, then saved), remove one by its two keys.
     private func registrations<Item: Encodable & Sendable>(
         _ path: String, list: KeyPath<Registry, [Item]> & Sendable, keys: (String, String),
-        read: @escaping @Sendable (JSONValue) throws(RequestProblem) -> Item,
+        read: @escaping @Sendable (JSONValue) throws(RequestProblem) -> Item, site: @escaping @Sendable (Item) -> String,
         add: @escaping @Sendable (inout Registry, Item, SiteRules) throws(RequestProblem) -> Void,
         remove: @escaping @Sendable (inout Registry, String, String) -> Bool
     ) -> [Route] {
@@ -48,6 +51,7 @@ struct SiteOwnerRoutes: Sendable {
                 register(request) { json, registry throws(RequestProblem) in
                     let item = try read(json)
                     try add(&registry, item, book.siteRules)
+                    try Registrations.requireServed(site(item), field: keys.0, servedSites: servedSites)
                     return Self.encode(item)
                 }
             },
@@ -72,9 +76,15 @@ struct SiteOwnerRoutes: Sendable {
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
     func pixel(_ request: HTTPRequest) -> HTTPResponse {
-        guard let host = RequestedHost.of(request, trustedProxies: trustedProxies),
-              let requestSite = Self.site(ofHost: host, siteRules: book.siteRules) else {
-            return Problem(status: 400, rule: "invalid_host", field: "Host", detail: "the pixel needs the Host header of a site").response
+        let requestSite: String
+        do {
+            requestSite = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
+        } catch {
+            return error.response
+        }
+        guard servedSites.isEmpty || servedSites.contains(requestSite) else {
+            return Problem(status: 421, rule: "site_not_served", field: "Host",
+                           detail: "the pixel was requested from \(requestSite), which this endpoint does not serve; its trigger would go there").response
         }
         var conversionName: String?, source: String?, site: String?
         for (name, value) in request.queryItems {
@@ -101,7 +111,7 @@ struct SiteOwnerRoutes: Sendable {
         }
         let location: String
         do {
-            location = try ConversionPixel.location(host: host, conversion: conversion, source: source, siteRules: book.siteRules)
+            location = try ConversionPixel.location(site: requestSite, conversion: conversion, source: source, siteRules: book.siteRules)
         } catch {
             return Problem(error).response
         }
@@ -110,13 +120,18 @@ struct SiteOwnerRoutes: Sendable {
 
     // MARK: - Helpers
 
-    /// The registrable domain of a Host value (`www.shop.example:443` → `shop.example`).
-    static func site(ofHost host: String, siteRules: SiteRules) -> String? {
-        let name = RoleResolver.normalizeHost(host)
-        switch siteRules.check(name) {
-        case nil: return name
+    /// The registrable domain a pixel or trigger request was sent to (`www.shop.example:443` →
+    /// `shop.example`): 400 `invalid_host` when its host is no host or names no site.
+    static func site(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules, what: String) throws(Problem) -> String {
+        guard let host = try RequestedHost.of(request, trustedProxies: trustedProxies) else {
+            throw Problem(status: 400, rule: "invalid_host", field: "Host", detail: "\(what) needs the Host header of a site")
+        }
+        switch siteRules.check(host) {
+        case nil: return host
         case .subdomain(let registrable)?: return registrable
-        default: return nil
+        default:
+            throw Problem(status: 400, rule: "invalid_host", field: "Host",
+                          detail: "\(what) was sent to \"\(host)\", which is not within a registrable domain")
         }
     }
 

@@ -43,8 +43,10 @@ struct TokenKeyRoutes: Sendable {
         let fail = { (rule: String, field: String?, detail: String) in
             responder.respond(Problem(status: 422, rule: rule, field: field, detail: detail).response)
         }
-        guard case .object(let members)? = try? JSONParser().parse(request.body) else {
-            return responder.respond(Problem(status: 400, rule: "invalid_json", detail: "the body must be a JSON object").response)
+        let body: JSONValue
+        do { body = try JSONParser().parseBody(request.body) } catch { return responder.respond(Problem(error).response) }
+        guard case .object(let members) = body else {
+            return responder.respond(Problem(status: 400, rule: "not_an_object", detail: "the body must be a JSON object").response)
         }
         let fields = FieldReader(members)
         guard case .string(let site)? = fields.value("site") else { return fail("missing_field", "site", "site is required (a served site)") }

@@ -1,0 +1,88 @@
+/// What a `Host` (or `X-Forwarded-Host`) value may be: a DNS name or an IP literal, with an
+/// optional numeric port (RFC 9110 §7.2, RFC 3986 §3.2.2). Anything else is refused before it
+/// reaches a rule, a log or a `Location`: `shop.example:@evil.example` is not a host, and
+/// neither is `news.example:abc`.
+public enum HostSyntax {
+    /// The longest name DNS carries (RFC 1035), without a trailing dot.
+    static let maxNameBytes = 253
+
+    /// The host's name, lowercased, without its port and trailing dot, and without the brackets
+    /// of an IPv6 literal; nil when `value` is not `name[:port]`, `IPv4[:port]` or
+    /// `[IPv6][:port]` with a port 1–65535.
+    public static func name(of value: String) -> String? {
+        var value = value
+        return value.withUTF8 { name(of: $0) }
+    }
+
+    static func name(of bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard let first = bytes.first else { return nil }
+        if first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
+                  isIPv6(UnsafeBufferPointer(rebasing: bytes[1..<close])),
+                  isPortSuffix(UnsafeBufferPointer(rebasing: bytes[(close + 1)...])) else { return nil }
+            return lowercased(UnsafeBufferPointer(rebasing: bytes[1..<close]))
+        }
+        let colon = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.count
+        guard isPortSuffix(UnsafeBufferPointer(rebasing: bytes[colon...])) else { return nil }
+        var name = UnsafeBufferPointer(rebasing: bytes[..<colon])
+        if name.last == UInt8(ascii: ".") { name = UnsafeBufferPointer(rebasing: name.dropLast()) }
+        guard isDNSName(name) else { return nil }
+        return lowercased(name)
+    }
+
+    /// Labels of 1–63 letters, digits and hyphens, no hyphen at either end, 253 bytes at most.
+    /// An IPv4 address is such a name too; whether a name is a registrable site is the site
+    /// rules' business, not this.
+    static func isDNSName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard !name.isEmpty, name.count <= maxNameBytes else { return false }
+        var labelLength = 0
+        var previous: UInt8 = UInt8(ascii: ".")
+        for c in name {
+            if c == UInt8(ascii: ".") {
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
+                labelLength = 0
+            } else {
+                let letterOrDigit = (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "z")) || (c >= 48 && c <= 57)
+                guard letterOrDigit || (c == UInt8(ascii: "-") && labelLength > 0) else { return false }
+                labelLength += 1
+                guard labelLength <= 63 else { return false }
+            }
+            previous = c
+        }
+        return labelLength > 0 && previous != UInt8(ascii: "-")
+    }
+
+    /// Hex digits, colons and the dots of an embedded IPv4 tail; at least two colons. (Zone ids
+    /// never travel in a Host header.)
+    static func isIPv6(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard (2...45).contains(text.count) else { return false }
+        var colons = 0
+        for c in text {
+            switch c {
+            case UInt8(ascii: ":"): colons += 1
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"),
+                 UInt8(ascii: "."): break
+            default: return false
+            }
+        }
+        return (2...7).contains(colons)
+    }
+
+    /// Nothing, or `:` and a port 1–65535 in at most five digits.
+    static func isPortSuffix(_ suffix: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = suffix.first else { return true }
+        guard first == UInt8(ascii: ":"), (2...6).contains(suffix.count) else { return false }
+        var port = 0
+        for c in suffix.dropFirst() {
+            guard c >= 48 && c <= 57 else { return false }
+            port = port * 10 + Int(c - 48)
+        }
+        return (1...65535).contains(port)
+    }
+
+    private static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        // Nearly every Host is already lowercase: then the bytes are the string as they are.
+        if !bytes.contains(where: { $0 >= 65 && $0 <= 90 }) { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: bytes.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+}
