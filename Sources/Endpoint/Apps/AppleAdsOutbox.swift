@@ -11,8 +11,13 @@ import ReportStore
 /// A token is on disk before the app hears 202, and so is every call's outcome before the
 /// outbox acts on it: a restart rebuilds this from the log and resumes each token that has no
 /// final answer, with its count of 404s, and never calls again for one that has. A thread
-/// (`apple-ads-calls`) starts the calls that are due, at most `maxInFlight` at once; their
-/// records are committed by the event loop's turn, as everything else in the log is.
+/// (`apple-ads-calls`) starts the calls that are due (`AppleAdsSchedule`: by due time, paused
+/// while the API does not answer), at most `maxInFlight` at once; their records are committed by
+/// the event loop's turn, as everything else in the log is.
+///
+/// What it holds waiting is bounded: past `maxPending` tokens without a final answer, a new one
+/// is refused (503 `apple_ads_backlogged`) and the app posts it again later; a token is good
+/// for 24 hours.
 final class AppleAdsOutbox: Sendable {
     typealias Status = AppleAdsCallPolicy.Status
 
@@ -36,8 +41,19 @@ final class AppleAdsOutbox: Sendable {
 
     private struct State {
         var entries: [UInt64: Entry] = [:]
-        /// The tokens still waiting for a final answer: all the calling thread looks through.
+        /// The tokens still waiting for a final answer.
         var pending: Set<UInt64> = []
+        /// Tokens taken and not yet on disk: they count against `maxPending` too.
+        var queued = 0
+        /// The same token posted again while its first copy is queued: answered with it.
+        var waiting: [Int: [Completion]] = [:]
+        /// The pending tokens' next calls, by due time, and the API's pause.
+        var schedule = AppleAdsSchedule()
+        /// Token ids in arrival order, so that the oldest pending one (the next to expire) is
+        /// found without a scan; final ones are skipped as they come to the front.
+        var arrivals: [UInt64] = []
+        var arrivalsHead = 0
+        var counts = Counts()
         var byPublicID: [String: UInt64] = [:]
         /// The same token posted again gets the same id, and is never sent to Apple twice. Keyed
         /// by a 64-bit hash, so that an answered token's text is not kept: two different tokens
@@ -47,6 +63,34 @@ final class AppleAdsOutbox: Sendable {
         var queuedIDs: UInt64 = 1 << 63
         var busy = 0
         var stopping = false
+
+        /// The oldest token still pending, dropping final ones from the front.
+        mutating func oldestPending() -> Entry? {
+            while arrivalsHead < arrivals.count {
+                let id = arrivals[arrivalsHead]
+                if pending.contains(id), let entry = entries[id] { return entry }
+                arrivalsHead += 1
+            }
+            return nil
+        }
+
+        mutating func noteArrival(_ id: UInt64) {
+            if arrivalsHead > 4096 && arrivalsHead * 2 > arrivals.count {
+                arrivals.removeFirst(arrivalsHead)
+                arrivalsHead = 0
+            }
+            arrivals.append(id)
+        }
+    }
+
+    /// What `/metrics` says of the outbox since start.
+    struct Counts {
+        /// Calls by what came of them: a final status's name, `retry_not_found` (404 while Apple
+        /// may still find the token), `unavailable` (no answer, 429, 5xx), `expired` (24 h
+        /// passed; no call made).
+        var calls: [String: Int] = [:]
+        /// Tokens refused because `maxPending` were waiting.
+        var backlogged = 0
     }
 
     let store: ReportStore
@@ -55,6 +99,8 @@ final class AppleAdsOutbox: Sendable {
     /// Calls to Apple under way at once: a few, since each takes about a second.
     static let maxInFlight = 8
     let maxInFlight = AppleAdsOutbox.maxInFlight
+    /// Tokens without a final answer, at most; past it new tokens are refused.
+    let maxPending: Int
     private let state = Locked(State())
     private let changed = DispatchSemaphore(value: 0)
     private let settled = Locked<[DispatchSemaphore]>([])
@@ -62,10 +108,11 @@ final class AppleAdsOutbox: Sendable {
     /// Makes the event loop turn, so that it commits what the outbox queued.
     private let wakeLoop: Locked<(@Sendable () -> Void)?> = Locked(nil)
 
-    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock) {
+    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int) {
         self.store = store
         self.client = client
         self.clock = clock
+        self.maxPending = maxPending
         replay()
         clock.whenSet { [changed] in changed.signal() }
     }
@@ -91,11 +138,14 @@ final class AppleAdsOutbox: Sendable {
             return true
         }
         state.withLock { s in
-            for (id, entry) in entries {
+            for (id, entry) in entries.sorted(by: { $0.key < $1.key }) {
                 s.entries[id] = entry
                 s.byPublicID[entry.publicID] = id
-                s.byToken[tokenHashes[id]!] = id
-                if entry.status == .pending { s.pending.insert(id) }
+                if let hash = tokenHashes[id] { s.byToken[hash] = id }
+                guard entry.status == .pending else { continue }
+                s.pending.insert(id)
+                s.noteArrival(id)
+                s.schedule.schedule(id, at: entry.nextAttempt?.millisecondsSinceEpoch ?? 0)
             }
         }
     }
@@ -125,49 +175,76 @@ final class AppleAdsOutbox: Sendable {
     enum Taken {
         /// Already known: the same token posted again.
         case known(Entry)
-        /// The same token, posted again before the first copy reached the disk.
-        case beingStored
-        /// Queued; the completion says whether it reached the disk (a store that is closing
-        /// calls it at once, with the failure).
+        /// `maxPending` tokens are waiting for Apple: not taken.
+        case backlogged
+        /// Queued, or the same token posted again while its first copy is queued; the
+        /// completion says whether it reached the disk (a store that is closing calls it at
+        /// once, with the failure).
         case queued
     }
 
+    typealias Completion = @Sendable (Result<Entry, StoreError>) -> Void
+
     /// Takes a token; `completion` runs once it is on disk (with its entry) or could not be.
-    func take(token: String, site: String, completion: @escaping @Sendable (Result<Entry, StoreError>) -> Void) -> Taken {
+    func take(token: String, site: String, completion: @escaping Completion) -> Taken {
         var publicID = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
         let hash = token.hashValue
-        let placeholder: UInt64? = state.withLock { s in
-            if s.byToken[hash] != nil { return nil }
+        enum Claim { case known(Entry), waiting, backlogged, placeholder(UInt64) }
+        let claim = state.withLock { s -> Claim in
+            if let id = s.byToken[hash] {
+                if let entry = s.entries[id] { return .known(entry) }
+                // Its first copy is not on disk yet: this one is answered with it.
+                s.waiting[hash, default: []].append(completion)
+                return .waiting
+            }
+            guard s.pending.count + s.queued < maxPending else {
+                s.counts.backlogged += 1
+                return .backlogged
+            }
+            s.queued += 1
             let id = s.queuedIDs
             s.queuedIDs += 1
             // Held under a placeholder id until its record is on disk, so that the same token
             // twice in one turn is one token.
             s.byToken[hash] = id
-            return id
+            return .placeholder(id)
         }
-        guard let placeholder else {
-            let existing = state.withLock { s in s.byToken[hash].flatMap { s.entries[$0] } }
-            return existing.map(Taken.known) ?? .beingStored
+        let placeholder: UInt64
+        switch claim {
+        case .known(let entry): return .known(entry)
+        case .waiting: return .queued
+        case .backlogged: return .backlogged
+        case .placeholder(let id): placeholder = id
         }
         store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
             switch result {
             case .success(let stored):
                 let entry = Entry(tokenID: stored.id, publicID: text, site: site, receivedAt: stored.receivedAt, token: token,
                                   nextAttempt: stored.receivedAt)
-                state.withLock { s in
+                let waiting = state.withLock { s -> [Completion] in
+                    s.queued -= 1
                     s.entries[stored.id] = entry
                     s.pending.insert(stored.id)
+                    s.noteArrival(stored.id)
+                    s.schedule.schedule(stored.id, at: stored.receivedAt.millisecondsSinceEpoch)
                     s.byPublicID[text] = stored.id
                     s.byToken[hash] = stored.id
+                    return s.waiting.removeValue(forKey: hash) ?? []
                 }
                 changed.signal()
                 completion(.success(entry))
+                for other in waiting { other(.success(entry)) }
             case .failure(let error):
-                state.withLock { s in if s.byToken[hash] == placeholder { s.byToken[hash] = nil } }
+                let waiting = state.withLock { s -> [Completion] in
+                    s.queued -= 1
+                    if s.byToken[hash] == placeholder { s.byToken[hash] = nil }
+                    return s.waiting.removeValue(forKey: hash) ?? []
+                }
                 completion(.failure(error))
+                for other in waiting { other(.failure(error)) }
             }
         }
         return .queued
@@ -214,30 +291,47 @@ final class AppleAdsOutbox: Sendable {
     private func run() {
         while true {
             let now = clock.now()
-            let (due, wait, stopping) = state.withLock { s -> ([Entry], Int64?, Bool) in
-                if s.stopping { return ([], nil, true) }
-                var due: [Entry] = []
-                var next: Int64?
-                for id in s.pending {
-                    guard let entry = s.entries[id], !entry.busy else { continue }
-                    let at = entry.nextAttempt?.millisecondsSinceEpoch ?? 0
-                    if at <= now.millisecondsSinceEpoch, s.busy < maxInFlight {
-                        s.entries[id]!.busy = true
-                        s.busy += 1
-                        due.append(entry)
-                    } else {
-                        next = min(next ?? at, at)
-                    }
+            let (expired, due, wake, stopping) = state.withLock { s -> ([Entry], [Entry], Int64?, Bool) in
+                if s.stopping { return ([], [], nil, true) }
+                // 24 h without a final answer: recorded as expired without a call, paused or not.
+                var expired: [Entry] = []
+                while let oldest = s.oldestPending(), !oldest.busy,
+                      oldest.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds <= now.millisecondsSinceEpoch {
+                    s.entries[oldest.tokenID]?.busy = true
+                    s.busy += 1
+                    s.arrivalsHead += 1
+                    expired.append(oldest)
                 }
-                return (due, next, false)
+                let ids = s.schedule.takeDue(now: now.millisecondsSinceEpoch, inFlight: s.busy, maxInFlight: maxInFlight) { id, at in
+                    guard s.pending.contains(id), let entry = s.entries[id], !entry.busy else { return false }
+                    return (entry.nextAttempt?.millisecondsSinceEpoch ?? 0) == at
+                }
+                var due: [Entry] = []
+                for id in ids {
+                    guard var entry = s.entries[id] else { continue }
+                    entry.busy = true
+                    s.entries[id] = entry
+                    s.busy += 1
+                    due.append(entry)
+                }
+                var wake = s.schedule.nextWake
+                if let oldest = s.oldestPending() {
+                    let expiry = oldest.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds
+                    wake = min(wake ?? expiry, expiry)
+                }
+                return (expired, due, wake, false)
             }
             if stopping { return }
+            for entry in expired {
+                record(StoredAppleAdsCall(tokenID: entry.tokenID, at: now, called: false, httpStatus: nil, status: .expired,
+                                          nextAttempt: nil, record: nil), outcome: "expired")
+            }
             for entry in due { call(entry, at: now) }
-            if due.isEmpty {
+            if expired.isEmpty && due.isEmpty {
                 notifySettledIfIdle(now: now)
                 // A system clock: sleep until the next call is due (at most a second, so that a
-                // clock set by hand is noticed too); woken early by a new token or a poke.
-                let milliseconds = wait.map { max(1, min(1000, $0 - now.millisecondsSinceEpoch)) } ?? 1000
+                // clock set by hand is noticed too); woken early by a new token, an answer or a poke.
+                let milliseconds = wake.map { max(1, min(1000, $0 - now.millisecondsSinceEpoch)) } ?? 1000
                 _ = changed.wait(timeout: .now() + .milliseconds(Int(milliseconds)))
             }
         }
@@ -245,7 +339,7 @@ final class AppleAdsOutbox: Sendable {
 
     private func notifySettledIfIdle(now: Timestamp) {
         let idle = state.withLock { s in
-            s.busy == 0 && !s.pending.contains { (s.entries[$0]?.nextAttempt?.millisecondsSinceEpoch ?? 0) <= now.millisecondsSinceEpoch }
+            s.busy == 0 && (s.schedule.nextWake.map { $0 > now.millisecondsSinceEpoch } ?? true)
         }
         guard idle else { return }
         for signal in settled.withLock({ list -> [DispatchSemaphore] in defer { list = [] }; return list }) { signal.signal() }
@@ -256,30 +350,35 @@ final class AppleAdsOutbox: Sendable {
               now.millisecondsSinceEpoch < entry.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds else {
             // 24 h without a final answer: Apple would refuse the token now.
             return record(StoredAppleAdsCall(tokenID: entry.tokenID, at: now, called: false, httpStatus: nil, status: .expired,
-                                             nextAttempt: nil, record: nil))
+                                             nextAttempt: nil, record: nil), outcome: "expired")
         }
         client.call(token: token) { [self] status, body in
             // Cancelled by a stop: not a failure of Apple's; the next start calls again at once.
             guard !state.withLock({ $0.stopping }) else { return }
             let answeredAt = clock.now()
             let record = status == 200 ? AppleAdsRecord.read(body) : nil
+            let unavailable = AppleAdsCallPolicy.meansUnavailable(status: status, recordReadable: record != nil)
+            state.withLock { $0.schedule.apiAnswered(unavailable: unavailable, now: answeredAt.millisecondsSinceEpoch) }
             // A copy: the outbox's own counts change only once the call's record is on disk.
             var history = entry.history
             let decision = AppleAdsCallPolicy.decide(status: status, record: record, history: &history, receivedAt: entry.receivedAt,
                                                      now: answeredAt)
-            let call: StoredAppleAdsCall = switch decision {
+            let call: StoredAppleAdsCall, outcome: String
+            switch decision {
             case .final(let final):
-                StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: final, nextAttempt: nil,
-                                   record: final == .attributed || final == .notAttributed ? record : nil)
+                call = StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: final, nextAttempt: nil,
+                                          record: final == .attributed || final == .notAttributed ? record : nil)
+                outcome = final.name
             case .retry(let at):
-                StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: .pending, nextAttempt: at, record: nil)
+                call = StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: .pending, nextAttempt: at, record: nil)
+                outcome = unavailable ? "unavailable" : "retry_not_found"
             }
-            self.record(call)
+            self.record(call, outcome: outcome)
         }
     }
 
     /// Writes a call's outcome, and acts on it once it is on disk.
-    private func record(_ call: StoredAppleAdsCall) {
+    private func record(_ call: StoredAppleAdsCall, outcome: String) {
         store.appendAppleAdsCall(call) { [self] result in
             state.withLock { s in
                 guard var entry = s.entries[call.tokenID] else { return }
@@ -290,15 +389,49 @@ final class AppleAdsOutbox: Sendable {
                     var stored = call
                     stored.at = at
                     Self.apply(stored, to: &entry)
+                    s.counts.calls[outcome, default: 0] += 1
                     if entry.status.isFinal { s.pending.remove(call.tokenID) }
                 case .failure:
                     // Not on disk: the call counts for nothing, and is made again later.
                     entry.nextAttempt = Timestamp(millisecondsSinceEpoch: clock.now().millisecondsSinceEpoch + AppleAdsCallPolicy.firstBackoff)
+                }
+                if !entry.status.isFinal, let next = entry.nextAttempt {
+                    s.schedule.schedule(call.tokenID, at: next.millisecondsSinceEpoch)
                 }
                 s.entries[call.tokenID] = entry
             }
             changed.signal()
         }
         wakeLoop.withLock { $0 }?()
+    }
+}
+
+extension AppleAdsOutbox {
+    /// The outbox's series for `/metrics`: what waits, how old the oldest is, what calls came
+    /// to, and whether calls are paused.
+    func prometheusText(now: Timestamp) -> String {
+        let (pending, oldest, counts, pause) = state.withLock { s in
+            (s.pending.count + s.queued, s.oldestPending()?.receivedAt, s.counts, s.schedule.pause)
+        }
+        var out = "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
+        out += "# TYPE attribution_apple_ads_pending gauge\nattribution_apple_ads_pending \(pending)\n"
+        out += "# HELP attribution_apple_ads_max_pending Tokens that may wait for Apple at once; past it new ones are answered 503.\n"
+        out += "# TYPE attribution_apple_ads_max_pending gauge\nattribution_apple_ads_max_pending \(maxPending)\n"
+        let age = oldest.map { max(0, now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 1000 } ?? 0
+        out += "# HELP attribution_apple_ads_oldest_pending_seconds Age of the oldest token still waiting for Apple's final answer (0: none).\n"
+        out += "# TYPE attribution_apple_ads_oldest_pending_seconds gauge\nattribution_apple_ads_oldest_pending_seconds \(age)\n"
+        out += "# HELP attribution_apple_ads_calls_total Calls to Apple's attribution API since start, by what came of them.\n"
+        out += "# TYPE attribution_apple_ads_calls_total counter\n"
+        for outcome in ["attributed", "not_attributed", "invalid_token", "not_found", "refused", "retry_not_found", "unavailable", "expired"] {
+            out += "attribution_apple_ads_calls_total{outcome=\"\(outcome)\"} \(counts.calls[outcome, default: 0])\n"
+        }
+        out += "# HELP attribution_apple_ads_backlogged_total Tokens refused with 503 because the outbox was full.\n"
+        out += "# TYPE attribution_apple_ads_backlogged_total counter\nattribution_apple_ads_backlogged_total \(counts.backlogged)\n"
+        out += "# HELP attribution_apple_ads_api_paused 1 while calls wait because Apple's API did not answer; the next probe's time is in _paused_until_seconds.\n"
+        out += "# TYPE attribution_apple_ads_api_paused gauge\nattribution_apple_ads_api_paused \(pause == nil ? 0 : 1)\n"
+        out += "# HELP attribution_apple_ads_api_paused_until_seconds When the next probe of a paused API may go, Unix seconds (0: not paused).\n"
+        out += "# TYPE attribution_apple_ads_api_paused_until_seconds gauge\n"
+        out += "attribution_apple_ads_api_paused_until_seconds \(pause.map { $0.until / 1000 } ?? 0)\n"
+        return out
     }
 }

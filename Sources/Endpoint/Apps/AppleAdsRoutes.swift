@@ -50,9 +50,10 @@ struct AppleAdsRoutes: Sendable {
         switch taken {
         case .queued: break
         case .known(let entry): responder.respond(Self.accepted(entry))
-        case .beingStored:
-            var response = Problem(status: 503, rule: "token_being_stored", detail: "the same token is being stored; ask again in a second").response
-            response.headers.add(name: "Retry-After", value: "1")
+        case .backlogged:
+            var response = Problem(status: 503, rule: "apple_ads_backlogged",
+                                   detail: "\(outbox.maxPending) Apple Ads tokens are waiting for Apple's answer; post this one again later (a token is good for 24 hours)").response
+            response.headers.replace(name: "Retry-After", value: "60")
             responder.respond(response)
         }
     }

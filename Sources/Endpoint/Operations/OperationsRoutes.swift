@@ -14,6 +14,7 @@ struct OperationsRoutes: Sendable {
     let clock: EndpointClock
     let tokenKeys: TokenKeyBook?
     let tokenChecks: TokenChecks?
+    var appleAds: AppleAdsOutbox? = nil
 
     func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
         [
@@ -36,8 +37,9 @@ struct OperationsRoutes: Sendable {
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                     body: Array(metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
-                                                                    tokenChecks: tokenChecks, now: clock.now()).utf8))
+                     body: Array((metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
+                                                                     tokenChecks: tokenChecks, now: clock.now())
+                                  + (appleAds?.prometheusText(now: clock.now()) ?? "")).utf8))
     }
 
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.

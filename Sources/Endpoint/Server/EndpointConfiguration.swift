@@ -58,6 +58,10 @@ public struct EndpointConfiguration: Sendable {
     public var appleAdsAPI = "https://api-adservices.apple.com/api/v1/"
     /// Seconds to wait for Apple's answer: above the ~1 s for which Apple holds a 404.
     public var appleAdsTimeout: Double = 10
+    /// Apple Ads tokens that may wait for Apple's final answer at once; past it a new one is
+    /// answered 503 `apple_ads_backlogged`. At a million installs a day that is hours of an
+    /// outage of Apple's API, in about 100 MB.
+    public var appleAdsMaxPending = 100_000
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []
     public var campaigns: [Campaign] = []
@@ -102,6 +106,7 @@ public struct EndpointConfiguration: Sendable {
                                "max_postback_bytes", "postback_keys" (object: name → key),
                                "signature_threads", "token_public_keys" (object: site → key),
                                "require_tokens" (bool), "apple_ads_api", "apple_ads_timeout",
+                               "apple_ads_max_pending",
                                "late_cutoff_days", "log_preallocation_mb",
                                "summary_checkpoint_interval", "manual_clock" (bool), "public",
                                "page" (bool, false as --no-page), and the
@@ -137,6 +142,11 @@ public struct EndpointConfiguration: Sendable {
                                app posts (default https://api-adservices.apple.com/api/v1/).
       --apple-ads-timeout SECS Time to wait for Apple's answer (default 10; Apple holds a
                                404 for about a second before answering it).
+      --apple-ads-max-pending N
+                               Apple Ads tokens that may wait for Apple's final answer at
+                               once (default 100000); past it a new token is answered 503
+                               apple_ads_backlogged with Retry-After, and the app posts it
+                               again later.
       --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
                                (token) sets it. For tests and demos that walk through days.
       --late-cutoff-days N     Reports more than N days after their trigger are quarantined
@@ -250,6 +260,7 @@ public struct EndpointConfiguration: Sendable {
             case "--require-tokens": configuration.requireTokens = true
             case "--apple-ads-api": configuration.appleAdsAPI = try value(flag)
             case "--apple-ads-timeout": configuration.appleAdsTimeout = try number(flag, Double.self)
+            case "--apple-ads-max-pending": configuration.appleAdsMaxPending = try number(flag, Int.self)
             case "--no-access-log": configuration.accessLog = false
             case "--public": configuration.publicDirectory = try value(flag)
             case "--no-page": configuration.servePage = false
@@ -300,6 +311,7 @@ public struct EndpointConfiguration: Sendable {
             case "require_tokens": guard let v = value as? Bool else { throw bad() }; requireTokens = v
             case "apple_ads_api": guard let v = value as? String else { throw bad() }; appleAdsAPI = v
             case "apple_ads_timeout": guard let v = value as? Double else { throw bad() }; appleAdsTimeout = v
+            case "apple_ads_max_pending": guard let v = value as? Int else { throw bad() }; appleAdsMaxPending = v
             case "token_public_keys":
                 guard let v = value as? [String: String] else { throw bad() }
                 tokenPublicKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -405,6 +417,9 @@ public struct EndpointConfiguration: Sendable {
         }
         guard (1.5...300).contains(appleAdsTimeout) else {
             throw ParseError(description: "--apple-ads-timeout must be 1.5 to 300 seconds: Apple holds a 404 for about a second")
+        }
+        guard (1...10_000_000).contains(appleAdsMaxPending) else {
+            throw ParseError(description: "--apple-ads-max-pending must be 1 to 10000000")
         }
         if let threads = signatureThreads, !(0...256).contains(threads) {
             throw ParseError(description: "--signature-threads must be 0 to 256")

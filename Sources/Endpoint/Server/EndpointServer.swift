@@ -103,7 +103,8 @@ public final class EndpointServer: Sendable {
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                           timeout: configuration.appleAdsTimeout,
-                                                                          connections: AppleAdsOutbox.maxInFlight), clock: clock)
+                                                                          connections: AppleAdsOutbox.maxInFlight), clock: clock,
+                                    maxPending: configuration.appleAdsMaxPending)
         self.appleAds = appleAds
         try Self.ensureRegistered(configuration, in: apps)
         self.tokenKeys = tokenKeys
@@ -126,7 +127,7 @@ public final class EndpointServer: Sendable {
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks).routes(bearer: bearer)
+                               tokenChecks: tokenChecks, appleAds: appleAds).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, rejections: rejections, clock: { clock.now() })
         self.routes = routes
