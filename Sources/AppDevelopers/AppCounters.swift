@@ -125,10 +125,10 @@ public struct AppCounters: Sendable, Equatable {
                 guard member.key.utf8.count == 3, member.key.utf8.allSatisfy({ $0 >= 65 && $0 <= 90 }) else {
                     throw .invalid("revenue.\(member.key.prefix(10))", "invalid_currency", "keys are ISO 4217 codes such as USD")
                 }
-                guard case .number(let text) = member.value, let amount = Double(text), amount.isFinite else {
+                guard case .number(let text) = member.value, let amount = Double(text) else {
                     throw .invalid("revenue.\(member.key)", "wrong_type", "must be the revenue since install, a number; got \(member.value.typeName)")
                 }
-                guard amount >= 0, amount <= ConversionValueSchema.maxRevenue, !(amount == 0 && amount.sign == .minus) else {
+                guard amount.isFinite, amount.sign == .plus, amount <= ConversionValueSchema.maxRevenue else {
                     throw .invalid("revenue.\(member.key)", "out_of_range", "must be the revenue since install, from 0 to 1e12; got \(text.prefix(24))")
                 }
                 revenue[member.key] = amount

@@ -105,7 +105,7 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
             }
             if let revenue = range.revenue {
                 for (name, amount) in [("min", revenue.min), ("max", revenue.max)] {
-                    guard amount.isFinite, amount >= 0, amount <= Self.maxRevenue else {
+                    guard amount.isFinite, amount.sign == .plus, amount <= Self.maxRevenue else {
                         throw .invalid(field + ".revenue." + name, "out_of_range",
                                        "must be an amount from 0 to \(Self.maxRevenueText); got \(amount)")
                     }

@@ -35,6 +35,11 @@ final class Connection {
         var response: HTTPResponse?
     }
     private var slots: [Slot] = []
+    /// A read (GET or HEAD) pipelined behind a write not answered yet: it waits for the writes
+    /// before it, so that it sees what they wrote (a report POSTed, then `/api/reports` on the
+    /// same connection). Writes are dispatched at once, so a pipelined batch of them still shares
+    /// one flush, and reads behind reads are worked on together.
+    private var heldRead: HTTPRequest?
     private var nextSequence: UInt64 = 0
     /// The request being read asked for `100 Continue` and has not been sent one yet.
     private var continueOwed = false
@@ -55,7 +60,7 @@ final class Connection {
     private var interest = (readable: true, writable: false)
 
     private var requestStartedAt: Double?
-    private var lastProgress: Double
+    private(set) var lastProgress: Double
     private(set) var deadline: Double
 
     init(fd: Int32, generation: UInt64, remoteAddress: String, loop: EventLoop) {
@@ -111,7 +116,12 @@ final class Connection {
     private func processInput() {
         processing = true
         defer { processing = false }
-        while !stopReading && slots.count < loop.configuration.maxPipelinedRequests {
+        if let read = heldRead {
+            guard !awaitsWrite else { return }
+            heldRead = nil
+            dispatch(read)
+        }
+        while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests {
             let event: HTTPRequestParser.Event
             do {
                 event = try parser.next(inbound, start: &inboundStart)
@@ -129,10 +139,25 @@ final class Connection {
                 continueOwed = true
             case .request(let request):
                 requestStartedAt = nil
-                dispatch(request)
+                if (request.method == "GET" || request.method == "HEAD") && awaitsWrite {
+                    heldRead = request
+                } else {
+                    dispatch(request)
+                }
             }
         }
         compactInbound()
+    }
+
+    /// Nothing of ours is in flight: the connection is idle, or its client is still sending a
+    /// request's head or body. Such a connection may be closed to make room for another.
+    var waitsOnClient: Bool {
+        slots.isEmpty && heldRead == nil && stream == nil && outboundPending == 0 && !awaitingRelease && !continueOwed
+    }
+
+    /// A request that may write (any method but GET and HEAD) is not answered yet.
+    private var awaitsWrite: Bool {
+        slots.contains { $0.response == nil && $0.method != "GET" && $0.method != "HEAD" }
     }
 
     private func dispatch(_ request: HTTPRequest) {
@@ -215,7 +240,7 @@ final class Connection {
         }
         writeOutbound()
         guard !closed else { return }
-        let idle = slots.isEmpty && stream == nil && outboundPending == 0
+        let idle = slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil
         if idle && (closeAfterFlush || (readEOF && !parser.isMidRequest) || (loop.isDraining && !parser.isMidRequest)) {
             close()
             return
@@ -224,8 +249,9 @@ final class Connection {
             close()  // the peer hung up halfway through a request: there is no one to answer
             return
         }
-        // Resume reading once earlier pipelined requests have drained.
-        if !stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests && inboundStart < inbound.count {
+        // Resume reading once earlier pipelined requests have drained, or dispatch the read that
+        // waited for them.
+        if heldRead != nil || (!stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests && inboundStart < inbound.count) {
             processInput()
             if slots.first?.response != nil { flush(); return }
         }
@@ -395,7 +421,7 @@ final class Connection {
     /// On shutdown: close at once if nothing is in flight; otherwise close after the last answer.
     func closeIfIdle() {
         stopReading = stopReading || !parser.isMidRequest
-        if slots.isEmpty && stream == nil && outboundPending == 0 && !parser.isMidRequest {
+        if slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !parser.isMidRequest {
             close()
         } else {
             updateInterest()

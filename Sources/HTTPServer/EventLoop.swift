@@ -26,6 +26,8 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 1
+    /// Connections closed at the cap to make room for new ones (`evictStalest`).
+    private(set) var evicted = 0
 
     private let inbox = Locked<(completions: [Completion], shutdownRequested: Bool, pipeClosed: Bool)>(([], false, false))
     private let wakeRead: Int32
@@ -174,7 +176,7 @@ final class EventLoop: @unchecked Sendable {
     private func acceptConnections() {
         for _ in 0..<256 {
             guard listening, let (fd, address) = Socket.accept(listener) else { return }
-            if connections.count >= configuration.maxConnections {
+            if connections.count >= configuration.maxConnections && !evictStalest() {
                 Connection.refuse(fd)
                 continue
             }
@@ -183,6 +185,27 @@ final class EventLoop: @unchecked Sendable {
             connections[fd] = connection
             poller.add(fd, readable: true, writable: false)
         }
+    }
+
+    /// At the connection cap, makes room for a new connection by closing the one that has
+    /// waited longest on its client (idle, or dribbling a request's head), among a sample: so
+    /// that thousands of sockets holding partial headers cannot keep everyone else (`/healthz`
+    /// included) out until their time-outs. A connection whose request is being answered is
+    /// never closed. The sample bounds the cost of an accept at the cap, as sampled LRU does.
+    private func evictStalest() -> Bool {
+        var stalest: Connection?
+        var looked = 0
+        for connection in connections.values {
+            if connection.waitsOnClient && connection.lastProgress < (stalest?.lastProgress ?? .infinity) {
+                stalest = connection
+            }
+            looked += 1
+            if looked == 256 { break }
+        }
+        guard let stalest else { return false }
+        evicted += 1
+        stalest.timedOut()
+        return true
     }
 
     private func drainInbox() {

@@ -86,6 +86,32 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
     }
 }
 
+/// Answers writes (POST) in `finishTurn`, as the endpoint answers a report once its turn's
+/// flush is done, and reads (GET) at once; notes the order in which it saw and answered them.
+final class WritesAnsweredAtTurnEnd: HTTPHandler, @unchecked Sendable {
+    // `waiting` is touched only on the loop thread.
+    private var waiting: [(path: String, responder: HTTPResponder)] = []
+    let events = Locked<[String]>([])
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        events.withLock { $0.append("handle \(request.path)") }
+        if request.method == "GET" {
+            responder.respond(HTTPResponse.text(200, "read \(request.path)"))
+        } else {
+            waiting.append((String(request.path), responder))
+        }
+    }
+
+    func finishTurn() {
+        let turn = waiting
+        waiting.removeAll()
+        for (path, responder) in turn {
+            events.withLock { $0.append("answered \(path)") }
+            responder.respond(HTTPResponse.text(200, "wrote \(path)"))
+        }
+    }
+}
+
 /// Answers in `finishTurn`, as the endpoint answers reports while their flush is in flight, and
 /// withdraws the answer to `/withdraw` there. It also looks, before `finishTurn` returns, whether
 /// the client named by `watched` has been sent anything yet: loopback delivers inside `send`, so
@@ -240,6 +266,33 @@ struct VaryingHeadHandler: HTTPHandler {
         }
     }
 
+    @Test func aReadPipelinedBehindAWriteWaitsForItsAnswer() throws {
+        let handler = WritesAnsweredAtTurnEnd()
+        try withServer(handler: handler) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            // One write, then two reads and a second write, in one send: the reads must see the write.
+            try client.send("POST /w1 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+                            + "GET /r1 HTTP/1.1\r\nHost: h\r\n\r\nGET /r2 HTTP/1.1\r\nHost: h\r\n\r\n"
+                            + "POST /w2 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+            for expected in ["/w1", "/r1", "/r2", "/w2"] {
+                #expect(try client.readResponse().bodyText.hasSuffix(expected))
+            }
+            let events = handler.events.withLock { $0 }
+            #expect(events.firstIndex(of: "answered /w1")! < events.firstIndex(of: "handle /r1")!, "\(events)")
+            #expect(events.firstIndex(of: "answered /w1")! < events.firstIndex(of: "handle /r2")!, "\(events)")
+        }
+    }
+
+    @Test func pipelinedWritesStillShareATurn() throws {
+        let handler = WritesAnsweredAtTurnEnd()
+        try withServer(handler: handler) { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send(String(repeating: "POST /w HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n", count: 3))
+            for _ in 0..<3 { #expect(try client.readResponse().status == 200) }
+            #expect(handler.events.withLock { $0 }.prefix(4) == ["handle /w", "handle /w", "handle /w", "answered /w"])
+        }
+    }
+
     @Test func pipelinedResponsesLeaveInRequestOrderWhateverOrderTheyFinish() throws {
         let handler = HeldHandler()
         try withServer(handler: handler) { port, _ in
@@ -375,16 +428,42 @@ struct VaryingHeadHandler: HTTPHandler {
         }
     }
 
-    @Test func connectionsPastTheCapGet503() throws {
+    @Test func pastTheCapTheStalestWaitingConnectionMakesRoom() throws {
         try withServer({ $0.maxConnections = 2 }) { port, _ in
+            let a = try RawHTTPClient(port: port)
+            try a.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try a.readResponse().status == 200)
+            // b dribbles half a head, as thousands of slowloris sockets would.
+            let b = try RawHTTPClient(port: port)
+            try b.send("GET /b HTTP/1.1\r\nHo")
+            // c finds the cap reached: a, idle longest, is closed for it; b keeps its place.
+            let c = try RawHTTPClient(port: port)
+            try c.send("GET /c HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try c.readResponse().bodyText == "GET /c ")
+            #expect(try a.waitForClose())
+            // d: now b has waited longest; it gets a 408 and d is served.
+            let d = try RawHTTPClient(port: port)
+            try d.send("GET /d HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try d.readResponse().bodyText == "GET /d ")
+            #expect(try b.readResponse().status == 408)
+        }
+    }
+
+    @Test func pastTheCapWithEveryConnectionBeingAnsweredANewOneGets503() throws {
+        let handler = HeldHandler()
+        try withServer({ $0.maxConnections = 2 }, handler: handler) { port, _ in
             let a = try RawHTTPClient(port: port)
             let b = try RawHTTPClient(port: port)
             try a.send("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
             try b.send("GET /b HTTP/1.1\r\nHost: h\r\n\r\n")
-            #expect(try a.readResponse().status == 200)
-            #expect(try b.readResponse().status == 200)
+            handler.arrived.wait()
+            handler.arrived.wait()
             let c = try RawHTTPClient(port: port)
             #expect(try c.readResponse().status == 503)
+            handler.release("/a")
+            handler.release("/b")
+            #expect(try a.readResponse().bodyText == "done /a")
+            #expect(try b.readResponse().bodyText == "done /b")
         }
     }
 
