@@ -39,8 +39,19 @@ public struct InfoPlistCheck: Sendable {
         reengagementCopies: "the top level of Info.plist", skAdNetworkItems: "the top level of Info.plist",
     ]
 
-    public func check(_ plist: PropertyList, format: PropertyList.Format) -> InfoPlistReport {
+    /// Reads `bytes` and checks them: `check(_:format:)`, and each key given twice in one dict
+    /// of an XML plist (Foundation keeps one of the values without a word).
+    public func check(bytes: [UInt8]) throws(PropertyList.NotAPropertyList) -> InfoPlistReport {
+        let (plist, format) = try PropertyList.read(bytes)
+        let duplicates = format == .xml ? XMLPlistScreen.scan(bytes).duplicateKeys : []
+        return check(plist, format: format, duplicateKeys: duplicates)
+    }
+
+    public func check(_ plist: PropertyList, format: PropertyList.Format, duplicateKeys: [String] = []) -> InfoPlistReport {
         var run = Run(check: self)
+        for key in duplicateKeys {
+            run.error(key, "duplicate_key", "appears twice in one dict; the device reads only one of the two values, so keep one")
+        }
         run.walk(plist)
         return InfoPlistReport(format: format, findings: run.findings.sorted { ($0.severity, $0.key) < ($1.severity, $1.key) },
                                windows: run.windows(), cooldowns: run.cooldowns(), endpoints: run.endpoints,

@@ -1,46 +1,77 @@
-/// What an XML property list must be before Foundation reads it: nested no deeper than an
-/// Info.plist ever is. Foundation's reader and `PropertyList(foundation:)` recurse once per
-/// level on the caller's stack, and 64 KB of `<array>` is thousands of levels.
+/// What Foundation does not say about an XML property list, found by one pass over its tags
+/// before Foundation reads it:
+/// - nesting deeper than an Info.plist ever is: refused, since Foundation's reader and
+///   `PropertyList(foundation:)` recurse once per level on the caller's stack, and 64 KB of
+///   `<array>` is thousands of levels;
+/// - a key given twice in one `<dict>`: Foundation keeps one of the two values without a word,
+///   so which setting the device uses is anyone's guess. The check reports each as an error.
 enum XMLPlistScreen {
     /// An Info.plist nests a handful of levels; this is far past any real one.
     static let maxDepth = 64
 
+    struct Scan {
+        var refusal: String?
+        /// Each key found twice in one dict, as its path (`AdAttributionKitConfigurations.AttributionWindows`).
+        var duplicateKeys: [String] = []
+    }
+
     /// Why `bytes` must not reach Foundation; nil when it may (binary plists are screened apart).
-    static func refusal(_ bytes: [UInt8]) -> String? {
-        guard !bytes.starts(with: BinaryPlistScreen.magic) else { return nil }
-        var depth = 0
+    static func refusal(_ bytes: [UInt8]) -> String? { scan(bytes).refusal }
+
+    static func scan(_ bytes: [UInt8]) -> Scan {
+        var result = Scan()
+        guard !bytes.starts(with: BinaryPlistScreen.magic) else { return result }
+        // One entry per open container: its path, and for a dict the keys seen in it.
+        var open: [(path: String, isDict: Bool, keys: Set<String>, lastKey: String?)] = []
         var i = 0
         while i < bytes.count {
             guard bytes[i] == UInt8(ascii: "<") else { i += 1; continue }
             let closing = i + 1 < bytes.count && bytes[i + 1] == UInt8(ascii: "/")
             let nameStart = closing ? i + 2 : i + 1
-            guard opensContainer(bytes, at: nameStart) else { i += 1; continue }
             var end = nameStart
             while end < bytes.count && bytes[end] != UInt8(ascii: ">") { end += 1 }
             let selfClosing = end > nameStart && bytes[end - 1] == UInt8(ascii: "/")
-            if closing {
-                depth -= 1
-            } else if !selfClosing {
-                depth += 1
-                if depth > maxDepth {
-                    return "is an XML property list nested deeper than \(maxDepth) levels of <array> and <dict>; an Info.plist needs a few"
+            let name = tagName(bytes, from: nameStart, to: end)
+            switch name {
+            case "dict", "array":
+                if closing {
+                    if !open.isEmpty { open.removeLast() }
+                } else if !selfClosing {
+                    guard open.count < maxDepth else {
+                        result.refusal = "is an XML property list nested deeper than \(maxDepth) levels of <array> and <dict>; an Info.plist needs a few"
+                        return result
+                    }
+                    // A dict's child is named by its key; an array's by the array's own path.
+                    let path = open.last.map { p in p.isDict ? [p.path, p.lastKey ?? "?"].filter { !$0.isEmpty }.joined(separator: ".") : p.path } ?? ""
+                    open.append((path, name == "dict", [], nil))
                 }
+            case "key" where !closing && !selfClosing:
+                let textStart = min(end + 1, bytes.count)
+                var textEnd = textStart
+                while textEnd < bytes.count && bytes[textEnd] != UInt8(ascii: "<") { textEnd += 1 }
+                let key = String(decoding: bytes[textStart..<textEnd], as: UTF8.self)
+                if var dict = open.last, dict.isDict {
+                    if !dict.keys.insert(key).inserted {
+                        result.duplicateKeys.append([dict.path, key].filter { !$0.isEmpty }.joined(separator: "."))
+                    }
+                    dict.lastKey = key
+                    open[open.count - 1] = dict
+                }
+                end = textEnd - 1
+            default:
+                break
             }
-            i = end
+            i = end + 1
         }
-        return nil
+        return result
     }
 
-    /// `array` or `dict`, followed by the end of the tag's name.
-    private static func opensContainer(_ bytes: [UInt8], at start: Int) -> Bool {
-        for name in ["array", "dict"] {
-            let n = name.utf8.count
-            guard start + n < bytes.count, bytes[start..<start + n].elementsEqual(name.utf8) else { continue }
-            let after = bytes[start + n]
-            if after == UInt8(ascii: ">") || after == UInt8(ascii: "/") || after == 0x20 || after == 0x09 || after == 0x0A || after == 0x0D {
-                return true
-            }
-        }
-        return false
+    /// The tag's name: letters up to a space, `/` or `>`.
+    private static func tagName(_ bytes: [UInt8], from start: Int, to end: Int) -> String {
+        var stop = start
+        while stop < end, bytes[stop] != 0x20, bytes[stop] != 0x09, bytes[stop] != 0x0A, bytes[stop] != 0x0D,
+              bytes[stop] != UInt8(ascii: "/") { stop += 1 }
+        guard stop - start <= 8 else { return "" }
+        return String(decoding: bytes[start..<stop], as: UTF8.self)
     }
 }

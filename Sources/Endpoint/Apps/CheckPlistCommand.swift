@@ -41,8 +41,7 @@ public enum CheckPlistCommand {
         guard let data = FileManager.default.contents(atPath: path) else { return fail("cannot read \(path)") }
         let served = sites + configuration.sites
         do throws(PropertyList.NotAPropertyList) {
-            let (plist, format) = try PropertyList.read(Array(data))
-            let report = InfoPlistCheck(servedSites: served.isEmpty ? nil : Set(served)).check(plist, format: format)
+            let report = try InfoPlistCheck(servedSites: served.isEmpty ? nil : Set(served)).check(bytes: Array(data))
             print(json ? report.json : report.text, terminator: json ? "\n" : "")
             return report.errors == 0 ? 0 : 1
         } catch {

@@ -24,8 +24,7 @@ struct PlistCheckRoutes: Sendable {
             return Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)").response
         }
         do throws(PropertyList.NotAPropertyList) {
-            let (plist, format) = try PropertyList.read(request.body)
-            return JSONResponse.make(200, InfoPlistCheck(servedSites: servedSites).check(plist, format: format).json)
+            return JSONResponse.make(200, try InfoPlistCheck(servedSites: servedSites).check(bytes: request.body).json)
         } catch {
             return Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)").response
         }
