@@ -61,6 +61,8 @@ final class Connection {
 
     private var requestStartedAt: Double?
     private(set) var lastProgress: Double
+    /// Some bytes have arrived: a connection not yet read may hold a whole request.
+    private(set) var everRead = false
     private(set) var deadline: Double
 
     init(fd: Int32, generation: UInt64, remoteAddress: String, loop: EventLoop) {
@@ -74,11 +76,17 @@ final class Connection {
         deadline = now + loop.configuration.idleTimeout
     }
 
+    /// Past the connection cap with nothing in flight: the same 503, then close.
+    func refuse() {
+        Self.refuse(fd, closing: false)
+        close()
+    }
+
     /// Past the connection cap: a best-effort 503, then close.
-    static func refuse(_ fd: Int32) {
+    static func refuse(_ fd: Int32, closing: Bool = true) {
         let text = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
         _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
-        systemClose(fd)
+        if closing { systemClose(fd) }
     }
 
     // MARK: - Events
@@ -95,10 +103,11 @@ final class Connection {
         if event.writable && !closed { flush() }
     }
 
-    private func readAvailable() {
+    func readAvailable() {
         guard !readEOF, !stopReading else { return }
         let n = loop.readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
         if n > 0 {
+            everRead = true
             inbound.append(contentsOf: loop.readBuffer[0..<n])
             lastProgress = monotonicSeconds()
         } else if n == 0 {
@@ -153,6 +162,13 @@ final class Connection {
     /// request's head or body. Such a connection may be closed to make room for another.
     var waitsOnClient: Bool {
         slots.isEmpty && heldRead == nil && stream == nil && outboundPending == 0 && !awaitingRelease && !continueOwed
+    }
+
+    /// Which waiting connection goes first when room is needed: one dribbling a request's head
+    /// (what a slowloris socket does), then an idle keep-alive one, and last one not read yet,
+    /// whose request may be whole in the socket (a probe from a load balancer, a report).
+    var evictionRank: Int {
+        parser.isMidRequest ? 0 : everRead ? 1 : 2
     }
 
     /// A request that may write (any method but GET and HEAD) is not answered yet.

@@ -26,6 +26,9 @@ final class EventLoop: @unchecked Sendable {
     private var listening = true
     private var connections: [Int32: Connection] = [:]
     private var nextGeneration: UInt64 = 1
+    /// Newcomers past `maxConnections` whose request was in flight when no other connection
+    /// could make room for them; any more are refused unread.
+    static let admittedPastTheCap = 64
     /// Connections closed at the cap to make room for new ones (`evictStalest`).
     private(set) var evicted = 0
 
@@ -176,7 +179,8 @@ final class EventLoop: @unchecked Sendable {
     private func acceptConnections() {
         for _ in 0..<256 {
             guard listening, let (fd, address) = Socket.accept(listener) else { return }
-            if connections.count >= configuration.maxConnections && !evictStalest() {
+            // Past the cap by more than a few newcomers with requests in flight: refused unread.
+            if connections.count >= configuration.maxConnections + Self.admittedPastTheCap {
                 Connection.refuse(fd)
                 continue
             }
@@ -184,19 +188,26 @@ final class EventLoop: @unchecked Sendable {
             nextGeneration += 1
             connections[fd] = connection
             poller.add(fd, readable: true, writable: false)
+            guard connections.count > configuration.maxConnections else { continue }
+            // At the cap, the newcomer is read first: a whole request waiting in its socket (a
+            // load balancer's probe, a report) is taken up, and room is made by closing another.
+            connection.readAvailable()
+            if evictStalest(sparing: connection) { continue }
+            if connections[fd] === connection && connection.waitsOnClient { connection.refuse() }
         }
     }
 
-    /// At the connection cap, makes room for a new connection by closing the one that has
-    /// waited longest on its client (idle, or dribbling a request's head), among a sample: so
-    /// that thousands of sockets holding partial headers cannot keep everyone else (`/healthz`
-    /// included) out until their time-outs. A connection whose request is being answered is
-    /// never closed. The sample bounds the cost of an accept at the cap, as sampled LRU does.
-    private func evictStalest() -> Bool {
+    /// At the connection cap, makes room for a new connection by closing one that waits on its
+    /// client, among a sample: the one dribbling a request's head longest first, then the one idle
+    /// longest, and a connection not read yet last (`Connection.evictionRank`). So thousands of
+    /// sockets holding partial headers cannot keep everyone else (`/healthz` included) out until
+    /// their time-outs. A connection whose request is being answered is never closed. The sample
+    /// bounds the cost of an accept at the cap, as sampled LRU does.
+    private func evictStalest(sparing newcomer: Connection) -> Bool {
         var stalest: Connection?
         var looked = 0
         for connection in connections.values {
-            if connection.waitsOnClient && connection.lastProgress < (stalest?.lastProgress ?? .infinity) {
+            if connection !== newcomer, connection.waitsOnClient, stalest.map({ (connection.evictionRank, connection.lastProgress) < ($0.evictionRank, $0.lastProgress) }) ?? true {
                 stalest = connection
             }
             looked += 1
