@@ -77,7 +77,7 @@ let package = Package(
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "ReportStore"],
                     resources: [.copy("Resources/vectors")]),
-        .testTarget(name: "AppDevelopersTests", dependencies: ["AppDevelopers", "AppleAds", "Primitives"]),
+        .testTarget(name: "AppDevelopersTests", dependencies: ["AppDevelopers", "AppleAds", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),

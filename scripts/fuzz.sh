@@ -66,6 +66,10 @@ PY
 cp Tests/AppConfigurationTests/Resources/seed-precedence.*.plist "$out/corpus-plist/"
 printf '{"app_id":1,"first_launch":"2026-11-20T09:00:00Z","conversion_value":3,"coarse_conversion_value":"low","events":{"level_complete":3,"trial_start":1},"revenue":{"EUR":4.99}}' > "$out/corpus-counters/seed0"
 printf '{"app_id":1,"first_launch":1762000000,"skadnetwork_version":"3.0","events":["trial_start"],"framework":"skadnetwork"}' > "$out/corpus-counters/seed1"
+# Registrations with their counters (a newline between), from the fixtures: the schemas that crashed once.
+cp Tests/AppDevelopersTests/Resources/fuzz-fixtures/*.txt "$out/corpus-counters/"
+printf '%s\n%s' '{"app_id":1,"site":"app.example","name":"G","schema":{"fine":[{"from":0,"to":9,"meaning":"l","events":["level"]},{"from":10,"to":63,"meaning":"p","revenue":{"min":0.99,"max":49.99,"currency":"USD"}}],"coarse_from_fine":{"medium":10,"high":30},"lock_at":{"fine":63,"coarse":"high"}}}' \
+  '{"app_id":1,"first_launch":"2026-11-22T09:00:00Z","events":{"level":4},"revenue":{"USD":12.5}}' > "$out/corpus-counters/seed2"
 
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
@@ -76,4 +80,5 @@ PSL=Sources/Primitives/Resources/public_suffix_list.dat \
 "$out/fuzz-token" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-token" 2>&1 | tail -12
 # Foundation leaks an NSError for every plist it refuses: leaks are not what this target looks for.
 ASAN_OPTIONS=detect_leaks=0 PSL=Sources/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
-"$out/fuzz-counters" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-counters" 2>&1 | tail -12
+"$out/fuzz-counters" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 -dict=Tests/Fuzz/conversion_value.dict \
+  "$out/corpus-counters" 2>&1 | tail -12

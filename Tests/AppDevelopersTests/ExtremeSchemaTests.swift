@@ -1,4 +1,5 @@
 import AppDevelopers
+import Foundation
 import Primitives
 import Testing
 
@@ -43,4 +44,32 @@ import Testing
         try Self.revenueSchema(min: 0, max: 0.01).check()
         try Self.revenueSchema(min: 0, max: ConversionValueSchema.maxRevenue).check()
     }
+
+    /// What the fuzzer found (and the two crashes of issue 27), replayed as it replays them.
+    @Test func fuzzFixturesNeverTrap() throws {
+        let folder = try #require(Bundle.module.url(forResource: "Resources/fuzz-fixtures", withExtension: nil))
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".txt") }.sorted()
+        #expect(files.count >= 2)
+        for file in files {
+            let bytes = Array(try Data(contentsOf: folder.appendingPathComponent(file)))
+            let newline = try #require(bytes.firstIndex(of: 0x0A), "\(file)")
+            var schema = ConversionValueSchema()
+            if let registration = try? JSONParser().parse(Array(bytes[..<newline])), let app = try? AppRegistryInput.app(from: registration) {
+                schema = app.schema
+                // Every fixture so far is a schema the rules now refuse, or counters they refuse.
+                _ = try? schema.check()
+            }
+            guard let json = try? JSONParser().parse(Array(bytes[(newline + 1)...])), let counters = try? AppCounters.read(json) else { continue }
+            let answer = try? NextConversionValue.answer(for: counters, schema: schema, now: counters.firstLaunch)
+            if let fine = answer?.conversionValue { #expect((0...63).contains(fine), "\(file)") }
+        }
+    }
+
+    @Test func theTwoCrashesOfTheReportAreRefusedByTheRules() throws {
+        let wide = ConversionValueSchema(fine: [.init(from: 10, to: 63, meaning: "purchase", revenue: .init(min: 0, max: 1e-300, currency: "EUR"))])
+        #expect(throws: RequestProblem.self) { try wide.check() }
+        let json = try JSONParser().parse(Array(#"{"app_id":1,"first_launch":1762000000,"revenue":{"EUR":1e20}}"#.utf8))
+        #expect(throws: RequestProblem.self) { try AppCounters.read(json) }
+    }
 }
+

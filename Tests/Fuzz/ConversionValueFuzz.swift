@@ -1,11 +1,15 @@
-// libFuzzer target over the conversion-value API's rules (`AppCounters.read`, then
-// `NextConversionValue.answer` with the demo's schema), built by scripts/fuzz.sh with the
-// AppDevelopers sources. Properties, beyond "no crash": a refusal names a snake_case rule; an
-// answer's fine value is 0–63 and only in the first window (or before SKAdNetwork 4), its coarse
-// value is low, medium or high, its window 1–3 or none.
+// libFuzzer target over the conversion-value API's rules, built by scripts/fuzz.sh with the
+// AppDevelopers sources. An input is either the app's counters alone (answered with the demo's
+// schema), or a registration and the counters on the line after it: the registration goes
+// through `AppRegistryInput.app` and `ConversionValueSchema.check`, and the counters are
+// answered with its schema whether or not the check passed, as an apps.json edited by hand would
+// be. Properties, beyond "no crash": a refusal names a snake_case rule; an answer's fine value
+// is 0–63 and only in the first window (or before SKAdNetwork 4), its coarse value is low,
+// medium or high, its window 1–3 or none. Inputs it found are kept in
+// Tests/AppDevelopersTests/Resources/fuzz-fixtures, which the unit tests replay.
 import Primitives
 
-private let schema = ConversionValueSchema(
+private let demoSchema = ConversionValueSchema(
     fine: [.init(from: 0, to: 0, meaning: "installed"),
            .init(from: 1, to: 9, meaning: "levels", events: ["level_complete"]),
            .init(from: 10, to: 29, meaning: "trial", events: ["trial_start"]),
@@ -19,7 +23,21 @@ private func snakeCase(_ rule: String) -> Bool {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConversionValue(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
-    guard let json = try? JSONParser().parse(Array(UnsafeBufferPointer(start: data, count: count))) else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: count))
+    var schema = demoSchema
+    var countersBytes = bytes[...]
+    if let newline = bytes.firstIndex(of: 0x0A) {
+        guard let registration = try? JSONParser().parse(Array(bytes[..<newline])) else { return 0 }
+        countersBytes = bytes[(newline + 1)...]
+        do {
+            let app = try AppRegistryInput.app(from: registration)
+            schema = app.schema
+            try schema.check()
+        } catch {
+            precondition(snakeCase(error.rule), "a registration rule that is not snake_case: \(error.rule)")
+        }
+    }
+    guard let json = try? JSONParser().parse(Array(countersBytes)) else { return 0 }
     let counters: AppCounters
     do { counters = try AppCounters.read(json) } catch {
         precondition(snakeCase(error.rule), "a rule that is not snake_case: \(error.rule)")
@@ -33,6 +51,7 @@ public func fuzzConversionValue(_ data: UnsafePointer<UInt8>, _ count: Int) -> C
         }
         if let coarse = answer.coarseConversionValue { precondition(["low", "medium", "high"].contains(coarse), "coarse \(coarse)") }
         if let window = answer.window { precondition((1...3).contains(window), "window \(window)") }
+        _ = schema.meaning(fine: answer.conversionValue ?? 0)
     } catch {
         precondition(error.rule == "time_in_the_future", "an unexpected refusal: \(error.rule)")
     }
