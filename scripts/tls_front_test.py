@@ -130,8 +130,12 @@ def start_caddy(work, certs, endpoint_port, tls_port):
     conf = open(os.path.join(ROOT, "deploy/Caddyfile")).read()
     conf = conf.replace("127.0.0.1:8080", "127.0.0.1:%d" % endpoint_port).replace("/etc/ssl/attribution", certs)
     # Ports only: the HTTPS port, no HTTP port to redirect from, no admin socket.
-    conf = ("{\n\tadmin off\n\thttps_port %d\n\tauto_https disable_redirects\n\tstorage file_system %s\n}\n\n"
-            % (tls_port, os.path.join(work, "caddy-storage"))) + conf
+    options = ("\tadmin off\n\thttps_port %d\n\tauto_https disable_redirects\n\tstorage file_system %s\n"
+               % (tls_port, os.path.join(work, "caddy-storage")))
+    # The file's own global options block (its time-outs) takes the test's options too: Caddy
+    # allows one such block, first in the file.
+    start = conf.index("\n{\n") + 3 if "\n{\n" in conf else None
+    conf = conf[:start] + options + conf[start:] if start is not None else "{\n" + options + "}\n\n" + conf
     path = os.path.join(work, "Caddyfile")
     with open(path, "w") as f:
         f.write(conf)

@@ -10,24 +10,29 @@ public enum HostSyntax {
     /// of an IPv6 literal; nil when `value` is not `name[:port]`, `IPv4[:port]` or
     /// `[IPv6][:port]` with a port 1–65535.
     public static func name(of value: String) -> String? {
-        var value = value
-        return value.withUTF8 { name(of: $0) }
+        authority(of: value)?.name
     }
 
-    static func name(of bytes: UnsafeBufferPointer<UInt8>) -> String? {
+    /// The host's name (as `name(of:)` gives it) and its port, if one was given.
+    public static func authority(of value: String) -> (name: String, port: Int?)? {
+        var value = value
+        return value.withUTF8 { authority(of: $0) }
+    }
+
+    static func authority(of bytes: UnsafeBufferPointer<UInt8>) -> (name: String, port: Int?)? {
         guard let first = bytes.first else { return nil }
         if first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
                   isIPv6(UnsafeBufferPointer(rebasing: bytes[1..<close])),
-                  isPortSuffix(UnsafeBufferPointer(rebasing: bytes[(close + 1)...])) else { return nil }
-            return lowercased(UnsafeBufferPointer(rebasing: bytes[1..<close]))
+                  let port = port(UnsafeBufferPointer(rebasing: bytes[(close + 1)...])) else { return nil }
+            return (lowercased(UnsafeBufferPointer(rebasing: bytes[1..<close])), port == 0 ? nil : port)
         }
         let colon = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.count
-        guard isPortSuffix(UnsafeBufferPointer(rebasing: bytes[colon...])) else { return nil }
+        guard let port = port(UnsafeBufferPointer(rebasing: bytes[colon...])) else { return nil }
         var name = UnsafeBufferPointer(rebasing: bytes[..<colon])
         if name.last == UInt8(ascii: ".") { name = UnsafeBufferPointer(rebasing: name.dropLast()) }
         guard isDNSName(name) else { return nil }
-        return lowercased(name)
+        return (lowercased(name), port == 0 ? nil : port)
     }
 
     /// Labels of 1–63 letters, digits and hyphens, no hyphen at either end, 253 bytes at most.
@@ -68,16 +73,16 @@ public enum HostSyntax {
         return (2...7).contains(colons)
     }
 
-    /// Nothing, or `:` and a port 1–65535 in at most five digits.
-    static func isPortSuffix(_ suffix: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let first = suffix.first else { return true }
-        guard first == UInt8(ascii: ":"), (2...6).contains(suffix.count) else { return false }
+    /// Nothing (0), or `:` and a port 1–65535 in at most five digits; nil for anything else.
+    static func port(_ suffix: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard let first = suffix.first else { return 0 }
+        guard first == UInt8(ascii: ":"), (2...6).contains(suffix.count) else { return nil }
         var port = 0
         for c in suffix.dropFirst() {
-            guard c >= 48 && c <= 57 else { return false }
+            guard c >= 48 && c <= 57 else { return nil }
             port = port * 10 + Int(c - 48)
         }
-        return (1...65535).contains(port)
+        return (1...65535).contains(port) ? port : nil
     }
 
     private static func lowercased(_ bytes: UnsafeBufferPointer<UInt8>) -> String {

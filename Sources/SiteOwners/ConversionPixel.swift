@@ -11,10 +11,12 @@ import Primitives
 public enum ConversionPixel {
     /// The `Location` for `conversion`, on `site`: the registrable domain the pixel was requested
     /// from, as checked, never the Host header as sent. The well-known paths live on the site
-    /// itself, and the redirect stays same-site with the pixel, as WebKit requires.
+    /// itself, and the redirect stays same-site with the pixel, as WebKit requires. `port` is the
+    /// port the browser named, checked as a number (none behind a front on 443).
     /// `source` is the `source` parameter (an origin) for the same-site form, or nil.
-    public static func location(site: String, conversion: Conversion, source: String?, siteRules: SiteRules) throws(RequestProblem) -> String {
-        var location = "https://" + site + TriggerPath.path(triggerData: conversion.triggerData, priority: conversion.priority)
+    public static func location(site: String, port: Int? = nil, conversion: Conversion, source: String?,
+                                siteRules: SiteRules) throws(RequestProblem) -> String {
+        var location = "https://" + site + (port.map { ":\($0)" } ?? "") + TriggerPath.path(triggerData: conversion.triggerData, priority: conversion.priority)
         if let source {
             let sourceSite = try TriggerPath.sourceSite(source, field: "source", siteRules: siteRules)
             // A click is never same-site with its destination: WebKit stores no such click.

@@ -147,10 +147,11 @@ import Testing
         defer { endpoint.stop() }
         let conversion = #"{"site":"shop.example","name":"purchase","trigger_data":5}"#
         #expect(endpoint.request("POST", "/api/conversions", headers: Self.admin, body: Array(conversion.utf8)).status == 201)
-        for host in ["shop.example", "Shop.Example.", "www.shop.example:8443", "WWW.SHOP.EXAMPLE"] {
+        for (host, origin) in [("shop.example", "https://shop.example"), ("Shop.Example.", "https://shop.example"),
+                               ("www.shop.example:8443", "https://shop.example:8443"), ("WWW.SHOP.EXAMPLE", "https://shop.example")] {
             let redirect = try httpRequest(port: endpoint.port, method: "GET", path: "/conversion-pixel?conversion=purchase", host: host)
             #expect(redirect.status == 302, "\(host): \(redirect.bodyText)")
-            #expect(redirect.header("Location") == "https://shop.example/.well-known/private-click-measurement/trigger-attribution/05/00", "\(host)")
+            #expect(redirect.header("Location") == origin + "/.well-known/private-click-measurement/trigger-attribution/05/00", "\(host)")
         }
         // A served site's pixel that names its own site as the click's source: WebKit stores no such click.
         let selfSourced = try httpRequest(port: endpoint.port, method: "GET",

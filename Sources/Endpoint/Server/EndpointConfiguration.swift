@@ -60,7 +60,7 @@ public struct EndpointConfiguration: Sendable {
     public var appleAdsTimeout: Double = 10
     /// Apple Ads tokens that may wait for Apple's final answer at once; past it a new one is
     /// answered 503 `apple_ads_backlogged`. At a million installs a day that is hours of an
-    /// outage of Apple's API, in about 100 MB.
+    /// outage of Apple's API; each waiting token takes about 2 KB (docs/DEPLOYMENT.md).
     public var appleAdsMaxPending = 100_000
     /// Registrations from the config file, added at start unless already there.
     public var conversions: [Conversion] = []

@@ -7,6 +7,11 @@ import Primitives
 enum RequestedHost {
     /// The host's name, lowercased, without port or trailing dot; nil when the request names none.
     static func of(_ request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> String? {
+        try authority(of: request, trustedProxies: trustedProxies)?.name
+    }
+
+    /// The host's name (as `of` gives it) and the port the client used, if it named one.
+    static func authority(of request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> (name: String, port: Int?)? {
         if let forwarded = request.headers["X-Forwarded-Host"],
            trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
             // With several proxies, the last value was added by the one nearest to us.
@@ -16,9 +21,9 @@ enum RequestedHost {
         return try request.headers["Host"].map { (value) throws(Problem) in try checked(value, field: "Host") }
     }
 
-    private static func checked(_ value: String, field: String) throws(Problem) -> String {
-        guard let name = HostSyntax.name(of: value) else { throw invalid(value, field: field) }
-        return name
+    private static func checked(_ value: String, field: String) throws(Problem) -> (name: String, port: Int?) {
+        guard let authority = HostSyntax.authority(of: value) else { throw invalid(value, field: field) }
+        return authority
     }
 
     static func invalid(_ value: String, field: String) -> Problem {

@@ -76,9 +76,10 @@ struct SiteOwnerRoutes: Sendable {
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
     func pixel(_ request: HTTPRequest) -> HTTPResponse {
-        let requestSite: String
+        let requestSite: String, port: Int?
         do {
             requestSite = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
+            port = try RequestedHost.authority(of: request, trustedProxies: trustedProxies)?.port
         } catch {
             return error.response
         }
@@ -111,7 +112,7 @@ struct SiteOwnerRoutes: Sendable {
         }
         let location: String
         do {
-            location = try ConversionPixel.location(site: requestSite, conversion: conversion, source: source, siteRules: book.siteRules)
+            location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source, siteRules: book.siteRules)
         } catch {
             return Problem(error).response
         }
