@@ -225,6 +225,25 @@ def exercise(front, ca, tls_port, endpoint):
         status, headers, _, _ = curl(ca, tls_port, "shop.example", location[len(origin):])
         check(status == 200 and headers.get("content-type") == "image/gif", "%s: the trigger answered %d" % (front, status))
 
+    if front == "nginx":
+        # A storm of signing requests from one address: nginx lets the burst through and answers
+        # the rest 429, before they reach the signing threads. Reports from the same address are
+        # never limited (they arrive through Apple's privacy proxies).
+        def burst(url, body, n):
+            """n POSTs of `body` on one connection; the status of each."""
+            command = ["curl", "-sS", "--cacert", ca, "--resolve", "news.example:%d:127.0.0.1" % tls_port, "--http1.1",
+                       "-H", "Content-Type: application/json", "--data-binary", body, "-w", "%{http_code}\n"]
+            for _ in range(n):
+                command += ["-o", "/dev/null", url]
+            return subprocess.run(command, capture_output=True, timeout=60).stdout.decode().split()
+        sign = "https://news.example:%d/.well-known/private-click-measurement/sign-unlinkable-token/" % tls_port
+        codes = burst(sign, "{}", 120)
+        limited = codes.count("429")
+        check(len(codes) == 120 and limited >= 40 and codes[:40].count("429") == 0,
+              "%s: 120 signing requests at once: %d answered 429 (the burst of 40 first passes): %s" % (front, limited, codes[:50]))
+        codes = burst("https://news.example:%d%s" % (tls_port, REPORT), BODY, 120)
+        check(codes.count("201") == 120, "%s: 120 reports at once from one address: every one 201 (%s)" % (front, sorted(set(codes))))
+
     # The summary page and its API, on the page's own name.
     status, headers, content, _ = curl(ca, tls_port, PAGE_HOST, "/")
     check(status == 200 and "<html" in content.lower(), "%s: the summary page answered %d" % (front, status))
