@@ -46,10 +46,7 @@ enum XMLPlistScreen {
                     open.append((path, name == "dict", [], nil))
                 }
             case "key" where !closing && !selfClosing:
-                let textStart = min(end + 1, bytes.count)
-                var textEnd = textStart
-                while textEnd < bytes.count && bytes[textEnd] != UInt8(ascii: "<") { textEnd += 1 }
-                let key = String(decoding: bytes[textStart..<textEnd], as: UTF8.self)
+                let (key, textEnd) = keyText(bytes, from: min(end + 1, bytes.count))
                 if var dict = open.last, dict.isDict {
                     if !dict.keys.insert(key).inserted {
                         result.duplicateKeys.append([dict.path, key].filter { !$0.isEmpty }.joined(separator: "."))
@@ -64,6 +61,39 @@ enum XMLPlistScreen {
             i = end + 1
         }
         return result
+    }
+
+    /// A key's text as Foundation reads it, up to its `</key>`: entities (`&amp;`, `&#x52;`) and
+    /// CDATA sections decoded, so that one key written two ways is still one key. Returns the
+    /// text and where `</key>` begins.
+    static func keyText(_ bytes: [UInt8], from start: Int) -> (String, Int) {
+        var text: [UInt8] = []
+        var i = start
+        while i < bytes.count {
+            let c = bytes[i]
+            if c == UInt8(ascii: "<") {
+                let cdata = Array("<![CDATA[".utf8)
+                guard bytes[i...].starts(with: cdata) else { break }
+                i += cdata.count
+                while i < bytes.count && !bytes[i...].starts(with: Array("]]>".utf8)) { text.append(bytes[i]); i += 1 }
+                i += 3
+            } else if c == UInt8(ascii: "&"), let semicolon = bytes[i...].prefix(12).firstIndex(of: UInt8(ascii: ";")) {
+                let name = String(decoding: bytes[(i + 1)..<semicolon], as: UTF8.self)
+                let named = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'"][name]
+                let scalar = name.hasPrefix("#x") || name.hasPrefix("#X") ? UInt32(name.dropFirst(2), radix: 16)
+                    : name.hasPrefix("#") ? UInt32(name.dropFirst(), radix: 10) : nil
+                if let decoded = named ?? scalar.flatMap(Unicode.Scalar.init).map({ String(Character($0)) }) {
+                    text.append(contentsOf: decoded.utf8)
+                } else {
+                    text.append(contentsOf: bytes[i...semicolon])
+                }
+                i = semicolon + 1
+            } else {
+                text.append(c)
+                i += 1
+            }
+        }
+        return (String(decoding: text, as: UTF8.self), min(i, bytes.count))
     }
 
     /// The tag's name: letters up to a space, `/` or `>`.

@@ -61,8 +61,12 @@ public struct AppCounters: Sendable, Equatable {
             guard let t = Timestamp(rfc3339: text) else { throw .invalid("first_launch", "invalid_time", "must be an RFC 3339 time such as 2026-11-20T09:00:00Z") }
             firstLaunch = t
         case .number(let text):
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds < 1e11 else {
-                throw .invalid("first_launch", "invalid_time", "must be Unix seconds after 1970")
+            guard let seconds = Double(text), seconds.isFinite, seconds >= 1 else {
+                throw .invalid("first_launch", "invalid_time", "must be Unix seconds after 1970; got \(text.prefix(24))")
+            }
+            // Past year 5000 is no device clock; it would only overflow the arithmetic below.
+            guard seconds < 1e11 else {
+                throw .invalid("first_launch", "time_in_the_future", "is thousands of years from now; send when the app first launched")
             }
             firstLaunch = Timestamp(millisecondsSinceEpoch: Int64(seconds * 1000))
         default: throw .invalid("first_launch", "wrong_type", "must be an RFC 3339 string or Unix seconds; got \(launch.typeName)")
@@ -85,8 +89,11 @@ public struct AppCounters: Sendable, Equatable {
 
         var conversionValue: Int?
         if let value = fields["conversion_value"], value != .null {
-            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text), let n = JSONValue.integerValue(text) else {
+            guard case .number(let text) = value, JSONValue.isIntegerLiteral(text) else {
                 throw .invalid("conversion_value", "wrong_type", "must be an integer 0–63; got \(value.typeName)")
+            }
+            guard let n = JSONValue.integerValue(text) else {
+                throw .invalid("conversion_value", "out_of_range", "must be 0–63 (6 bits); got \(text.prefix(24))")
             }
             guard (0...63).contains(n) else { throw .invalid("conversion_value", "out_of_range", "must be 0–63 (6 bits); got \(n)") }
             conversionValue = n
@@ -109,8 +116,11 @@ public struct AppCounters: Sendable, Equatable {
             }
         case .object(let counts)?:
             for member in counts {
-                guard case .number(let text) = member.value, JSONValue.isIntegerLiteral(text), let n = JSONValue.integerValue(text), n >= 0 else {
-                    throw .invalid("events.\(member.key.prefix(40))", "wrong_type", "must be how many times the event happened, an integer from 0 to 2^63 − 1; got \(member.value.typeName)")
+                guard case .number(let text) = member.value, JSONValue.isIntegerLiteral(text) else {
+                    throw .invalid("events.\(member.key.prefix(40))", "wrong_type", "must be how many times the event happened, an integer; got \(member.value.typeName)")
+                }
+                guard let n = JSONValue.integerValue(text), n >= 0 else {
+                    throw .invalid("events.\(member.key.prefix(40))", "out_of_range", "must be from 0 to 2^63 − 1; got \(text.prefix(24))")
                 }
                 events[member.key] = n
             }
@@ -155,11 +165,16 @@ public struct SKAdNetworkAPIVersion: Sendable, Equatable, Comparable {
         self.minor = minor
     }
 
+    /// `4.0`, `3`, `2.2`: one digit each, as Apple writes them; `04.0`, `4.-0` and `+4` are not versions.
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let major = Int(parts[0]), (1...9).contains(major) else { return nil }
-        let minor = parts.count == 2 ? Int(parts[1]) : 0
-        guard let minor, (0...9).contains(minor) else { return nil }
+        func digit(_ part: Substring) -> Int? {
+            guard part.utf8.count == 1, let c = part.utf8.first, c >= 48, c <= 57 else { return nil }
+            return Int(c - 48)
+        }
+        guard (1...2).contains(parts.count), let major = digit(parts[0]), major >= 1 else { return nil }
+        let minor = parts.count == 2 ? digit(parts[1]) : 0
+        guard let minor else { return nil }
         self.init(major: major, minor: minor)
     }
 

@@ -112,7 +112,8 @@ public struct ConversionValueSchema: Sendable, Equatable, Codable {
                 }
                 // A range narrower than a cent cannot be told apart by any purchase, and one of
                 // 1e-300 made every revenue an overflow.
-                guard revenue.max - revenue.min >= Self.minRevenueSpan else {
+                // A cent, less what binary fractions lose: 0.30–0.31 is a cent wide, as 0.10–0.11 is.
+                guard revenue.max - revenue.min >= Self.minRevenueSpan - 1e-9 else {
                     throw .invalid(field + ".revenue", "degenerate_range",
                                    "needs max at least 0.01 above min; got \(revenue.min)–\(revenue.max)")
                 }

@@ -35,6 +35,17 @@ final class Connection {
         var response: HTTPResponse?
     }
     private var slots: [Slot] = []
+    /// Body bytes of answers waiting in `slots` for the ones before them: with `outbound`, what
+    /// this connection holds for a client that may never read. Past `maxHeldBytes` no further
+    /// pipelined request is taken up until the client reads.
+    private var answeredBytes = 0
+    static let maxHeldBytes = 256 * 1024
+    /// Pipelined requests taken up in one turn of the loop, at most: a client that pipelines
+    /// hundreds cannot make one turn, and every other client's answer, wait for all of them.
+    static let maxDispatchedPerTurn = 16
+    private var dispatchTurn: UInt64 = 0
+    private var dispatchedInTurn = 0
+    private var awaitingRevisit = false
     /// A read (GET or HEAD) pipelined behind a write not answered yet: it waits for the writes
     /// before it, so that it sees what they wrote (a report POSTed, then `/api/reports` on the
     /// same connection). Writes are dispatched at once, so a pipelined batch of them still shares
@@ -125,12 +136,24 @@ final class Connection {
     private func processInput() {
         processing = true
         defer { processing = false }
+        if dispatchTurn != loop.turn {
+            dispatchTurn = loop.turn
+            dispatchedInTurn = 0
+        }
         if let read = heldRead {
             guard !awaitsWrite else { return }
             heldRead = nil
             dispatch(read)
         }
-        while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests {
+        while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests
+                && answeredBytes + outboundPending < Self.maxHeldBytes {
+            guard dispatchedInTurn < Self.maxDispatchedPerTurn else {
+                if !awaitingRevisit && inboundStart < inbound.count {
+                    awaitingRevisit = true
+                    loop.revisitNextTurn(self)
+                }
+                break
+            }
             let event: HTTPRequestParser.Event
             do {
                 event = try parser.next(inbound, start: &inboundStart)
@@ -177,6 +200,7 @@ final class Connection {
     }
 
     private func dispatch(_ request: HTTPRequest) {
+        dispatchedInTurn += 1
         let sequence = nextSequence
         nextSequence += 1
         let keepAlive = request.keepAlive
@@ -197,6 +221,7 @@ final class Connection {
                         startedAt: monotonicSeconds(), bytesIn: 0,
                         response: HTTPResponse(status: error.status, headers: headers, body: Array((error.message + "\n").utf8)))
         nextSequence += 1
+        if case .bytes(let body)? = slot.response?.body { answeredBytes += body.count }
         slots.append(slot)
     }
 
@@ -213,6 +238,7 @@ final class Connection {
     func deliver(sequence: UInt64, response: HTTPResponse) {
         guard let index = slots.firstIndex(where: { $0.sequence == sequence }), slots[index].response == nil else { return }
         slots[index].response = response
+        if case .bytes(let body) = response.body { answeredBytes += body.count }
         if !processing { flush() }
     }
 
@@ -241,6 +267,7 @@ final class Connection {
             }
             guard let first = slots.first, let response = first.response else { break }
             slots.removeFirst()
+            if case .bytes(let body) = response.body { answeredBytes -= body.count }
             serialize(response, for: first)
         }
         if continueOwed, slots.isEmpty, stream == nil {
@@ -267,12 +294,21 @@ final class Connection {
         }
         // Resume reading once earlier pipelined requests have drained, or dispatch the read that
         // waited for them.
-        if heldRead != nil || (!stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests && inboundStart < inbound.count) {
+        if heldRead != nil || (!stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests
+                               && answeredBytes + outboundPending < Self.maxHeldBytes && inboundStart < inbound.count) {
             processInput()
             if slots.first?.response != nil { flush(); return }
         }
         updateInterest()
         updateDeadline()
+    }
+
+    /// A new turn: take up the requests this connection's share of the last one left.
+    func resumeInput() {
+        awaitingRevisit = false
+        guard !closed, !awaitingRelease else { return }
+        processInput()
+        flush()
     }
 
     /// The loop's `finishTurn` is over: send the held answers, or close if one was withdrawn.
@@ -402,7 +438,7 @@ final class Connection {
 
     private func updateInterest() {
         // Stop reading while a client's unread responses pile up or its pipeline is full.
-        let wantRead = !stopReading && !readEOF && outboundPending < 1024 * 1024
+        let wantRead = !stopReading && !readEOF && answeredBytes + outboundPending < Self.maxHeldBytes
             && slots.count < loop.configuration.maxPipelinedRequests
         let wantWrite = outboundPending > 0 || stream != nil
         if wantRead != interest.readable || wantWrite != interest.writable {

@@ -29,6 +29,11 @@ final class EventLoop: @unchecked Sendable {
     /// Newcomers past `maxConnections` whose request was in flight when no other connection
     /// could make room for them; any more are refused unread.
     static let admittedPastTheCap = 64
+    /// Counts the loop's turns: a connection takes up at most a few pipelined requests a turn.
+    private(set) var turn: UInt64 = 0
+    /// Connections with whole requests left in their buffers when their share of a turn ran
+    /// out: taken up again at the start of the next turn, which then does not wait for events.
+    private var revisit: [Connection] = []
     /// Connections closed at the cap to make room for new ones (`evictStalest`).
     private(set) var evicted = 0
 
@@ -117,9 +122,15 @@ final class EventLoop: @unchecked Sendable {
         loopThread = pthread_self()
         date.update()
         while true {
-            let timeout = handler.hasDeferredWork ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
+            let timeout = handler.hasDeferredWork || !revisit.isEmpty ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
             var events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
+            turn &+= 1
+            if !revisit.isEmpty {
+                let again = revisit
+                revisit.removeAll(keepingCapacity: true)
+                for connection in again { connection.resumeInput() }
+            }
             // A turn takes everything that is ready, looking again without waiting until nothing
             // more is, before `finishTurn`: the requests that arrived while the first ones were
             // read then share their flush, instead of starting a small turn of their own that
@@ -251,6 +262,11 @@ final class EventLoop: @unchecked Sendable {
 
     func makeResponder(for connection: Connection, sequence: UInt64) -> HTTPResponder {
         HTTPResponder(loop: self, fd: connection.fd, generation: connection.generation, sequence: sequence)
+    }
+
+    /// `connection` has whole requests left that its share of this turn did not take up.
+    func revisitNextTurn(_ connection: Connection) {
+        revisit.append(connection)
     }
 
     /// `connection` has answers to send once `finishTurn` returns.

@@ -350,7 +350,25 @@ public struct HTTPRequestParser {
         if request.version == .http1_1 && counts.host != 1 {
             throw HTTPParseError(400, counts.host == 0 ? "an HTTP/1.1 request needs a Host header" : "more than one Host header")
         }
+        // Absolute form: the URL's host is the request's host, and Host is ignored (RFC 9112
+        // §3.2.2). It takes Host's place, so that whoever checks Host checks it.
+        if let authority = Self.absoluteFormAuthority(head[head.startIndex..<lineEnd]) {
+            request.headers.replace(name: "Host", value: authority)
+        }
         return (request, counts)
+    }
+
+    /// `shop.example:8443` of `POST https://shop.example:8443/path HTTP/1.1`: what stands between
+    /// the scheme and the path, as sent; nil for the origin form.
+    static func absoluteFormAuthority(_ line: ArraySlice<UInt8>) -> String? {
+        guard let space = line.firstIndex(of: 0x20) else { return nil }
+        let target = line[(space + 1)...]
+        for scheme in ["http://", "https://"] where target.starts(with: scheme.utf8) {
+            let start = target.startIndex + scheme.utf8.count
+            let end = target[start...].firstIndex { $0 == UInt8(ascii: "/") || $0 == 0x20 || $0 == UInt8(ascii: "?") } ?? target.endIndex
+            return String(decoding: target[start..<end], as: UTF8.self)
+        }
+        return nil
     }
 
     /// Reads the header lines (CRLF-separated, no final CRLF) into `headers`, counting the names

@@ -24,13 +24,13 @@ public struct UnlinkableTokenRequest: Sendable, Equatable {
 
     public static func read(_ body: [UInt8]) -> Result<UnlinkableTokenRequest, RequestProblem> {
         let members: [JSONMember]
-        do {
-            guard case .object(let m) = try JSONParser().parse(body) else {
+        do throws(RequestProblem) {
+            guard case .object(let m) = try JSONParser().parseBody(body) else {
                 return .failure(RequestProblem(.malformed, rule: "not_an_object", field: nil, detail: "the body must be a JSON object"))
             }
             members = m
         } catch {
-            return .failure(RequestProblem(.malformed, rule: "malformed_json", field: nil, detail: "the body is not JSON: \(error.description)"))
+            return .failure(error)
         }
         let fields = FieldReader(members)
         switch fields.value("version") {

@@ -19,20 +19,31 @@ public enum HostSyntax {
         return value.withUTF8 { authority(of: $0) }
     }
 
+    /// Whether `value` is a host, without building its name: the check every request gets.
+    public static func isHost(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { parse($0) != nil }
+    }
+
     static func authority(of bytes: UnsafeBufferPointer<UInt8>) -> (name: String, port: Int?)? {
+        guard let (name, port) = parse(bytes) else { return nil }
+        return (lowercased(UnsafeBufferPointer(rebasing: bytes[name])), port == 0 ? nil : port)
+    }
+
+    /// Where the name is in `bytes` (without brackets or trailing dot), and the port (0: none).
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> (name: Range<Int>, port: Int)? {
         guard let first = bytes.first else { return nil }
         if first == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")),
                   isIPv6(UnsafeBufferPointer(rebasing: bytes[1..<close])),
                   let port = port(UnsafeBufferPointer(rebasing: bytes[(close + 1)...])) else { return nil }
-            return (lowercased(UnsafeBufferPointer(rebasing: bytes[1..<close])), port == 0 ? nil : port)
+            return (1..<close, port)
         }
         let colon = bytes.firstIndex(of: UInt8(ascii: ":")) ?? bytes.count
         guard let port = port(UnsafeBufferPointer(rebasing: bytes[colon...])) else { return nil }
-        var name = UnsafeBufferPointer(rebasing: bytes[..<colon])
-        if name.last == UInt8(ascii: ".") { name = UnsafeBufferPointer(rebasing: name.dropLast()) }
-        guard isDNSName(name) else { return nil }
-        return (lowercased(name), port == 0 ? nil : port)
+        let end = colon > 0 && bytes[colon - 1] == UInt8(ascii: ".") ? colon - 1 : colon
+        guard isDNSName(UnsafeBufferPointer(rebasing: bytes[..<end])) else { return nil }
+        return (0..<end, port)
     }
 
     /// Labels of 1–63 letters, digits and hyphens, no hyphen at either end, 253 bytes at most.

@@ -41,7 +41,9 @@ extension RequestProblem {
         case .tooDeep: "too_deep"
         case .invalidUTF8: "invalid_utf8"
         }
-        self.init(.malformed, rule: rule, field: nil, detail: "the body is not valid JSON: \(failure.description)")
+        var field: String?
+        if case .duplicateKey(let key) = failure.kind { field = key }
+        self.init(.malformed, rule: rule, field: field, detail: "the body is not valid JSON: \(failure.description)")
     }
 }
 

@@ -92,8 +92,15 @@ public struct Timestamp: Sendable, Hashable, Comparable {
         guard i == b.count else { return nil }
         let days = Self.days(fromCivil: y, mo, d)
         let seconds = days * 86_400 + h * 3600 + mi * 60 + min(s, 59) - offsetMinutes * 60
+        // An offset can carry 0000-01-01 or 9999-12-31 past the four-digit years: such a time
+        // could be stored, and never read back.
+        guard Self.representable.contains(seconds * 1000 + millis) else { return nil }
         self.millisecondsSinceEpoch = seconds * 1000 + millis
     }
+
+    /// The times RFC 3339 can write in UTC: 0000-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z.
+    public static let representable: ClosedRange<Int64> =
+        days(fromCivil: 0, 1, 1) * 86_400_000...days(fromCivil: 9999, 12, 31) * 86_400_000 + 86_399_999
 
     static func daysInMonth(year: Int64, month: Int64) -> Int64 {
         switch month {

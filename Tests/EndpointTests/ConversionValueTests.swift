@@ -60,7 +60,7 @@ import Testing
         #expect(future.status == 422 && json(future)["rule"] as? String == "time_in_the_future")
         let metrics = try endpoint.get("/metrics").bodyText
         #expect(metrics.contains(#"attribution_conversion_value_answers_total{app_id="",outcome="unknown_app"} 1"#))
-        #expect(metrics.contains(#"attribution_conversion_value_answers_total{app_id="6443210987",outcome="wrong_type"} 1"#))
+        #expect(metrics.contains(#"attribution_conversion_value_answers_total{app_id="6443210987",outcome="out_of_range"} 1"#))
     }
 
     /// With the access log on, an identifier an SDK sends appears in no log line and no file.

@@ -341,4 +341,105 @@ import Testing
         let real = #"<plist version="1.0"><dict><key>AdAttributionKitConfigurations</key><dict><key>AttributionCooldown</key><dict><key>install-cooldown-hours</key><real>1e300</real></dict></dict></dict></plist>"#
         #expect(endpoint.request("POST", "/api/plist-check", headers: Self.admin, body: Array(real.utf8)).status == 200)
     }
+
+    // MARK: - What a second attack found (a helper's, against the release binary)
+
+    @Test func timesThatAnOffsetCarriesPastTheFourDigitYearsAreRefusedAndTheRegistrySurvives() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try LiveEndpoint(directory: directory)
+        for startsAt in ["0000-01-01T00:00:00+23:59", "9999-12-31T23:59:59-23:59"] {
+            let body = #"{"source_site":"news.example","source_id":1,"destination":"shop.example","name":"x","starts_at":"\#(startsAt)"}"#
+            expectRefusal(endpoint.request("POST", "/api/campaigns", headers: Self.admin, body: Array(body.utf8)),
+                          field: "starts_at", "starts_at \(startsAt)")
+        }
+        let fine = #"{"source_site":"news.example","source_id":1,"destination":"shop.example","name":"x","starts_at":"9999-12-30T23:59:59-23:59"}"#
+        #expect(endpoint.request("POST", "/api/campaigns", headers: Self.admin, body: Array(fine.utf8)).status == 201)
+        endpoint.stop()
+        endpoint = try LiveEndpoint(directory: directory)  // the registry reads back what it wrote
+        defer { endpoint.stop() }
+        #expect(endpoint.request("GET", "/api/campaigns", headers: Self.admin).bodyText.contains("9999-12-31T23:58:59.000Z"))
+    }
+
+    @Test func theHostOfAnAbsoluteURLIsTheRequestsHostAndIsChecked() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        let body = reportBody()
+        for (target, status) in [("http://shop.example:@evil.example/", 400), ("https://evil.example/", 421), ("http://news.example/", 201)] {
+            let client = try RawHTTPClient(port: endpoint.port)
+            try client.send("POST \(target).well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: news.example\r\n"
+                            + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            #expect(try client.readResponse().status == status, "\(target)")
+        }
+        #expect(try endpoint.export().count == 1)
+    }
+
+    @Test func everyForwardedHostLineCountsAndTheLastWins() throws {
+        let endpoint = try LiveEndpoint(trustedProxies: ["127.0.0.1"])
+        defer { endpoint.stop() }
+        let response = try endpoint.post(reportBody(), host: "internal",
+                                         headers: [("X-Forwarded-Host", "news.example"), ("X-Forwarded-Host", "evil.example")])
+        #expect(response.status == 421 && json(response)["rule"] as? String == "site_not_served", "\(response.bodyText)")
+    }
+
+    @Test(arguments: ["/healthz", "/metrics", "/api/summary", "/", "/app.js", "/no-such-path", "/apple-ads/attribution/00",
+                      "/api/plist-check", "/conversion-value"])
+    func everyPathChecksItsHost(path: String) throws {
+        let endpoint = try LiveEndpoint(sites: ["app.example"])
+        defer { endpoint.stop() }
+        let method = ["/api/plist-check", "/conversion-value"].contains(path) ? "POST" : "GET"
+        let response = try httpRequest(port: endpoint.port, method: method, path: path, host: "shop.example:@evil.example",
+                                       headers: Self.admin, body: method == "POST" ? Array("{}".utf8) : [])
+        expectRefusal(response, field: "Host", rule: "invalid_host", path)
+    }
+
+    @Test func theConversionValueIsAnsweredOnlyOnAServedSite() throws {
+        let endpoint = try LiveEndpoint(sites: ["app.example"])
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app.utf8)).status == 201)
+        let elsewhere = try ask(endpoint, #"{"app_id":525463029,"first_launch":1762000000}"#, host: "evil.example")
+        expectRefusal(elsewhere, rule: "site_not_served", "conversion value on evil.example")
+    }
+
+    @Test func aKeyWrittenTwoWaysInAPlistIsStillTwice() throws {
+        let endpoint = try LiveEndpoint(sites: ["app.example"])
+        defer { endpoint.stop() }
+        for second in ["NSAdvertisingAttribution&#x52;eportEndpoint", "<![CDATA[NSAdvertisingAttributionReportEndpoint]]>",
+                       "NSAdvertising&#65;ttributionReportEndpoint"] {
+            let plist = #"<plist version="1.0"><dict><key>NSAdvertisingAttributionReportEndpoint</key><string>https://app.example</string><key>\#(second)</key><string>https://evil.example</string></dict></plist>"#
+            let findings = json(endpoint.request("POST", "/api/plist-check", headers: Self.admin, body: Array(plist.utf8)))["findings"] as? [[String: Any]] ?? []
+            #expect(findings.contains { $0["rule"] as? String == "duplicate_key" && $0["key"] as? String == "NSAdvertisingAttributionReportEndpoint" },
+                    "\(second)")
+        }
+    }
+
+    @Test func refusalsNameTheirFieldAndTheRightRule() throws {
+        let endpoint = try LiveEndpoint(sites: ["news.example", "app.example"])
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app.utf8)).status == 201)
+        let twice = endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(#"{"app_id":1,"app_id":2}"#.utf8))
+        expectRefusal(twice, field: "app_id", rule: "duplicate_key", "a key twice names it")
+        let sign = try httpRequest(port: endpoint.port, method: "POST", path: "/.well-known/private-click-measurement/sign-unlinkable-token/",
+                                   host: "news.example", body: Array(#"{"version":3,"version":3}"#.utf8))
+        expectRefusal(sign, field: "version", rule: "duplicate_key", "sign request")
+        endpoint.clock.set("2026-11-25T10:00:00Z")
+        for (field, body, rule) in [
+            ("conversion_value", #"{"app_id":525463029,"first_launch":1762000000,"conversion_value":9223372036854775808}"#, "out_of_range"),
+            ("events.p", #"{"app_id":525463029,"first_launch":1762000000,"events":{"p":-1}}"#, "out_of_range"),
+            ("first_launch", #"{"app_id":525463029,"first_launch":1e12}"#, "time_in_the_future"),
+            ("first_launch", #"{"app_id":525463029,"first_launch":1e-300}"#, "invalid_time"),
+            ("skadnetwork_version", #"{"app_id":525463029,"first_launch":1762000000,"skadnetwork_version":"4.-0"}"#, "unknown_version"),
+            ("skadnetwork_version", #"{"app_id":525463029,"first_launch":1762000000,"skadnetwork_version":"04.0"}"#, "unknown_version"),
+        ] {
+            expectRefusal(try ask(endpoint, body), field: field, rule: rule, body)
+        }
+        for value in ["%2B525463029", "0525463029", "abc", "-0"] {
+            expectRefusal(endpoint.request("DELETE", "/api/apps?app_id=" + value, headers: Self.admin), field: "app_id",
+                          rule: "invalid_parameter", "DELETE app_id=\(value)")
+        }
+        #expect(endpoint.request("DELETE", "/api/apps?app_id=525463029", headers: Self.admin).status == 204)
+        let pixel = try httpRequest(port: endpoint.port, method: "GET", path: "/conversion-pixel?conversion=x&site=shop.example:@evil.example",
+                                    host: "news.example")
+        expectRefusal(pixel, field: "site", rule: "not_registrable_domain", "pixel site")
+    }
 }
+

@@ -27,7 +27,7 @@ struct AppRegistrationRoutes: Sendable {
                     }
                 },
                 Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
-                    remove(request, key: "app_id") { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
+                    remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
                 },
                 Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { _ in
                     JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
@@ -53,7 +53,7 @@ struct AppRegistrationRoutes: Sendable {
                     }
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["DELETE"]) { request in
-                    remove(request, key: "campaign_id") { registry, value in Int64(value).map { registry.removeAppleAdsCampaign(id: $0) } ?? false }
+                    remove(request, key: "campaign_id", numeric: true) { registry, value in Int64(value).map { registry.removeAppleAdsCampaign(id: $0) } ?? false }
                 },
             ]),
         ]
@@ -63,9 +63,17 @@ struct AppRegistrationRoutes: Sendable {
         Registrations.register(request, in: book, add)
     }
 
-    private func remove(_ request: HTTPRequest, key: String, _ change: (inout AppRegistry, String) -> Bool) -> HTTPResponse {
+    private func remove(_ request: HTTPRequest, key: String, numeric: Bool = false,
+                        _ change: (inout AppRegistry, String) -> Bool) -> HTTPResponse {
+        for item in request.queryItems where item.name != key {
+            return Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "DELETE takes only ?\(key)=…").response
+        }
         guard let value = request.queryItems.first(where: { $0.name == key })?.value else {
             return Problem(status: 400, rule: "missing_parameter", field: key, detail: "DELETE needs ?\(key)=…").response
+        }
+        // The id as registrations write it: digits only, so that +42, 042 and -0 name nothing by accident.
+        if numeric && !(JSONValue.isIntegerLiteral(value) && JSONValue.integerValue(value).map { $0 > 0 } == true) {
+            return Problem(status: 400, rule: "invalid_parameter", field: key, detail: "\(key) must be a positive integer; got \"\(value.prefix(30))\"").response
         }
         return Registrations.remove(in: book, notFound: "nothing registered with \(key) \"\(value)\"") { change(&$0, value) }
     }

@@ -14,6 +14,8 @@ struct ConversionValueRoutes: Sendable {
     let book: AppBook
     let metrics: EndpointMetrics
     let clock: EndpointClock
+    /// The app's server asks on the app's site, as the app's Info.plist names it.
+    let sites: ServedSite
 
     var routes: [RouteGroup] {
         [
@@ -24,6 +26,7 @@ struct ConversionValueRoutes: Sendable {
     }
 
     func answer(_ request: HTTPRequest) -> HTTPResponse {
+        if case .failure(let problem) = sites.resolve(request, what: "the question") { return problem.response }
         var appID: Int?
         let registry = book.registry
         do throws(RequestProblem) {

@@ -42,6 +42,8 @@ struct OperationsRoutes: Sendable {
                                   + (appleAds?.prometheusText(now: clock.now()) ?? "")).utf8))
     }
 
+    static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch
+
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.
     func setClock(_ request: HTTPRequest) -> HTTPResponse {
         let body: JSONValue
@@ -51,6 +53,10 @@ struct OperationsRoutes: Sendable {
               let time = Timestamp(rfc3339: text) else {
             return Problem(status: 400, rule: "invalid_time", field: "now",
                            detail: "send {\"now\": \"2026-11-20T10:00:00Z\"} (RFC 3339)").response
+        }
+        // Times the endpoint derives from now (cut-offs, key rotations) must stay writable too.
+        guard Self.clockRange.contains(time.millisecondsSinceEpoch) else {
+            return Problem(status: 422, rule: "out_of_range", field: "now", detail: "now must be from 1970 to 8999").response
         }
         clock.set(time)
         return JSONResponse.make(200, "{\"now\":\"\(time.rfc3339)\"}")

@@ -46,9 +46,12 @@ struct EndpointRoutes: HTTPHandler {
     /// Where a refusal made here, before any surface, is counted and kept.
     let rejections: RejectionLog?
     let clock: @Sendable () -> Timestamp
+    /// Whose `X-Forwarded-Host` is the request's host, for the check every request gets.
+    let trustedProxies: [AddressRange]
 
     init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
-         postbacks: PostbackIntake? = nil, rejections: RejectionLog? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
+         postbacks: PostbackIntake? = nil, rejections: RejectionLog? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
+         trustedProxies: [AddressRange] = []) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
@@ -65,18 +68,28 @@ struct EndpointRoutes: HTTPHandler {
         self.postbacks = postbacks
         self.rejections = rejections
         self.clock = clock
+        self.trustedProxies = trustedProxies
     }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
-        // One rule for every path, before any path reads its query: a name given twice is refused.
+        // Two rules for every path, before any path reads its host or its query: the host is a
+        // host, and no query parameter is given twice.
+        do {
+            try RequestedHost.check(request, trustedProxies: trustedProxies)
+        } catch {
+            return refuse(error, request, responder)
+        }
         if let name = request.repeatedQueryParameter {
-            let problem = Problem(status: 400, rule: "repeated_query_parameter", field: name,
-                                  detail: "the query parameter \(name) appears more than once; give each parameter once")
-            rejections?.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                               detail: problem.detail, body: Array(request.target.utf8.prefix(1024)))
-            return responder.respond(problem.response)
+            return refuse(Problem(status: 400, rule: "repeated_query_parameter", field: name,
+                                  detail: "the query parameter \(name) appears more than once; give each parameter once"), request, responder)
         }
         router.route(request, responder: responder)
+    }
+
+    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
+        rejections?.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                           detail: problem.detail, body: Array(request.target.utf8.prefix(1024)))
+        responder.respond(problem.response)
     }
 
     /// The turn's reports, triggers and postbacks go to disk together, and their answers go out

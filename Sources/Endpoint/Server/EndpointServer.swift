@@ -114,14 +114,15 @@ public final class EndpointServer: Sendable {
         self.signingPool = signingPool
         let tokens = TokenSigning(keys: tokenKeys, pool: signingPool, trustedProxies: trustedProxies, rejections: rejections,
                                   metrics: metrics, clock: { clock.now() })
+        let servedSite = ServedSite(sites: Set(configuration.sites), developmentMode: configuration.developmentMode,
+                                    trustedProxies: trustedProxies)
         let surfaces = PCMRoutes(reports: ingest, triggers: triggers, tokens: tokens).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: Set(configuration.sites)).routes(bearer: bearer)
-            + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock).routes
-            + AppleAdsRoutes(outbox: appleAds, sites: ServedSite(sites: Set(configuration.sites), developmentMode: configuration.developmentMode,
-                                                                 trustedProxies: trustedProxies), metrics: metrics).routes
+            + ConversionValueRoutes(book: apps, metrics: metrics, clock: clock, sites: servedSite).routes
+            + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: metrics).routes
             + SiteOwnerRoutes(book: book, trustedProxies: trustedProxies, servedSites: Set(configuration.sites)).routes(bearer: bearer)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: rejections, clock: clock).routes(bearer: bearer)
@@ -129,7 +130,7 @@ public final class EndpointServer: Sendable {
             + OperationsRoutes(store: store, metrics: metrics, rejections: rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds).routes(bearer: bearer)
         let routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
-                                    postbacks: postbacks, rejections: rejections, clock: { clock.now() })
+                                    postbacks: postbacks, rejections: rejections, clock: { clock.now() }, trustedProxies: trustedProxies)
         self.routes = routes
 
         var http = HTTPServerConfiguration()

@@ -12,13 +12,23 @@ enum RequestedHost {
 
     /// The host's name (as `of` gives it) and the port the client used, if it named one.
     static func authority(of request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> (name: String, port: Int?)? {
-        if let forwarded = request.headers["X-Forwarded-Host"],
-           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
-            // With several proxies, the last value was added by the one nearest to us.
+        if request.headers.contains("X-Forwarded-Host"), trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
+            // With several proxies, the last value was added by the one nearest to us, whether
+            // they appended to one line or each added a line of its own.
+            let forwarded = request.headers.values("X-Forwarded-Host").joined(separator: ",")
             let value = forwarded.split(separator: ",", omittingEmptySubsequences: false).last.map { String($0.trimmingSpaces) } ?? ""
             return try checked(value, field: "X-Forwarded-Host")
         }
         return try request.headers["Host"].map { (value) throws(Problem) in try checked(value, field: "Host") }
+    }
+
+    /// Refuses a request whose host is no host, as `of` would, without building the name.
+    static func check(_ request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) {
+        if request.headers.contains("X-Forwarded-Host"), trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
+            _ = try of(request, trustedProxies: trustedProxies)
+        } else if let host = request.headers["Host"], !HostSyntax.isHost(host) {
+            throw invalid(host, field: "Host")
+        }
     }
 
     private static func checked(_ value: String, field: String) throws(Problem) -> (name: String, port: Int?) {

@@ -98,6 +98,9 @@ struct SiteOwnerRoutes: Sendable {
                                detail: "unknown query parameter \"\(name)\"; use conversion, source and site").response
             }
         }
+        if let site, let violation = book.siteRules.check(site) {
+            return Problem(status: 400, rule: "not_registrable_domain", field: "site", detail: "site \(violation.detail)").response
+        }
         guard let conversionName, !conversionName.isEmpty else {
             return Problem(status: 400, rule: "missing_parameter", field: "conversion", detail: "name the conversion: ?conversion=purchase").response
         }
