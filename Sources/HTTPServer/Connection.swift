@@ -283,7 +283,9 @@ final class Connection {
         }
         writeOutbound()
         guard !closed else { return }
-        let idle = slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil
+        // Requests left for the next turn are not idleness: a client that pipelined them and
+        // half-closed is still owed their answers.
+        let idle = slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !awaitingRevisit
         if idle && (closeAfterFlush || (readEOF && !parser.isMidRequest) || (loop.isDraining && !parser.isMidRequest)) {
             close()
             return
@@ -473,7 +475,7 @@ final class Connection {
     /// On shutdown: close at once if nothing is in flight; otherwise close after the last answer.
     func closeIfIdle() {
         stopReading = stopReading || !parser.isMidRequest
-        if slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !parser.isMidRequest {
+        if slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !awaitingRevisit && !parser.isMidRequest {
             close()
         } else {
             updateInterest()

@@ -283,6 +283,16 @@ struct VaryingHeadHandler: HTTPHandler {
         }
     }
 
+    @Test func manyPipelinedRequestsAreAllAnsweredAcrossTurnsEvenAfterAHalfClose() throws {
+        try withServer { port, _ in
+            let client = try RawHTTPClient(port: port)
+            try client.send(String(repeating: "GET /x HTTP/1.1\r\nHost: h\r\n\r\n", count: 60))
+            client.shutdownWrite()
+            for _ in 0..<60 { #expect(try client.readResponse().bodyText == "GET /x ") }
+            #expect(try client.waitForClose())
+        }
+    }
+
     @Test func pipelinedWritesStillShareATurn() throws {
         let handler = WritesAnsweredAtTurnEnd()
         try withServer(handler: handler) { port, _ in
