@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from endpoint_process import Endpoint, finish
+from endpoint_process import Endpoint, finish, rss_mb
 
 TOKEN = "flood-token"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -39,13 +39,6 @@ def unreachable_url():
 def cpu_seconds(pid):
     fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def rss_mb(pid):
-    for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def post_tokens(port, first, count, results, lock):

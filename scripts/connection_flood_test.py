@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from endpoint_process import Endpoint, finish
+from endpoint_process import Endpoint, finish, rss_mb
 
 TOKEN = "flood-token"
 PARTIAL = b"POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: news.exa"
@@ -65,13 +65,6 @@ def attacker(port, count, stop, stats):
             open_one()
     for key in list(selector.get_map().values()):
         key.fileobj.close()
-
-
-def rss_mb(pid):
-    for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def timed(port, method, path, body=None, headers=None):

@@ -74,6 +74,14 @@ def wait_port(port, timeout=60):
     raise RuntimeError("nothing listening on %d" % port)
 
 
+def rss_mb(pid):
+    """The process's resident memory, in MB."""
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def finish(failures):
     for failure in failures:
         print("FAIL:", failure)
