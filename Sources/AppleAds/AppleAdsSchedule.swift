@@ -54,9 +54,11 @@ public struct AppleAdsSchedule: Sendable {
         return taken
     }
 
-    /// When something may next be due: the earliest entry, or the end of the pause if later.
-    public var nextWake: Int64? {
-        guard let at = heap.first?.at else { return pause?.until }
+    /// When a call may next be taken: the earliest entry, or the end of the pause if later; nil
+    /// when nothing is scheduled, or when the calls in flight fill the limit (the answer of one
+    /// of them is the next thing to wait for, not a time).
+    public func nextWake(inFlight: Int, maxInFlight: Int) -> Int64? {
+        guard let at = heap.first?.at, inFlight < (pause == nil ? maxInFlight : 1) else { return nil }
         return max(at, pause?.until ?? at)
     }
 

@@ -27,7 +27,18 @@ import Testing
         }
         let order = Dictionary(uniqueKeysWithValues: times)
         #expect(zip(taken, taken.dropFirst()).allSatisfy { order[$0]! <= order[$1]! })
-        #expect(schedule.nextWake == nil)
+        #expect(schedule.nextWake(inFlight: 0, maxInFlight: 8) == nil)
+    }
+
+    @Test func aPauseWithNothingScheduledWakesNoOne() {
+        // A token that expired during a pause leaves the pause and no entry: nothing is due, ever.
+        var schedule = AppleAdsSchedule()
+        schedule.schedule(1, at: 0)
+        #expect(Self.takeAll(&schedule, now: 0) == [1])
+        schedule.apiAnswered(unavailable: true, now: 0)
+        schedule.schedule(1, at: 30_000)
+        #expect(schedule.takeDue(now: 100_000_000, inFlight: 0, maxInFlight: 8) { _, _ in false }.isEmpty)
+        #expect(schedule.pause != nil && schedule.nextWake(inFlight: 0, maxInFlight: 8) == nil)
     }
 
     @Test func staleEntriesAreDroppedNotCalled() {
@@ -47,7 +58,9 @@ import Testing
         for _ in 0..<8 { schedule.apiAnswered(unavailable: true, now: 100) }
         #expect(schedule.pause == .init(until: 30_100, failures: 1))
         #expect(Self.takeAll(&schedule, now: 30_099).isEmpty)
-        #expect(schedule.nextWake == 30_100)
+        #expect(schedule.nextWake(inFlight: 0, maxInFlight: 8) == 30_100)
+        // While the probe is out, its answer is what to wait for, not a time.
+        #expect(schedule.nextWake(inFlight: 1, maxInFlight: 8) == nil)
         // When the pause ends, one probe; none beside it while it is in flight.
         #expect(Self.takeAll(&schedule, now: 30_100).count == 1)
         #expect(Self.takeAll(&schedule, now: 30_100, inFlight: 1).isEmpty)

@@ -314,7 +314,7 @@ final class AppleAdsOutbox: Sendable {
                     s.busy += 1
                     due.append(entry)
                 }
-                var wake = s.schedule.nextWake
+                var wake = s.schedule.nextWake(inFlight: s.busy, maxInFlight: maxInFlight)
                 if let oldest = s.oldestPending() {
                     let expiry = oldest.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds
                     wake = min(wake ?? expiry, expiry)
@@ -339,7 +339,7 @@ final class AppleAdsOutbox: Sendable {
 
     private func notifySettledIfIdle(now: Timestamp) {
         let idle = state.withLock { s in
-            s.busy == 0 && (s.schedule.nextWake.map { $0 > now.millisecondsSinceEpoch } ?? true)
+            s.busy == 0 && (s.schedule.nextWake(inFlight: 0, maxInFlight: maxInFlight).map { $0 > now.millisecondsSinceEpoch } ?? true)
         }
         guard idle else { return }
         for signal in settled.withLock({ list -> [DispatchSemaphore] in defer { list = [] }; return list }) { signal.signal() }
