@@ -16,6 +16,13 @@ public enum HostSyntax {
     /// The host's name (as `name(of:)` gives it) and its port, if one was given.
     public static func authority(of value: String) -> (name: String, port: Int?)? {
         var value = value
+        let whole = value.utf8.count
+        let found = value.withUTF8 { bytes -> (name: Range<Int>, port: Int, lowercase: Bool)? in
+            parse(bytes).map { ($0.name, $0.port, !bytes[$0.name].contains { $0 >= 65 && $0 <= 90 }) }
+        }
+        guard let found else { return nil }
+        // Nearly every Host is already a bare lowercase name: then it is its own name, with no copy.
+        if found.name == 0..<whole && found.lowercase { return (value, nil) }
         return value.withUTF8 { authority(of: $0) }
     }
 
@@ -23,6 +30,10 @@ public enum HostSyntax {
     public static func isHost(_ value: String) -> Bool {
         var value = value
         return value.withUTF8 { parse($0) != nil }
+    }
+
+    public static func isHost(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        parse(bytes) != nil
     }
 
     static func authority(of bytes: UnsafeBufferPointer<UInt8>) -> (name: String, port: Int?)? {

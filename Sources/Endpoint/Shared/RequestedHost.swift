@@ -12,7 +12,8 @@ enum RequestedHost {
 
     /// The host's name (as `of` gives it) and the port the client used, if it named one.
     static func authority(of request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> (name: String, port: Int?)? {
-        if request.headers.contains("X-Forwarded-Host"), trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
+        if !trustedProxies.isEmpty, request.headers.contains("X-Forwarded-Host"),
+           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
             // With several proxies, the last value was added by the one nearest to us, whether
             // they appended to one line or each added a line of its own.
             let forwarded = request.headers.values("X-Forwarded-Host").joined(separator: ",")
@@ -24,9 +25,10 @@ enum RequestedHost {
 
     /// Refuses a request whose host is no host, as `of` would, without building the name.
     static func check(_ request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) {
-        if request.headers.contains("X-Forwarded-Host"), trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
+        if !trustedProxies.isEmpty, request.headers.contains("X-Forwarded-Host"),
+           trustedProxies.contains(where: { $0.contains(request.remoteAddress) }) {
             _ = try of(request, trustedProxies: trustedProxies)
-        } else if let host = request.headers["Host"], !HostSyntax.isHost(host) {
+        } else if request.headers.withFirstValue("Host", HostSyntax.isHost) == false, let host = request.headers["Host"] {
             throw invalid(host, field: "Host")
         }
     }
