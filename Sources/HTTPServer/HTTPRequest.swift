@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 public enum HTTPVersion: Sendable, Equatable {
     case http1_0
     case http1_1
@@ -59,7 +65,9 @@ public struct HTTPRequest: Sendable {
     /// one meaning, and a server that picks one silently picks differently on each path.
     public var repeatedQueryParameter: String? {
         // Nearly every request has no query: found out on the contiguous bytes, as `path` does.
-        let hasQuery = target.utf8.withContiguousStorageIfAvailable { $0.contains(UInt8(ascii: "?")) } ?? (query != nil)
+        let hasQuery = target.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.baseAddress.map { memchr($0, Int32(UInt8(ascii: "?")), bytes.count) != nil } ?? false
+        } ?? (query != nil)
         guard hasQuery else { return nil }
         var seen: Set<String> = []
         return queryItems.first { !seen.insert($0.name).inserted }?.name

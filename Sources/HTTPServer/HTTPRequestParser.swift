@@ -361,7 +361,7 @@ public struct HTTPRequestParser {
     /// `shop.example:8443` of `POST https://shop.example:8443/path HTTP/1.1`: what stands between
     /// the scheme and the path, as sent; nil for the origin form.
     static func absoluteFormAuthority(_ line: ArraySlice<UInt8>) -> String? {
-        guard let space = line.firstIndex(of: 0x20) else { return nil }
+        guard let space = line.firstIndex(of: 0x20), space + 1 < line.endIndex, line[space + 1] == UInt8(ascii: "h") else { return nil }
         let target = line[(space + 1)...]
         for scheme in ["http://", "https://"] where target.starts(with: scheme.utf8) {
             let start = target.startIndex + scheme.utf8.count

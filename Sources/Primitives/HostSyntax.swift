@@ -62,21 +62,35 @@ public enum HostSyntax {
     /// rules' business, not this.
     static func isDNSName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         guard !name.isEmpty, name.count <= maxNameBytes else { return false }
-        var labelLength = 0
-        var previous: UInt8 = UInt8(ascii: ".")
-        for c in name {
-            if c == UInt8(ascii: ".") {
-                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
-                labelLength = 0
-            } else {
-                let letterOrDigit = (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "z")) || (c >= 48 && c <= 57)
-                guard letterOrDigit || (c == UInt8(ascii: "-") && labelLength > 0) else { return false }
-                labelLength += 1
-                guard labelLength <= 63 else { return false }
+        // Every request's Host goes through here: a table lookup per byte, not a chain of ranges.
+        var labelStart = 0
+        var i = 0
+        while i < name.count {
+            let c = name[i]
+            switch byteClass[Int(c)] {
+            case 1:
+                break
+            case 2:
+                guard i > labelStart else { return false }  // a hyphen cannot begin a label
+            case 3:
+                guard i > labelStart, name[i - 1] != UInt8(ascii: "-"), i - labelStart <= 63 else { return false }
+                labelStart = i + 1
+            default:
+                return false
             }
-            previous = c
+            i += 1
         }
-        return labelLength > 0 && previous != UInt8(ascii: "-")
+        return name.count > labelStart && name[name.count - 1] != UInt8(ascii: "-") && name.count - labelStart <= 63
+    }
+
+    /// 1: a letter or digit, 2: `-`, 3: `.`, 0: anything else.
+    private static let byteClass: [UInt8] = (0..<256).map { b -> UInt8 in
+        switch UInt8(b) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): 1
+        case UInt8(ascii: "-"): 2
+        case UInt8(ascii: "."): 3
+        default: 0
+        }
     }
 
     /// Hex digits, colons and the dots of an embedded IPv4 tail; at least two colons. (Zone ids
