@@ -315,7 +315,8 @@ final class AppleAdsOutbox: Sendable {
                     due.append(entry)
                 }
                 var wake = s.schedule.nextWake(inFlight: s.busy, maxInFlight: maxInFlight)
-                if let oldest = s.oldestPending() {
+                // A busy oldest token's expiry is its call's business: waking for it would spin.
+                if let oldest = s.oldestPending(), !oldest.busy {
                     let expiry = oldest.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds
                     wake = min(wake ?? expiry, expiry)
                 }
