@@ -26,12 +26,7 @@ public enum HostSyntax {
         return value.withUTF8 { authority(of: $0) }
     }
 
-    /// Whether `value` is a host, without building its name: the check every request gets.
-    public static func isHost(_ value: String) -> Bool {
-        var value = value
-        return value.withUTF8 { parse($0) != nil }
-    }
-
+    /// Whether `bytes` are a host, without building its name: the check every request gets.
     public static func isHost(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         parse(bytes) != nil
     }

@@ -441,5 +441,24 @@ import Testing
                                     host: "news.example")
         expectRefusal(pixel, field: "site", rule: "not_registrable_domain", "pixel site")
     }
+
+    @Test(arguments: ["0", "-1", "10000001", "9223372036854775808", "1e3", "abc", ""])
+    func theOutboxLimitTakesOnlyASaneNumber(value: String) {
+        #expect(throws: (any Error).self, "--apple-ads-max-pending \(value)") {
+            guard case .run(let configuration) = try EndpointConfiguration.parse(
+                arguments: ["--dev", "--apple-ads-max-pending", value], environment: [:]) else { return }
+            try configuration.check()
+        }
+    }
+
+    @Test(arguments: [("--max-report-bytes", "1099511627776"), ("--max-postback-bytes", "100"), ("--late-cutoff-days", "200000000000"),
+                      ("--max-connections", "0"), ("--request-timeout", "1e308"), ("--idle-timeout", "-1")])
+    func limitsThatWouldTrapOrExhaustAreRefusedAtStart(flag: String, value: String) {
+        #expect(throws: (any Error).self, "\(flag) \(value)") {
+            guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: ["--dev", flag, value], environment: [:]) else { return }
+            try configuration.check()
+            _ = configuration.timingModel
+        }
+    }
 }
 

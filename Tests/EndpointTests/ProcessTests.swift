@@ -188,7 +188,7 @@ import RawHTTPClient
         for option in ["--host", "--port", "--data", "--site", "--config", "--trusted-proxy", "--token", "--dev",
                        "--max-connections", "--request-timeout", "--idle-timeout", "--max-report-bytes",
                        "--no-access-log", "--log-preallocation-mb", "--manual-clock", "--late-cutoff-days", "--public", "--no-page",
-                       "--summary-checkpoint-interval",
+                       "--summary-checkpoint-interval", "--apple-ads-max-pending",
                        "--help", EndpointConfiguration.environmentTokenName] {
             #expect(output.contains(option), "\(option)")
         }

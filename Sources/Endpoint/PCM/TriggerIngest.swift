@@ -18,7 +18,7 @@ struct TriggerIngest: Sendable {
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         let site: String
         do {
-            site = try SiteOwnerRoutes.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the trigger URL")
+            site = try SiteOwnerRoutes.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the trigger URL").site
         } catch {
             return refuse(error, request, responder)
         }

@@ -78,8 +78,7 @@ struct SiteOwnerRoutes: Sendable {
     func pixel(_ request: HTTPRequest) -> HTTPResponse {
         let requestSite: String, port: Int?
         do {
-            requestSite = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
-            port = try RequestedHost.authority(of: request, trustedProxies: trustedProxies)?.port
+            (requestSite, port) = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
         } catch {
             return error.response
         }
@@ -125,14 +124,16 @@ struct SiteOwnerRoutes: Sendable {
     // MARK: - Helpers
 
     /// The registrable domain a pixel or trigger request was sent to (`www.shop.example:443` →
-    /// `shop.example`): 400 `invalid_host` when its host is no host or names no site.
-    static func site(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules, what: String) throws(Problem) -> String {
-        guard let host = try RequestedHost.of(request, trustedProxies: trustedProxies) else {
+    /// `shop.example`) and the port the browser named: 400 `invalid_host` when its host is no
+    /// host or names no site.
+    static func site(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules,
+                     what: String) throws(Problem) -> (site: String, port: Int?) {
+        guard let (host, port) = try RequestedHost.authority(of: request, trustedProxies: trustedProxies) else {
             throw Problem(status: 400, rule: "invalid_host", field: "Host", detail: "\(what) needs the Host header of a site")
         }
         switch siteRules.check(host) {
-        case nil: return host
-        case .subdomain(let registrable)?: return registrable
+        case nil: return (host, port)
+        case .subdomain(let registrable)?: return (registrable, port)
         default:
             throw Problem(status: 400, rule: "invalid_host", field: "Host",
                           detail: "\(what) was sent to \"\(host)\", which is not within a registrable domain")
