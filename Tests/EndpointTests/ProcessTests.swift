@@ -224,6 +224,64 @@ import RawHTTPClient
         #expect(c.adminToken == "from-env")
     }
 
+    /// Writes `json` to a config file and parses it with `arguments`, giving the refusal's text.
+    private func refusal(file json: String, _ arguments: [String] = []) -> String? {
+        let path = temporaryDirectory() + "/config.json"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(json.utf8))
+        do {
+            _ = try EndpointConfiguration.parse(arguments: ["--dev", "--config", path] + arguments, environment: [:])
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func eachFlagAndKeyIsDeclaredOnceAndShownInTheHelp() {
+        let flags = EndpointConfiguration.options.compactMap(\.flag)
+        let keys = EndpointConfiguration.options.compactMap(\.key)
+        #expect(Set(flags).count == flags.count, "a flag declared twice")
+        #expect(Set(keys).count == keys.count, "a key declared twice")
+        let help = EndpointConfiguration.helpText
+        for option in EndpointConfiguration.options {
+            if let flag = option.flag { #expect(help.contains(flag + " "), "\(flag)") }
+            if let key = option.key { #expect(help.contains("\"\(key)\""), "\(key)") }
+        }
+        // The defaults shown are the configuration's own, whatever line the wrapping put them on.
+        let words = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("--max-connections N Concurrent connections before new ones get 503 (default 4096; 1 to 1000000)"))
+        #expect(words.contains("(default 100000; 1 to 10000000)"))
+    }
+
+    @Test(arguments: [(#"{"max_connections":0}"#, "--max-connections"), (#"{"idle_timeout":1e9}"#, "--idle-timeout"),
+                      (#"{"late_cutoff_days":2}"#, "--late-cutoff-days"), (#"{"port":70000}"#, "port"),
+                      (#"{"signature_threads":257}"#, "--signature-threads"), (#"{"apple_ads_timeout":1}"#, "--apple-ads-timeout"),
+                      (#"{"max_report_bytes":1000.5}"#, "max_report_bytes"), (#"{"dev":"yes"}"#, "dev"),
+                      (#"{"sites":"news.example"}"#, "sites"), (#"{"trusted_proxies":["10.0.0.0/33"]}"#, "--trusted-proxy"),
+                      (#"{"apple_ads_api":"ftp://x"}"#, "--apple-ads-api"), (#"{"frobnicate":1}"#, "frobnicate"),
+                      (#"{"apps":[1]}"#, "apps"), (#"{"postback_keys":{"k":"bm90IGEga2V5"}}"#, "--postback-key")])
+    func aConfigFileValueOutOfRangeOrOfTheWrongTypeIsRefusedNamingTheOption(json: String, named: String) {
+        let text = refusal(file: json)
+        #expect(text?.contains(named) == true, "\(json): \(text ?? "accepted")")
+    }
+
+    @Test func aFlagOverridesTheFileAndItsRangeIsTheFilesToo() throws {
+        #expect(refusal(file: #"{"max_connections":5}"#) == nil)
+        #expect(refusal(file: #"{"max_connections":5}"#, ["--max-connections", "0"])?.contains("--max-connections") == true)
+        // The range is checked on what takes effect: a flag may correct the file.
+        #expect(refusal(file: #"{"max_connections":0}"#, ["--max-connections", "9"]) == nil)
+        let path = temporaryDirectory() + "/config.json"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(#"{"trusted_proxies":["10.0.0.1"],"page":false,"access_log":false}"#.utf8))
+        guard case .run(let c) = try EndpointConfiguration.parse(
+            arguments: ["--dev", "--config", path, "--trusted-proxy", "127.0.0.1", "--trusted-proxy", "::1"], environment: [:]) else {
+            Issue.record("expected a configuration")
+            return
+        }
+        // A repeated flag replaces the file's list with its own values, all of them.
+        #expect(c.trustedProxies == ["127.0.0.1", "::1"])
+        #expect(c.servePage == false)
+        #expect(c.accessLog == false)
+    }
+
     @Test func addressRanges() throws {
         let loopback = try #require(AddressRange("127.0.0.0/8"))
         #expect(loopback.contains("127.1.2.3"))

@@ -1,10 +1,9 @@
 import Signatures
-import PCM
 import Primitives
 import SiteOwners
 import AppDevelopers
 import Foundation
-import Postbacks
+
 
 /// Everything the endpoint can be told, from flags, a JSON config file and the environment.
 public struct EndpointConfiguration: Sendable {
@@ -81,7 +80,14 @@ public struct EndpointConfiguration: Sendable {
 
     public static let environmentTokenName = "ATTRIBUTION_ENDPOINT_TOKEN"
 
-    public static let helpText = """
+    /// `--help`: the usage, every option from `options`, and the paths.
+    public static var helpText: String {
+        usage + "\n\nOPTIONS\n" + options.filter { $0.flag != nil }.map(\.helpLines).joined(separator: "\n")
+            + "\n  --help" + String(repeating: " ", count: 19) + "Show this help.\n\nCONFIG FILE ONLY\n"
+            + options.filter { $0.flag == nil }.map(\.helpLines).joined(separator: "\n") + "\n\n" + endpoints
+    }
+
+    static let usage = """
     attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports and
     copies of SKAdNetwork and AdAttributionKit postbacks, validates them, checks their
     signatures, stores them durably and exports them; for app developers it also answers
@@ -93,88 +99,13 @@ public struct EndpointConfiguration: Sendable {
            attribution-endpoint check-plist Info.plist [--site S]... [--config F] [--json]
            attribution-endpoint rotate-token-key SITE [--at RFC3339]   (see rotate-token-key --help)
 
-    OPTIONS
-      --host ADDRESS           Numeric address to listen on (default 127.0.0.1; use 0.0.0.0 or ::
-                               behind a reverse proxy on another host).
-      --port N                 TCP port (default 8080; 0 picks a free port and prints it).
-      --data DIR               Data directory: report log, admin token (default ./data).
-      --site DOMAIN            A registrable domain this endpoint serves, e.g. news.example.
-                               Repeat for each site. Required unless --dev.
-      --config FILE            JSON file with any of: "host", "port", "data", "sites" (array),
-                               "trusted_proxies" (array), "dev" (bool), "max_connections",
-                               "request_timeout", "idle_timeout", "max_report_bytes",
-                               "max_postback_bytes", "postback_keys" (object: name → key),
-                               "signature_threads", "token_public_keys" (object: site → key),
-                               "require_tokens" (bool), "apple_ads_api", "apple_ads_timeout",
-                               "apple_ads_max_pending",
-                               "late_cutoff_days", "log_preallocation_mb",
-                               "summary_checkpoint_interval", "manual_clock" (bool), "public",
-                               "page" (bool, false as --no-page), and the
-                               registrations "conversions", "campaigns", "apps",
-                               "ad_networks" and "apple_ads_campaigns" (arrays of the objects
-                               the admin API takes), added at start if missing.
-                               Flags given on the command line override the file.
-      --trusted-proxy ADDR     A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose
-                               X-Forwarded-Host names the site a report was sent to.
-                               Repeatable. From any other peer only Host is used.
-      --token TOKEN            Bearer token for /api/* and /metrics. Also read from the
-                               environment variable \(environmentTokenName). If neither is set,
-                               one is generated on first start and kept in DATA/admin-token (0600).
-      --dev                    Development mode: accept localhost and IP-literal sites (as
-                               WebKit's tests and Safari's Debug Mode use), allow running
-                               without --site (taking the report's role from its body), and
-                               count reports sent sooner than 24 h (Debug Mode) as accepted
-                               debug reports instead of quarantining them, and accept
-                               AdAttributionKit postbacks signed with Apple's development keys.
-      --postback-key NAME=KEY  Also trust this P-256 key (base64 DER SubjectPublicKeyInfo) for
-                               postback signatures: for tests, demos and an ad network's test
-                               setup. What it signs is exported as signature "test_key", never
-                               as Apple's. Repeatable.
-      --token-public-key SITE=KEY
-                               The PCM token key of a site this endpoint does not serve
-                               (base64url DER SubjectPublicKeyInfo, as its
-                               get-token-public-key answers), to verify that site's tokens in
-                               reports. Each served site's own key is made on first start and
-                               kept in DATA/token-keys.json (0600). Repeatable.
-      --require-tokens         Quarantine PCM reports without a token pair (token_missing):
-                               for sites that put attributionsourcenonce on every link.
-      --apple-ads-api URL      Apple's attribution API, called with each Apple Ads token an
-                               app posts (default https://api-adservices.apple.com/api/v1/).
-      --apple-ads-timeout SECS Time to wait for Apple's answer (default 10; Apple holds a
-                               404 for about a second before answering it).
-      --apple-ads-max-pending N
-                               Apple Ads tokens that may wait for Apple's final answer at
-                               once (default 100000); past it a new token is answered 503
-                               apple_ads_backlogged with Retry-After, and the app posts it
-                               again later.
-      --manual-clock           The clock stands still; POST /admin/clock {"now": RFC3339}
-                               (token) sets it. For tests and demos that walk through days.
-      --late-cutoff-days N     Reports more than N days after their trigger are quarantined
-                               as too_late (default 30).
-      --max-connections N      Concurrent connections before new ones get 503 (default 4096).
-      --request-timeout SECS   Time to receive a whole request once it starts (default 10).
-      --idle-timeout SECS      Keep-alive connections idle this long are closed (default 30).
-      --max-report-bytes N     Largest report body accepted (default 8192).
-      --max-postback-bytes N   Largest postback body accepted (default 16384).
-      --signature-threads N    Threads checking postback signatures beside the event loop
-                               (default: one per core the process may use, but the loop's; 0
-                               checks them on the loop, at most 1 ms of each turn that also
-                               stores reports).
-      --log-preallocation-mb N Zeros kept written ahead of the log's end, so that a flush
-                               does not grow the file (default 4; 0 for none).
-      --summary-checkpoint-interval SECS
-                               How often the summary's aggregates are saved while reports
-                               arrive (default 60): after a crash, only the reports since are
-                               read again. A stop always saves them.
-      --no-access-log          Do not write one JSON line per request to stderr.
-      --public DIR             The summary page's folder, served at /. By default it is found
-                               beside the binary: PREFIX/share/attribution-endpoint/Public for
-                               an installed binary in PREFIX/bin, the checkout's Public/ for a
-                               build folder, or ./Public. Without one the endpoint refuses to
-                               start and names the folders it searched.
-      --no-page                Run without the summary page (/ answers 404).
-      --help                   Show this help.
+    Every option but --config, --token and --help may also be given in the JSON file that
+    --config names, under the key shown with it; flags on the command line override the file.
+    A key the endpoint does not know, a value of the wrong type or out of range is refused,
+    naming the option.
+    """
 
+    static let endpoints = """
     ENDPOINTS
       POST /.well-known/private-click-measurement/report-attribution/   reports (browsers)
       POST /.well-known/skadnetwork/report-attribution/                 postback copies (devices)
@@ -206,76 +137,30 @@ public struct EndpointConfiguration: Sendable {
 
     /// Reads flags (and the file named by `--config`) over the defaults.
     public static func parse(arguments: [String], environment: [String: String]) throws -> Parsed {
+        let byFlag = Dictionary(options.compactMap { option in option.flag.map { ($0, option) } }, uniquingKeysWith: { a, _ in a })
         // The config file goes first so that flags override it, wherever --config stands.
         var configuration = EndpointConfiguration()
         if let i = arguments.firstIndex(of: "--config") {
             guard i + 1 < arguments.count else { throw ParseError(description: "--config needs a file path") }
             try configuration.apply(configFile: arguments[i + 1])
         }
-        var sitesFromFlags: [String] = []
-        var proxiesFromFlags: [String] = []
-        var keysFromFlags: [(name: String, subjectPublicKeyInfo: String)] = []
-        var tokenKeysFromFlags: [(site: String, subjectPublicKeyInfo: String)] = []
+        var seen: Set<String> = []
         var i = 0
-        func value(_ flag: String) throws -> String {
-            i += 1
-            guard i < arguments.count else { throw ParseError(description: "\(flag) needs a value") }
-            return arguments[i]
-        }
-        func number<T: LosslessStringConvertible>(_ flag: String, _ type: T.Type) throws -> T {
-            let text = try value(flag)
-            guard let n = T(text) else { throw ParseError(description: "\(flag): '\(text)' is not a valid number") }
-            return n
-        }
         while i < arguments.count {
             let flag = arguments[i]
-            switch flag {
-            case "--help", "-h": return .help
-            case "--host": configuration.host = try value(flag)
-            case "--port": configuration.port = try number(flag, UInt16.self)
-            case "--data": configuration.dataDirectory = try value(flag)
-            case "--site": sitesFromFlags.append(try value(flag))
-            case "--config": _ = try value(flag)
-            case "--trusted-proxy": proxiesFromFlags.append(try value(flag))
-            case "--token": configuration.adminToken = try value(flag)
-            case "--dev": configuration.developmentMode = true
-            case "--max-connections": configuration.maxConnections = try number(flag, Int.self)
-            case "--request-timeout": configuration.requestTimeout = try number(flag, Double.self)
-            case "--idle-timeout": configuration.idleTimeout = try number(flag, Double.self)
-            case "--max-report-bytes": configuration.maxReportBytes = try number(flag, Int.self)
-            case "--max-postback-bytes": configuration.maxPostbackBytes = try number(flag, Int.self)
-            case "--signature-threads": configuration.signatureThreads = try number(flag, Int.self)
-            case "--postback-key":
-                let text = try value(flag)
-                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
-                    throw ParseError(description: "--postback-key needs NAME=BASE64-SPKI")
-                }
-                keysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
-            case "--token-public-key":
-                let text = try value(flag)
-                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
-                    throw ParseError(description: "--token-public-key needs SITE=BASE64URL-SPKI")
-                }
-                tokenKeysFromFlags.append((String(text[..<equals]), String(text[text.index(after: equals)...])))
-            case "--require-tokens": configuration.requireTokens = true
-            case "--apple-ads-api": configuration.appleAdsAPI = try value(flag)
-            case "--apple-ads-timeout": configuration.appleAdsTimeout = try number(flag, Double.self)
-            case "--apple-ads-max-pending": configuration.appleAdsMaxPending = try number(flag, Int.self)
-            case "--no-access-log": configuration.accessLog = false
-            case "--public": configuration.publicDirectory = try value(flag)
-            case "--no-page": configuration.servePage = false
-            case "--manual-clock": configuration.manualClock = true
-            case "--late-cutoff-days": configuration.lateCutoffDays = try number(flag, Int.self)
-            case "--log-preallocation-mb": configuration.logPreallocationMB = try number(flag, Int.self)
-            case "--summary-checkpoint-interval": configuration.summaryCheckpointInterval = try number(flag, Double.self)
-            default: throw ParseError(description: "unknown option '\(flag)' (see --help)")
+            if flag == "--help" || flag == "-h" { return .help }
+            guard let option = byFlag[flag] else { throw ParseError(description: "unknown option '\(flag)' (see --help)") }
+            var value: String?
+            if option.placeholder != nil {
+                i += 1
+                guard i < arguments.count else { throw ParseError(description: "\(flag) needs a value") }
+                value = arguments[i]
+            }
+            if let refusal = option.fromArgument(&configuration, value, seen.insert(flag).inserted) {
+                throw ParseError(description: "\(flag): \(refusal)")
             }
             i += 1
         }
-        if !sitesFromFlags.isEmpty { configuration.sites = sitesFromFlags }
-        if !proxiesFromFlags.isEmpty { configuration.trustedProxies = proxiesFromFlags }
-        if !keysFromFlags.isEmpty { configuration.postbackKeys = keysFromFlags }
-        if !tokenKeysFromFlags.isEmpty { configuration.tokenPublicKeys = tokenKeysFromFlags }
         if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
             configuration.adminToken = token
         }
@@ -290,74 +175,11 @@ public struct EndpointConfiguration: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ParseError(description: "config file \(path) is not a JSON object")
         }
-        for (key, value) in object {
-            func bad() -> ParseError { ParseError(description: "config file \(path): \"\(key)\" has the wrong type") }
-            switch key {
-            case "host": guard let v = value as? String else { throw bad() }; host = v
-            case "port": guard let v = value as? Int, let p = UInt16(exactly: v) else { throw bad() }; port = p
-            case "data": guard let v = value as? String else { throw bad() }; dataDirectory = v
-            case "sites": guard let v = value as? [String] else { throw bad() }; sites = v
-            case "trusted_proxies": guard let v = value as? [String] else { throw bad() }; trustedProxies = v
-            case "dev": guard let v = value as? Bool else { throw bad() }; developmentMode = v
-            case "max_connections": guard let v = value as? Int else { throw bad() }; maxConnections = v
-            case "request_timeout": guard let v = value as? Double else { throw bad() }; requestTimeout = v
-            case "idle_timeout": guard let v = value as? Double else { throw bad() }; idleTimeout = v
-            case "max_report_bytes": guard let v = value as? Int else { throw bad() }; maxReportBytes = v
-            case "max_postback_bytes": guard let v = value as? Int else { throw bad() }; maxPostbackBytes = v
-            case "signature_threads": guard let v = value as? Int else { throw bad() }; signatureThreads = v
-            case "postback_keys":
-                guard let v = value as? [String: String] else { throw bad() }
-                postbackKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-            case "require_tokens": guard let v = value as? Bool else { throw bad() }; requireTokens = v
-            case "apple_ads_api": guard let v = value as? String else { throw bad() }; appleAdsAPI = v
-            case "apple_ads_timeout": guard let v = value as? Double else { throw bad() }; appleAdsTimeout = v
-            case "apple_ads_max_pending": guard let v = value as? Int else { throw bad() }; appleAdsMaxPending = v
-            case "token_public_keys":
-                guard let v = value as? [String: String] else { throw bad() }
-                tokenPublicKeys = v.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-            case "late_cutoff_days": guard let v = value as? Int else { throw bad() }; lateCutoffDays = v
-            case "log_preallocation_mb": guard let v = value as? Int else { throw bad() }; logPreallocationMB = v
-            case "summary_checkpoint_interval": guard let v = value as? Double else { throw bad() }; summaryCheckpointInterval = v
-            case "manual_clock": guard let v = value as? Bool else { throw bad() }; manualClock = v
-            case "public": guard let v = value as? String else { throw bad() }; publicDirectory = v
-            case "page": guard let v = value as? Bool else { throw bad() }; servePage = v
-            case "apps", "ad_networks", "apple_ads_campaigns":
-                guard let list = value as? [Any] else { throw bad() }
-                for (n, item) in list.enumerated() {
-                    do {
-                        // Foundation traps, rather than throws, on serializing anything but an object or array.
-                        guard item is [String: Any] else { throw ParseError(description: "not an object") }
-                        let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
-                        switch key {
-                        case "apps": apps.append(try AppRegistryInput.app(from: json))
-                        case "ad_networks": adNetworks.append(try AppRegistryInput.adNetwork(from: json))
-                        default: appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
-                        }
-                    } catch let problem as RequestProblem {
-                        throw ParseError(description: "config file \(path): \(key)[\(n)]: \(problem.detail)")
-                    } catch {
-                        throw ParseError(description: "config file \(path): \(key)[\(n)] is not a JSON object")
-                    }
-                }
-            case "conversions", "campaigns":
-                guard let list = value as? [Any] else { throw bad() }
-                for (n, item) in list.enumerated() {
-                    do {
-                        // Foundation traps, rather than throws, on serializing anything but an object or array.
-                        guard item is [String: Any] else { throw ParseError(description: "not an object") }
-                        let json = try JSONParser().parse(Array(try JSONSerialization.data(withJSONObject: item)))
-                        if key == "conversions" {
-                            conversions.append(try RegistryInput.conversion(from: json))
-                        } else {
-                            campaigns.append(try RegistryInput.campaign(from: json))
-                        }
-                    } catch let problem as RequestProblem {
-                        throw ParseError(description: "config file \(path): \(key)[\(n)]: \(problem.detail)")
-                    } catch {
-                        throw ParseError(description: "config file \(path): \(key)[\(n)] is not a JSON object")
-                    }
-                }
-            default: throw ParseError(description: "config file \(path): unknown key \"\(key)\"")
+        let byKey = Dictionary(Self.options.compactMap { option in option.key.map { ($0, option) } }, uniquingKeysWith: { a, _ in a })
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+            guard let option = byKey[key] else { throw ParseError(description: "config file \(path): unknown key \"\(key)\"") }
+            if let refusal = option.fromFile(&self, value) {
+                throw ParseError(description: "config file \(path): \"\(key)\" \(refusal)")
             }
         }
     }
@@ -392,42 +214,14 @@ public struct EndpointConfiguration: Sendable {
         return keys
     }
 
-    /// Refuses configurations that would silently lose reports.
+    /// Refuses configurations that would silently lose reports: each option's own check (its
+    /// range, or what its value must be), then what needs several.
     public func check() throws {
+        for option in Self.options {
+            if let refusal = option.check(self) { throw ParseError(description: "\(option.name): \(refusal)") }
+        }
         if sites.isEmpty && !developmentMode {
             throw ParseError(description: "no site configured: pass --site DOMAIN for each registrable domain served (or --dev)")
-        }
-        let rules = SiteRules(developmentMode: developmentMode)
-        for site in sites {
-            if let violation = rules.check(site) {
-                throw ParseError(description: "--site \(site): \(violation.detail)")
-            }
-        }
-        for proxy in trustedProxies where AddressRange(proxy) == nil {
-            throw ParseError(description: "--trusted-proxy \(proxy): not an IP address or CIDR block")
-        }
-        do {
-            _ = try PostbackKeyring(testKeys: postbackKeys)
-        } catch {
-            throw ParseError(description: "--postback-key: \(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)")
-        }
-        _ = try resolvedTokenPublicKeys()
-        guard let url = URL(string: appleAdsAPI), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ParseError(description: "--apple-ads-api \(appleAdsAPI): not an http(s) URL")
-        }
-        guard (1.5...300).contains(appleAdsTimeout) else {
-            throw ParseError(description: "--apple-ads-timeout must be 1.5 to 300 seconds: Apple holds a 404 for about a second")
-        }
-        guard (1...10_000_000).contains(appleAdsMaxPending) else {
-            throw ParseError(description: "--apple-ads-max-pending must be 1 to 10000000")
-        }
-        if let threads = signatureThreads, !(0...256).contains(threads) {
-            throw ParseError(description: "--signature-threads must be 0 to 256")
-        }
-        if !(1...1_000_000).contains(maxConnections) || !(256...1 << 20).contains(maxReportBytes) || !(1024...1 << 20).contains(maxPostbackBytes)
-            || !(0.1...3600).contains(requestTimeout) || !(0.1...86_400).contains(idleTimeout) || !(3...3650).contains(lateCutoffDays)
-            || !(0...1024).contains(logPreallocationMB) || !(0.1...86_400).contains(summaryCheckpointInterval) {
-            throw ParseError(description: "limits out of range (--max-connections 1 to 1000000, --max-report-bytes 256 to 1048576, --max-postback-bytes 1024 to 1048576, --request-timeout 0.1 to 3600, --idle-timeout 0.1 to 86400, --late-cutoff-days 3 to 3650, --log-preallocation-mb 0 to 1024, --summary-checkpoint-interval 0.1 to 86400)")
         }
     }
 }

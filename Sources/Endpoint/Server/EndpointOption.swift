@@ -1,0 +1,277 @@
+import Foundation
+import Primitives
+
+/// One thing the endpoint can be told, declared once: its flag, its config-file key, its help,
+/// and how a value is read and checked. `--help`, the command-line parser, the config-file
+/// reader and `EndpointConfiguration.check()` all come from `EndpointConfiguration.options`.
+///
+/// The default is the configuration's own (`EndpointConfiguration()`), so the help shows it
+/// without a second copy; the allowed range is declared here and nowhere else.
+struct EndpointOption {
+    /// `--max-connections`; nil for what only the config file takes (the registrations).
+    let flag: String?
+    /// `max_connections`; nil for what only the command line takes (`--config`, `--token`, `--help`).
+    let key: String?
+    /// `N`, `SECS`, `DIR`…; nil for a switch, which takes no value.
+    let placeholder: String?
+    let help: String
+    /// The default and the range, as the help shows them ("default 4096; 1 to 1000000").
+    let bounds: String?
+    /// What a switch sets, as the config file writes it (`true`, or `false` for `--no-page`).
+    let switchValue: Bool
+    /// Given more than once on the command line, each adds to a list; the first replaces the file's.
+    let repeatable: Bool
+    /// Reads the command line's value (nil for a switch); `first` is true on the flag's first
+    /// occurrence. Returns why the value cannot be taken.
+    let fromArgument: (inout EndpointConfiguration, _ value: String?, _ first: Bool) -> String?
+    /// Reads the config file's value; returns why it cannot be taken.
+    let fromFile: (inout EndpointConfiguration, Any) -> String?
+    /// Why the configured value is refused, if it is: out of range, or not what it must be.
+    let check: (EndpointConfiguration) -> String?
+
+    init(flag: String?, key: String?, placeholder: String?, help: String, bounds: String? = nil, switchValue: Bool = true,
+         repeatable: Bool = false,
+         fromArgument: @escaping (inout EndpointConfiguration, String?, Bool) -> String? = { _, _, _ in nil },
+         fromFile: @escaping (inout EndpointConfiguration, Any) -> String? = { _, _ in "is not a config-file key" },
+         check: @escaping (EndpointConfiguration) -> String? = { _ in nil }) {
+        self.flag = flag
+        self.key = key
+        self.placeholder = placeholder
+        self.help = help
+        self.bounds = bounds
+        self.switchValue = switchValue
+        self.repeatable = repeatable
+        self.fromArgument = fromArgument
+        self.fromFile = fromFile
+        self.check = check
+    }
+
+    /// How the option is named in a message: its flag and its key, as either may have set it.
+    var name: String {
+        switch (flag, key) {
+        case (let flag?, let key?): "\(flag) (\"\(key)\" in the config file)"
+        case (let flag?, nil): flag
+        default: "\"\(key ?? "")\""
+        }
+    }
+}
+
+// MARK: - The kinds of option
+
+extension EndpointOption {
+    typealias Configuration = EndpointConfiguration
+
+    /// A whole number within `range`.
+    static func integer<T: FixedWidthInteger & Sendable>(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, T>,
+                                                         _ range: ClosedRange<T>, placeholder: String = "N", _ help: String) -> EndpointOption {
+        let bounds = "default \(Configuration()[keyPath: path]); \(range.lowerBound) to \(range.upperBound)"
+        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
+            fromArgument: { configuration, text, _ in
+                guard let text, let value = T(text) else { return "'\(text ?? "")' is not a whole number from \(range.lowerBound) to \(range.upperBound)" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let number = any as? Int else { return "must be a whole number" }
+                guard let value = T(exactly: number) else { return "must be \(range.lowerBound) to \(range.upperBound); it is \(number)" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            check: { configuration in
+                let value = configuration[keyPath: path]
+                return range.contains(value) ? nil : "must be \(range.lowerBound) to \(range.upperBound); it is \(value)"
+            })
+    }
+
+    /// A whole number within `range`, or unset (the default: the help says what that means).
+    static func integer<T: FixedWidthInteger & Sendable>(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, T?>,
+                                                         _ range: ClosedRange<T>, placeholder: String = "N", _ help: String) -> EndpointOption {
+        let bounds = "\(range.lowerBound) to \(range.upperBound)"
+        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
+            fromArgument: { configuration, text, _ in
+                guard let text, let value = T(text) else { return "'\(text ?? "")' is not a whole number from \(bounds)" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let number = any as? Int else { return "must be a whole number" }
+                guard let value = T(exactly: number) else { return "must be \(bounds); it is \(number)" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            check: { configuration in
+                guard let value = configuration[keyPath: path] else { return nil }
+                return range.contains(value) ? nil : "must be \(bounds); it is \(value)"
+            })
+    }
+
+    /// A number of seconds (or days…) within `range`.
+    static func number(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, Double>, _ range: ClosedRange<Double>,
+                       placeholder: String = "SECS", _ help: String) -> EndpointOption {
+        let bounds = "default \(Self.shown(Configuration()[keyPath: path])); \(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound))"
+        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
+            fromArgument: { configuration, text, _ in
+                guard let text, let value = Double(text) else { return "'\(text ?? "")' is not a number" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let value = any as? Double else { return "must be a number" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            check: { configuration in
+                let value = configuration[keyPath: path]
+                return range.contains(value) ? nil : "must be \(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound)); it is \(Self.shown(value))"
+            })
+    }
+
+    /// Text, taken as it is; `check` says what it must be.
+    static func text(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String>, placeholder: String,
+                     _ help: String, check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: "default \(Configuration()[keyPath: path])",
+            fromArgument: { configuration, text, _ in
+                configuration[keyPath: path] = text ?? ""
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let value = any as? String else { return "must be a string" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            check: check)
+    }
+
+    /// Text that may be left unset.
+    static func optionalText(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String?>, placeholder: String,
+                             _ help: String) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help,
+            fromArgument: { configuration, text, _ in
+                configuration[keyPath: path] = text
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let value = any as? String else { return "must be a string" }
+                configuration[keyPath: path] = value
+                return nil
+            })
+    }
+
+    /// A switch: the flag sets `path` to `value`; the file's key gives the value itself.
+    static func toggle(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, Bool>, setTo value: Bool = true,
+                       _ help: String) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: nil, help: help, switchValue: value,
+            fromArgument: { configuration, _, _ in
+                configuration[keyPath: path] = value
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let given = any as? Bool else { return "must be true or false" }
+                configuration[keyPath: path] = given
+                return nil
+            })
+    }
+
+    /// A list: the flag is repeated, the file gives an array.
+    static func list(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, [String]>, placeholder: String,
+                     _ help: String, check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, repeatable: true,
+            fromArgument: { configuration, text, first in
+                if first { configuration[keyPath: path] = [] }
+                configuration[keyPath: path].append(text ?? "")
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let value = any as? [String] else { return "must be an array of strings" }
+                configuration[keyPath: path] = value
+                return nil
+            },
+            check: check)
+    }
+
+    /// Named values: `NAME=VALUE`, repeated, on the command line; an object in the file.
+    static func pairs(_ flag: String, _ key: String, placeholder: String, _ help: String,
+                      get: @escaping (Configuration) -> [(String, String)], set: @escaping (inout Configuration, [(String, String)]) -> Void,
+                      check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, repeatable: true,
+            fromArgument: { configuration, text, first in
+                let text = text ?? ""
+                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else { return "needs \(placeholder)" }
+                set(&configuration, (first ? [] : get(configuration)) + [(String(text[..<equals]), String(text[text.index(after: equals)...]))])
+                return nil
+            },
+            fromFile: { configuration, any in
+                guard let value = any as? [String: String] else { return "must be an object of strings" }
+                set(&configuration, value.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+                return nil
+            },
+            check: check)
+    }
+
+    /// Registrations only the file holds: an array of the objects the admin API takes, each read
+    /// by `read` (which throws `RequestProblem` naming what is wrong).
+    static func registrations(_ key: String, _ help: String, read: @escaping (inout Configuration, JSONValue) throws -> Void) -> EndpointOption {
+        EndpointOption(flag: nil, key: key, placeholder: nil, help: help,
+            fromFile: { configuration, any in
+                guard let list = any as? [Any] else { return "must be an array of objects" }
+                for (n, item) in list.enumerated() {
+                    // Foundation traps, rather than throws, on serializing anything but an object or array.
+                    guard item is [String: Any], let data = try? JSONSerialization.data(withJSONObject: item),
+                          let json = try? JSONParser().parse(Array(data)) else { return "[\(n)] is not a JSON object" }
+                    do {
+                        try read(&configuration, json)
+                    } catch let problem as RequestProblem {
+                        return "[\(n)]: \(problem.detail)"
+                    } catch {
+                        return "[\(n)]: \(error)"
+                    }
+                }
+                return nil
+            })
+    }
+
+    /// `10`, `1.5`, `0.1`: a number as a person writes it.
+    static func shown(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+// MARK: - Help
+
+extension EndpointOption {
+    /// The option's lines in `--help`: the flag and its placeholder, then the help wrapped beside it.
+    var helpLines: String {
+        var head = "  " + (flag ?? "\"\(key ?? "")\"")
+        if let placeholder { head += " " + placeholder }
+        var sentences = help
+        if let bounds { sentences = String(sentences.dropLast(sentences.hasSuffix(".") ? 1 : 0)) + " (\(bounds))." }
+        if let key, flag != nil {
+            // A switch's key takes the value the switch sets: `"page": false` for --no-page.
+            sentences += placeholder == nil ? " Config file: \"\(key)\": \(switchValue)." : " Config file: \"\(key)\"."
+        }
+        let column = 27
+        let lines = Self.wrap(sentences, width: 95 - column)
+        var out = ""
+        if head.count > column - 2 {
+            out = head + "\n" + String(repeating: " ", count: column) + lines[0]
+        } else {
+            out = head.padding(toLength: column, withPad: " ", startingAt: 0) + lines[0]
+        }
+        for line in lines.dropFirst() { out += "\n" + String(repeating: " ", count: column) + line }
+        return out
+    }
+
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        lines.append(line)
+        return lines
+    }
+}

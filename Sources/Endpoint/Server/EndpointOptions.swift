@@ -1,0 +1,104 @@
+import AppDevelopers
+import Foundation
+import Postbacks
+import Primitives
+import SiteOwners
+
+extension EndpointConfiguration {
+    /// Every option, in the order `--help` lists them. Adding one is adding a line here (and its
+    /// property): the flag, the file's key, the range and the help come from it alone.
+    static var options: [EndpointOption] {
+        [
+            .text("--host", "host", \.host, placeholder: "ADDRESS",
+                  "Numeric address to listen on (use 0.0.0.0 or :: behind a reverse proxy on another host)."),
+            .integer("--port", "port", \.port, 0...65535, "TCP port (0 picks a free port and prints it)."),
+            .text("--data", "data", \.dataDirectory, placeholder: "DIR", "Data directory: report log, admin token."),
+            .list("--site", "sites", \.sites, placeholder: "DOMAIN",
+                  "A registrable domain this endpoint serves, e.g. news.example. Repeat for each site. Required unless --dev.",
+                  check: { configuration in
+                      let rules = SiteRules(developmentMode: configuration.developmentMode)
+                      return configuration.sites.lazy.compactMap { site in rules.check(site).map { "\(site): \($0.detail)" } }.first
+                  }),
+            EndpointOption(flag: "--config", key: nil, placeholder: "FILE",
+                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\" and \"apple_ads_campaigns\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
+            .list("--trusted-proxy", "trusted_proxies", \.trustedProxies, placeholder: "ADDR",
+                  "A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose X-Forwarded-Host names the site a report was sent to. Repeatable. From any other peer only Host is used.",
+                  check: { configuration in
+                      configuration.trustedProxies.first { AddressRange($0) == nil }.map { "\($0): not an IP address or CIDR block" }
+                  }),
+            .optionalText("--token", nil, \.adminToken, placeholder: "TOKEN",
+                          "Bearer token for /api/* and /metrics. Also read from the environment variable \(environmentTokenName). If neither is set, one is generated on first start and kept in DATA/admin-token (0600)."),
+            .toggle("--dev", "dev", \.developmentMode,
+                    "Development mode: accept localhost and IP-literal sites (as WebKit's tests and Safari's Debug Mode use), allow running without --site (taking the report's role from its body), count reports sent sooner than 24 h (Debug Mode) as accepted debug reports instead of quarantining them, and accept AdAttributionKit postbacks signed with Apple's development keys."),
+            .pairs("--postback-key", "postback_keys", placeholder: "NAME=KEY",
+                   "Also trust this P-256 key (base64 DER SubjectPublicKeyInfo) for postback signatures: for tests, demos and an ad network's test setup. What it signs is exported as signature \"test_key\", never as Apple's. Repeatable.",
+                   get: { $0.postbackKeys.map { ($0.name, $0.subjectPublicKeyInfo) } },
+                   set: { configuration, pairs in configuration.postbackKeys = pairs.map { (name: $0.0, subjectPublicKeyInfo: $0.1) } },
+                   check: { configuration in
+                       do { _ = try PostbackKeyring(testKeys: configuration.postbackKeys) } catch {
+                           return "\(error) (a P-256 key as base64 DER SubjectPublicKeyInfo)"
+                       }
+                       return nil
+                   }),
+            .pairs("--token-public-key", "token_public_keys", placeholder: "SITE=KEY",
+                   "The PCM token key of a site this endpoint does not serve (base64url DER SubjectPublicKeyInfo, as its get-token-public-key answers), to verify that site's tokens in reports. Each served site's own key is made on first start and kept in DATA/token-keys.json (0600). Repeatable.",
+                   get: { $0.tokenPublicKeys.map { ($0.site, $0.subjectPublicKeyInfo) } },
+                   set: { configuration, pairs in configuration.tokenPublicKeys = pairs.map { (site: $0.0, subjectPublicKeyInfo: $0.1) } },
+                   check: { configuration in
+                       do { _ = try configuration.resolvedTokenPublicKeys() } catch { return "\(error)" }
+                       return nil
+                   }),
+            .toggle("--require-tokens", "require_tokens", \.requireTokens,
+                    "Quarantine PCM reports without a token pair (token_missing): for sites that put attributionsourcenonce on every link."),
+            .text("--apple-ads-api", "apple_ads_api", \.appleAdsAPI, placeholder: "URL",
+                  "Apple's attribution API, called with each Apple Ads token an app posts.",
+                  check: { configuration in
+                      guard let url = URL(string: configuration.appleAdsAPI), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                          return "\(configuration.appleAdsAPI): not an http(s) URL"
+                      }
+                      return nil
+                  }),
+            .number("--apple-ads-timeout", "apple_ads_timeout", \.appleAdsTimeout, 1.5...300,
+                    "Time to wait for Apple's answer: Apple holds a 404 for about a second before answering it."),
+            .integer("--apple-ads-max-pending", "apple_ads_max_pending", \.appleAdsMaxPending, 1...10_000_000,
+                     "Apple Ads tokens that may wait for Apple's final answer at once; past it a new token is answered 503 apple_ads_backlogged with Retry-After, and the app posts it again later."),
+            .toggle("--manual-clock", "manual_clock", \.manualClock,
+                    "The clock stands still; POST /admin/clock {\"now\": RFC3339} (token) sets it. For tests and demos that walk through days."),
+            .integer("--late-cutoff-days", "late_cutoff_days", \.lateCutoffDays, 3...3650,
+                     "Reports more than N days after their trigger are quarantined as too_late."),
+            .integer("--max-connections", "max_connections", \.maxConnections, 1...1_000_000,
+                     "Concurrent connections before new ones get 503."),
+            .number("--request-timeout", "request_timeout", \.requestTimeout, 0.1...3600,
+                    "Time to receive a whole request once it starts."),
+            .number("--idle-timeout", "idle_timeout", \.idleTimeout, 0.1...86_400, "Keep-alive connections idle this long are closed."),
+            .integer("--max-report-bytes", "max_report_bytes", \.maxReportBytes, 256...1 << 20, "Largest report body accepted."),
+            .integer("--max-postback-bytes", "max_postback_bytes", \.maxPostbackBytes, 1024...1 << 20, "Largest postback body accepted."),
+            .integer("--signature-threads", "signature_threads", \.signatureThreads, 0...256,
+                     "Threads checking postback signatures beside the event loop (default: one per core the process may use, but the loop's; 0 checks them on the loop, at most 1 ms of each turn that also stores reports)."),
+            .integer("--log-preallocation-mb", "log_preallocation_mb", \.logPreallocationMB, 0...1024,
+                     "Zeros kept written ahead of the log's end, so that a flush does not grow the file (0 for none)."),
+            .number("--summary-checkpoint-interval", "summary_checkpoint_interval", \.summaryCheckpointInterval, 0.1...86_400,
+                    "How often the summary's aggregates are saved while reports arrive: after a crash, only the reports since are read again. A stop always saves them."),
+            .toggle("--no-access-log", "access_log", \.accessLog, setTo: false,
+                    "Do not write one JSON line per request to stderr."),
+            .optionalText("--public", "public", \.publicDirectory, placeholder: "DIR",
+                          "The summary page's folder, served at /. By default it is found beside the binary: PREFIX/share/attribution-endpoint/Public for an installed binary in PREFIX/bin, the checkout's Public/ for a build folder, or ./Public. Without one the endpoint refuses to start and names the folders it searched."),
+            .toggle("--no-page", "page", \.servePage, setTo: false, "Run without the summary page (/ answers 404)."),
+            .registrations("conversions", "Conversions, as POST /api/conversions takes them.") { configuration, json in
+                configuration.conversions.append(try RegistryInput.conversion(from: json))
+            },
+            .registrations("campaigns", "Campaigns, as POST /api/campaigns takes them.") { configuration, json in
+                configuration.campaigns.append(try RegistryInput.campaign(from: json))
+            },
+            .registrations("apps", "Apps, as POST /api/apps takes them; the file's version replaces the registered one at start.") { configuration, json in
+                configuration.apps.append(try AppRegistryInput.app(from: json))
+            },
+            .registrations("ad_networks", "Ad networks, as POST /api/ad-networks takes them.") { configuration, json in
+                configuration.adNetworks.append(try AppRegistryInput.adNetwork(from: json))
+            },
+            .registrations("apple_ads_campaigns", "Apple Ads campaigns' names, as POST /api/apple-ads/campaigns takes them.") { configuration, json in
+                configuration.appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
+            },
+        ]
+    }
+}
