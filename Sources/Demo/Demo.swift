@@ -189,7 +189,7 @@ public enum Demo {
             return 0
         }
         defer { appleAds.stop() }
-        return EndpointServer.serveUntilSignalled(server)
+        return EndpointCommand.serveUntilSignalled(server)
     }
 
     /// Registers the demo sites' campaigns and conversions, then plays the traffic, moving the

@@ -57,7 +57,7 @@ final class Connection {
 
     private var outbound: [UInt8] = []
     private var outboundStart = 0
-    /// Answers are waiting in `outbound` for the end of the loop's `finishTurn` (`EventLoop.holdingSends`).
+    /// Answers are waiting in `outbound` for the end of the loop's `endTurn` (`EventLoop.holdingSends`).
     private var awaitingRelease = false
     /// One of the held answers was withdrawn: the connection closes instead of sending them.
     private var withdrawn = false
@@ -313,7 +313,7 @@ final class Connection {
         flush()
     }
 
-    /// The loop's `finishTurn` is over: send the held answers, or close if one was withdrawn.
+    /// The loop's `endTurn` is over: send the held answers, or close if one was withdrawn.
     func releaseHeld() {
         awaitingRelease = false
         guard !closed else { return }
@@ -323,7 +323,7 @@ final class Connection {
             var start = 0
             for end in logLines.indices where logLines[end] == 0x0A {
                 marked.append(contentsOf: logLines[start..<(end - 1)])  // without its closing brace
-                marked.append(ascii: #","withdrawn":"not sent: what it acknowledged could not be stored"}"#)
+                marked.append(ascii: #","withdrawn":true}"#)
                 marked.append(0x0A)
                 start = end + 1
             }

@@ -6,18 +6,22 @@ import Glibc
 import Darwin
 #endif
 
-/// A response finished on some thread, on its way back to the loop that owns the connection.
+/// A response finished on some thread, on its way back to the loop that owns the request.
 struct Completion: Sendable {
-    var fd: Int32
-    /// Distinguishes a connection from a later one that reuses its descriptor.
-    var generation: UInt64
-    var sequence: UInt64
+    var exchange: HTTPResponder.Exchange
     var response: HTTPResponse
 }
 
+/// A request handed to `HTTPServer.respond(to:)`, and whom to give its answer (nil: withdrawn,
+/// or the server stopped first).
+struct InProcessRequest: Sendable {
+    var request: HTTPRequest
+    var deliver: @Sendable (HTTPResponse?) -> Void
+}
+
 /// One thread that owns the listening socket and every connection: it accepts, reads, parses,
-/// calls the handler and writes. Nothing but `complete` and `beginShutdown` is touched from other
-/// threads; those go through the locked inbox and the wake pipe.
+/// calls the handler and writes. Nothing but `complete`, `inject`, `requestTurn` and
+/// `beginShutdown` is touched from other threads; those go through the locked inbox and the wake pipe.
 final class EventLoop: @unchecked Sendable {
     let configuration: HTTPServerConfiguration
     let handler: any HTTPHandler
@@ -37,12 +41,26 @@ final class EventLoop: @unchecked Sendable {
     /// Connections closed at the cap to make room for new ones (`evictStalest`).
     private(set) var evicted = 0
 
-    private let inbox = Locked<(completions: [Completion], shutdownRequested: Bool, pipeClosed: Bool)>(([], false, false))
+    private let inbox = Locked<Inbox>(Inbox())
+    private struct Inbox {
+        var completions: [Completion] = []
+        var injected: [InProcessRequest] = []
+        var shutdownRequested = false
+        var pipeClosed = false
+    }
+    /// Requests from `HTTPServer.respond(to:)` not answered yet, by exchange number.
+    private var inProcess: [UInt64: @Sendable (HTTPResponse?) -> Void] = [:]
+    private var nextInProcess: UInt64 = 0
+    /// Their answers given while `endTurn` ran, and which of those were withdrawn.
+    private var heldInProcess: [(exchange: UInt64, response: HTTPResponse)] = []
+    private var withdrawnInProcess: Set<UInt64> = []
+    /// What the handler's last `endTurn` said: work is left for the next turn.
+    private var workLeft = false
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var loopThread: pthread_t?
 
-    /// The most times one turn looks for ready sockets before `finishTurn`, so that a steady
+    /// The most times one turn looks for ready sockets before `endTurn`, so that a steady
     /// stream of requests cannot keep the first ones of a turn waiting for its end.
     static let looksPerTurn = 4
 
@@ -53,8 +71,8 @@ final class EventLoop: @unchecked Sendable {
     private var logLines = 0
     private var lastHeadStart: ResponseHeadStart?
     private var lastLoggedMethodAndPath: LoggedMethodAndPath?
-    /// True while the handler's `finishTurn` runs: answers given then are prepared but not sent
-    /// until it returns, so the handler may prepare them before what they acknowledge is durable.
+    /// True while the handler's `endTurn` runs: answers given then are prepared but not sent
+    /// until it returns, and may still be withdrawn.
     private(set) var holdingSends = false
     /// Connections with answers prepared while `holdingSends`, in the order they got them.
     private var held: [Connection] = []
@@ -88,14 +106,25 @@ final class EventLoop: @unchecked Sendable {
         }
         let wasEmpty = inbox.withLock { state in
             state.completions.append(completion)
-            return state.completions.count == 1
+            return state.completions.count == 1 && state.injected.isEmpty
         }
         if wasEmpty { wake() }
     }
 
-    /// Makes the loop turn once more, so that its handler's `finishTurn` runs: for work finished
+    /// Hands `request` to the handler as if it had come off a socket; false once the loop has stopped.
+    func inject(_ request: InProcessRequest) -> Bool {
+        let taken = inbox.withLock { state -> Bool in
+            guard !state.pipeClosed else { return false }
+            state.injected.append(request)
+            return true
+        }
+        if taken { wake() }
+        return taken
+    }
+
+    /// Makes the loop turn once more, so that its handler's `endTurn` runs: for work finished
     /// on another thread that the handler takes up at the end of a turn.
-    func wakeForDeferredWork() {
+    func requestTurn() {
         if let loopThread, pthread_equal(loopThread, pthread_self()) != 0 { return }
         wake()
     }
@@ -122,7 +151,7 @@ final class EventLoop: @unchecked Sendable {
         loopThread = pthread_self()
         date.update()
         while true {
-            let timeout = handler.hasDeferredWork || !revisit.isEmpty ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
+            let timeout = workLeft || !revisit.isEmpty ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)
             var events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
             turn &+= 1
@@ -132,7 +161,7 @@ final class EventLoop: @unchecked Sendable {
                 for connection in again { connection.resumeInput() }
             }
             // A turn takes everything that is ready, looking again without waiting until nothing
-            // more is, before `finishTurn`: the requests that arrived while the first ones were
+            // more is, before `endTurn`: the requests that arrived while the first ones were
             // read then share their flush, instead of starting a small turn of their own that
             // makes them, and the requests behind them, wait for one more flush.
             var looks = 1
@@ -152,7 +181,7 @@ final class EventLoop: @unchecked Sendable {
                 looks += 1
             }
             holdingSends = true
-            handler.finishTurn()
+            workLeft = handler.endTurn()
             releaseHeldSends()
             let now = monotonicSeconds()
             if now - lastTimeoutScan >= configuration.timeoutCheckInterval {
@@ -167,18 +196,30 @@ final class EventLoop: @unchecked Sendable {
         for connection in Array(connections.values) { connection.close() }
         flushLog()
         poller.remove(wakeRead)
-        inbox.withLock { state in
+        let unanswered = inbox.withLock { state -> [InProcessRequest] in
             state.pipeClosed = true
             close(wakeRead)
             close(wakeWrite)
+            return state.injected
         }
+        for request in unanswered { request.deliver(nil) }
+        for deliver in inProcess.values { deliver(nil) }
+        inProcess.removeAll()
         poller.close()
     }
 
-    /// Sends what was held while `finishTurn` ran, or closes the connections whose answers were
+    /// Sends what was held while `endTurn` ran, or closes the connections whose answers were
     /// withdrawn meanwhile.
     private func releaseHeldSends() {
         holdingSends = false
+        if !heldInProcess.isEmpty {
+            let answers = heldInProcess
+            heldInProcess.removeAll(keepingCapacity: true)
+            for (exchange, response) in answers {
+                guard let deliver = inProcess.removeValue(forKey: exchange) else { continue }
+                deliver(withdrawnInProcess.remove(exchange) == nil ? response : nil)
+            }
+        }
         guard !held.isEmpty else { return }
         var releasing: [Connection] = []
         swap(&releasing, &held)
@@ -233,20 +274,37 @@ final class EventLoop: @unchecked Sendable {
     private func drainInbox() {
         var scratch = [UInt8](repeating: 0, count: 256)
         while read(wakeRead, &scratch, scratch.count) > 0 {}
-        let (completions, shutdownRequested) = inbox.withLock { state in
-            let taken = (state.completions, state.shutdownRequested)
+        let (completions, injected, shutdownRequested) = inbox.withLock { state in
+            let taken = (state.completions, state.injected, state.shutdownRequested)
             state.completions.removeAll(keepingCapacity: true)
+            state.injected.removeAll()
             return taken
         }
         for completion in completions { deliver(completion) }
+        for request in injected {
+            let exchange = nextInProcess
+            nextInProcess += 1
+            inProcess[exchange] = request.deliver
+            handler.handle(request.request, responder: HTTPResponder(loop: self, exchange: .inProcess(exchange)))
+        }
         if shutdownRequested && !draining { startDraining() }
     }
 
     private func deliver(_ completion: Completion) {
-        guard let connection = connections[completion.fd], connection.generation == completion.generation else {
-            return  // the client went away; the work it asked for is done all the same
+        switch completion.exchange {
+        case .connection(let fd, let generation, let sequence):
+            guard let connection = connections[fd], connection.generation == generation else {
+                return  // the client went away; the work it asked for is done all the same
+            }
+            connection.deliver(sequence: sequence, response: completion.response)
+        case .inProcess(let exchange):
+            if holdingSends {
+                guard inProcess[exchange] != nil, !heldInProcess.contains(where: { $0.exchange == exchange }) else { return }
+                heldInProcess.append((exchange, completion.response))
+            } else {
+                inProcess.removeValue(forKey: exchange)?(completion.response)
+            }
         }
-        connection.deliver(sequence: completion.sequence, response: completion.response)
     }
 
     private func startDraining() {
@@ -261,7 +319,7 @@ final class EventLoop: @unchecked Sendable {
     // MARK: - Used by connections
 
     func makeResponder(for connection: Connection, sequence: UInt64) -> HTTPResponder {
-        HTTPResponder(loop: self, fd: connection.fd, generation: connection.generation, sequence: sequence)
+        HTTPResponder(loop: self, exchange: .connection(fd: connection.fd, generation: connection.generation, sequence: sequence))
     }
 
     /// `connection` has whole requests left that its share of this turn did not take up.
@@ -269,16 +327,21 @@ final class EventLoop: @unchecked Sendable {
         revisit.append(connection)
     }
 
-    /// `connection` has answers to send once `finishTurn` returns.
+    /// `connection` has answers to send once `endTurn` returns.
     func hold(_ connection: Connection) {
         held.append(connection)
     }
 
-    /// The answer to `sequence` must not leave: see `HTTPResponder.withdraw`.
-    func withdraw(fd: Int32, generation: UInt64, sequence: UInt64) {
-        guard let loopThread, pthread_equal(loopThread, pthread_self()) != 0,
-              let connection = connections[fd], connection.generation == generation else { return }
-        connection.withdraw(sequence: sequence)
+    /// The answer to `exchange` must not leave: see `HTTPResponder.withdraw`.
+    func withdraw(_ exchange: HTTPResponder.Exchange) {
+        guard let loopThread, pthread_equal(loopThread, pthread_self()) != 0, holdingSends else { return }
+        switch exchange {
+        case .connection(let fd, let generation, let sequence):
+            guard let connection = connections[fd], connection.generation == generation else { return }
+            connection.withdraw(sequence: sequence)
+        case .inProcess(let exchange):
+            if heldInProcess.contains(where: { $0.exchange == exchange }) { withdrawnInProcess.insert(exchange) }
+        }
     }
 
     func forget(_ connection: Connection) {

@@ -46,10 +46,26 @@ public final class HTTPServer: Sendable {
         state.withLock { $0.loop }?.beginShutdown()
     }
 
-    /// Makes the loop turn once more, so that the handler's `finishTurn` runs: for work a thread
-    /// of the handler's own finished outside any request (it queued something to commit).
-    public func wakeForDeferredWork() {
-        state.withLock { $0.loop }?.wakeForDeferredWork()
+    /// Makes the loop turn once more, so that the handler's `endTurn` runs: for work a thread of
+    /// the handler's own finished outside any request.
+    public func requestTurn() {
+        state.withLock { $0.loop }?.requestTurn()
+    }
+
+    /// Hands `request` to the handler on the loop's thread, as if it had come off a socket, and
+    /// waits for its answer: the same steps as a connection's (an answer given during `endTurn`
+    /// is held until it returns), without the bytes. Nil if the answer was withdrawn, or the
+    /// server is not running. For tests of what a handler answers, and tools in process.
+    public func respond(to request: HTTPRequest) -> HTTPResponse? {
+        guard let loop = state.withLock({ $0.loop }) else { return nil }
+        let answer = Locked<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        guard loop.inject(InProcessRequest(request: request, deliver: { response in
+            answer.withLock { $0 = response }
+            done.signal()
+        })) else { return nil }
+        done.wait()
+        return answer.withLock { $0 }
     }
 
     /// Blocks until the loop has stopped.

@@ -1,4 +1,3 @@
-import Locking
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -6,6 +5,10 @@ import Darwin
 #endif
 
 /// A route: a path (exact, or every path under a prefix), the methods it takes, and its handler.
+///
+/// A handler answers through the responder, or throws: the router gives what it threw to its
+/// `refused` closure, whose answer goes in its place. So a handler reads top to bottom, and no
+/// refusal is turned into an answer by hand.
 public struct Route: Sendable {
     public enum Path: Sendable, Hashable {
         case exact(String)
@@ -15,28 +18,29 @@ public struct Route: Sendable {
 
     public var path: Path
     public var methods: [String]
-    public var handler: @Sendable (HTTPRequest, HTTPResponder) -> Void
+    public var handler: @Sendable (HTTPRequest, HTTPResponder) throws -> Void
 
-    public init(_ path: Path, methods: [String], handler: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) {
+    public init(_ path: Path, methods: [String], handler: @escaping @Sendable (HTTPRequest, HTTPResponder) throws -> Void) {
         self.path = path
         self.methods = methods
         self.handler = handler
     }
 
     /// A route whose answer is ready at once.
-    public init(_ path: Path, methods: [String], answer: @escaping @Sendable (HTTPRequest) -> HTTPResponse) {
-        self.init(path, methods: methods) { request, responder in responder.respond(answer(request)) }
+    public init(_ path: Path, methods: [String], answer: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        self.init(path, methods: methods) { request, responder in responder.respond(try answer(request)) }
     }
 }
 
 /// Routes that share a gate: a check every request to them passes first (the bearer token, say),
-/// answering in its place when it fails.
+/// throwing the refusal that is answered in their place.
 public struct RouteGroup: Sendable {
+    public typealias Gate = @Sendable (HTTPRequest) throws -> Void
     public var name: String
-    public var gate: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+    public var gate: Gate?
     public var routes: [Route]
 
-    public init(_ name: String, gate: (@Sendable (HTTPRequest) -> HTTPResponse?)? = nil, routes: [Route]) {
+    public init(_ name: String, gate: Gate? = nil, routes: [Route]) {
         self.name = name
         self.gate = gate
         self.routes = routes
@@ -52,19 +56,22 @@ public struct Router: Sendable {
     /// lengths then bytes costs less than hashing the path for a dictionary.
     private let exact: [(path: [UInt8], entry: Entry)]
     private let prefixes: [(prefix: String, entry: Entry)]
-    private let fallback: @Sendable (HTTPRequest, HTTPResponder) -> Void
+    private let fallback: @Sendable (HTTPRequest, HTTPResponder) throws -> Void
     private let methodNotAllowed: @Sendable (HTTPRequest, _ allow: String) -> HTTPResponse
+    private let refused: @Sendable (HTTPRequest, any Error) -> HTTPResponse
 
     private struct Entry: Sendable {
-        var gate: (@Sendable (HTTPRequest) -> HTTPResponse?)?
+        var gate: RouteGroup.Gate?
         var routes: [Route]
         var allow: String
     }
 
     /// `fallback` answers paths no route has (static files, then 404); `methodNotAllowed` builds
-    /// the 405, whose `Allow` header the router adds.
+    /// the 405, whose `Allow` header the router adds; `refused` answers what a gate, a handler or
+    /// the fallback threw.
     public init(_ groups: [RouteGroup], methodNotAllowed: @escaping @Sendable (HTTPRequest, _ allow: String) -> HTTPResponse,
-                fallback: @escaping @Sendable (HTTPRequest, HTTPResponder) -> Void) {
+                refused: @escaping @Sendable (HTTPRequest, any Error) -> HTTPResponse,
+                fallback: @escaping @Sendable (HTTPRequest, HTTPResponder) throws -> Void) {
         var exact: [(path: [UInt8], entry: Entry)] = []
         var prefixes: [(String, Entry)] = []
         var owner: [Route.Path: String] = [:]
@@ -96,22 +103,34 @@ public struct Router: Sendable {
         self.prefixes = prefixes
         self.fallback = fallback
         self.methodNotAllowed = methodNotAllowed
+        self.refused = refused
+    }
+
+    /// Every path in the table, with the methods it takes and whether a gate guards it: what a
+    /// test of the whole table walks, so that a new route cannot go untested.
+    public var table: [(path: Route.Path, methods: [String], gated: Bool)] {
+        exact.map { (.exact(String(decoding: $0.path, as: UTF8.self)), $0.entry.routes.flatMap(\.methods), $0.entry.gate != nil) }
+            + prefixes.map { (.prefix($0.prefix), $0.entry.routes.flatMap(\.methods), $0.entry.gate != nil) }
     }
 
     public func route(_ request: HTTPRequest, responder: HTTPResponder) {
-        let path = request.path
-        guard let entry = exactEntry(path) ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.entry else {
-            return fallback(request, responder)
+        do {
+            let path = request.path
+            guard let entry = exactEntry(path) ?? prefixes.first(where: { path.hasPrefix($0.prefix) })?.entry else {
+                return try fallback(request, responder)
+            }
+            try entry.gate?(request)
+            guard let route = entry.routes.first(where: { $0.methods.contains(request.method) }) else {
+                // `Allow` is the table's, whatever the answer's builder put there.
+                var response = methodNotAllowed(request, entry.allow)
+                response.headers.remove(name: "Allow")
+                response.headers.add(name: "Allow", value: entry.allow)
+                return responder.respond(response)
+            }
+            try route.handler(request, responder)
+        } catch {
+            responder.respond(refused(request, error))
         }
-        if let gate = entry.gate, let refusal = gate(request) { return responder.respond(refusal) }
-        guard let route = entry.routes.first(where: { $0.methods.contains(request.method) }) else {
-            // `Allow` is the table's, whatever the answer's builder put there.
-            var response = methodNotAllowed(request, entry.allow)
-            response.headers.remove(name: "Allow")
-            response.headers.add(name: "Allow", value: entry.allow)
-            return responder.respond(response)
-        }
-        route.handler(request, responder)
     }
 
     private func exactEntry(_ path: Substring) -> Entry? {
@@ -124,13 +143,5 @@ public struct Router: Sendable {
             }
             return nil
         }
-    }
-
-    /// Routes `request` without a socket and returns the answer, if it was given before this
-    /// returns: for tests of every route whose answer does not wait for a commit.
-    public func respond(to request: HTTPRequest) -> HTTPResponse? {
-        let answer = Locked<HTTPResponse?>(nil)
-        route(request, responder: HTTPResponder { response in answer.withLock { $0 = response } })
-        return answer.withLock { $0 }
     }
 }

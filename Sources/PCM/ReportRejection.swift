@@ -16,9 +16,7 @@ public struct ReportRejection: Error, Sendable, Equatable {
     }
 
     public enum Rule: String, Sendable, CaseIterable {
-        // The request as a whole.
-        case unsupportedMediaType = "unsupported_media_type"
-        case bodyTooLarge = "body_too_large"
+        // Where the report was sent.
         case siteNotServed = "site_not_served"
         case siteMismatch = "site_mismatch"
         // The body's JSON.

@@ -20,9 +20,18 @@ extension ReportStore {
     /// Queues a report whose owner follows its steps (`append(kind:tag:steps:payload:)`): the owner
     /// makes the stored report from its draft and the record (`StoredReport(_:_:)`) at whichever
     /// step it needs it, so that it is made once.
-    public func appendFollowingSteps(_ draft: StoredReport.Draft, steps: @escaping RecordSteps) {
+    public func append(_ draft: StoredReport.Draft, steps: @escaping RecordSteps) {
         append(kind: .report, tag: draft.protocol.rawValue, steps: steps,
                payload: { StoredReport.encodePayload(draft, into: &$0) })
+    }
+
+    /// As `appendTrigger(…completion:)`, telling each step of the record's way to disk.
+    public func appendTrigger(site: String, triggerData: UInt8, priority: UInt8, attributionSource: String?,
+                              steps: @escaping RecordSteps) {
+        append(kind: .trigger, tag: AttributionProtocol.pcm.rawValue, steps: steps, payload: {
+            StoredTrigger.encodePayload(site: site, triggerData: triggerData, priority: priority,
+                                        attributionSource: attributionSource, into: &$0)
+        })
     }
 
     /// Queues a conversion trigger for the ledger; the store gives it an id and the time.

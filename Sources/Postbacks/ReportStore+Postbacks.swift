@@ -3,22 +3,17 @@ import ReportStore
 
 /// Postbacks in the log: stored ones, and the retries counted against them.
 extension ReportStore {
-    public typealias PostbackCompletion = @Sendable (Result<StoredPostback, StoreError>) -> Void
-
-    /// Queues a postback; returns its id (nil when the store is closing). `completion` runs once
-    /// it is on disk, or could not be written.
+    /// Queues a postback; `steps` is told each step of its record's way to disk. Returns the
+    /// record's id, known before it is on disk, or nil when the store is closing.
     @discardableResult
-    public func append(_ draft: StoredPostback.Draft, completion: @escaping PostbackCompletion) -> UInt64? {
-        append(kind: .postback, tag: draft.protocol.rawValue, completion: { result in
-            completion(result.map { StoredPostback(id: $0.id, receivedAt: $0.time, draft: draft) })
-        }, payload: { StoredPostback.encodePayload(draft, into: &$0) })
+    public func append(_ draft: StoredPostback.Draft, steps: @escaping RecordSteps) -> UInt64? {
+        append(kind: .postback, tag: draft.protocol.rawValue, steps: steps,
+               payload: { StoredPostback.encodePayload(draft, into: &$0) })
     }
 
-    /// Queues the record of a repeated delivery of postback `id`.
-    public func appendRetry(of id: UInt64, protocol proto: AttributionProtocol,
-                            completion: @escaping @Sendable (Result<Void, StoreError>) -> Void) {
-        append(kind: .postbackRetry, tag: proto.rawValue, completion: { completion($0.map { _ in () }) },
-               payload: { $0.appendLE(id) })
+    /// Queues the record of a repeated delivery of stored postback `id`: counted, not stored again.
+    public func appendRetry(of id: UInt64, protocol proto: AttributionProtocol, steps: @escaping RecordSteps) {
+        append(kind: .postbackRetry, tag: proto.rawValue, steps: steps, payload: { $0.appendLE(id) })
     }
 
     /// Postbacks received in `[since, until)`, oldest first, read lazily from disk.

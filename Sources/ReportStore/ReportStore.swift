@@ -174,12 +174,13 @@ public final class ReportStore: Sendable {
     /// `replaying`: called with every record replay finds, in order, so that the owner can rebuild
     /// what it keeps in memory (the trigger ledger).
     public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
-                fingerprintAt: Int? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
+                fingerprintAt: Int? = nil, clock: (@Sendable () -> Timestamp)? = nil,
                 replaying visit: (RecordView) -> Void = { _ in }) throws {
         self.directory = directory
         self.committer = committer
         self.logPath = directory + "/reports.log"
-        self.clock = clock
+        // Without the owner's clock, the system's: receive times are the store's to give.
+        self.clock = clock ?? { Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let existed = FileManager.default.fileExists(atPath: logPath)
         file = try LogFile.open(path: logPath)
@@ -426,12 +427,6 @@ extension ReportStore.RecordView {
         self.init(kind: kind, tag: tag, id: payload.loadLE(UInt64.self, at: 0),
                   time: Timestamp(millisecondsSinceEpoch: payload.loadLE(Int64.self, at: 8)),
                   payload: UnsafeRawBufferPointer(rebasing: payload[ReportStore.envelopeSize...]), end: end)
-    }
-}
-
-extension Timestamp {
-    public static func now() -> Timestamp {
-        Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
     }
 }
 

@@ -9,5 +9,5 @@ switch arguments.first {
 case "demo": exit(Demo.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "check-plist": exit(CheckPlistCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
-default: exit(EndpointServer.main(arguments: arguments, environment: environment))
+default: exit(EndpointCommand.main(arguments: arguments, environment: environment))
 }

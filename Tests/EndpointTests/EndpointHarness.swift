@@ -115,15 +115,19 @@ final class LiveEndpoint {
         return request(method, path, headers: headers)
     }
 
-    /// A request handed to the route table in process, as it would come off a socket from
-    /// 127.0.0.1: what the endpoint answers, without HTTP framing (tests of framing, pipelining,
-    /// timeouts and shutdown use a socket).
+    /// A request handed to the event loop in process, as it would come off a socket from
+    /// 127.0.0.1: the same route table, turn and commit, without HTTP framing (tests of framing,
+    /// pipelining, timeouts and shutdown use a socket). Status 0 when the answer was withdrawn.
     func request(_ method: String, _ path: String, host: String = "localhost", headers: [(String, String)] = [],
                  body: [UInt8] = []) -> RawResponse {
         var all = HTTPHeaders()
         all.add(name: "Host", value: host)
         for (name, value) in headers { all.add(name: name, value: value) }
-        let response = server.respond(to: HTTPRequest(method: method, target: path, headers: all, body: body, remoteAddress: "127.0.0.1"))
+        guard let response = server.respond(to: HTTPRequest(method: method, target: path, headers: all, body: body,
+                                                            remoteAddress: "127.0.0.1")) else {
+            // Withdrawn: a connection would have been closed with nothing sent.
+            return RawResponse(status: 0, headers: [], body: [])
+        }
         var bytes: [UInt8] = []
         switch response.body {
         case .bytes(let b): bytes = b

@@ -188,35 +188,83 @@ import Testing
     }
 }
 
-/// The line of postbacks waiting for their signature check, driven directly: what a flood of
-/// postbacks gets once the line is full, and that nothing waits for a check forever.
+/// The line of postbacks waiting for their signature check, served by a real event loop whose
+/// turns take up the line only when the test says so: what a flood of postbacks gets once the
+/// line is full, and that the rest are stored in order once taken up.
 @Suite struct PostbackLineTests {
+    /// The endpoint's turn, held shut until `open`.
+    final class HeldTurns: HTTPHandler, @unchecked Sendable {
+        let intake: PostbackIntake
+        let store: ReportStore
+        let open = Locked(false)
+
+        init(intake: PostbackIntake, store: ReportStore) {
+            self.intake = intake
+            self.store = store
+        }
+
+        func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+            do { try intake.handle(.skadnetwork, request, responder: responder) } catch {
+                responder.respond(Problem(refusal: error).response)
+            }
+        }
+
+        func endTurn() -> Bool {
+            guard open.withLock({ $0 }) else { return false }
+            intake.drainForTurn()
+            store.commitQueued(overlappingFlush: true)
+            return intake.hasReady
+        }
+    }
+
     @Test func aFullLineAnswers503AndTheRestAreStoredInOrder() throws {
-        let directory = temporaryDirectory()
-        let store = try ReportStore(directory: directory, committer: .owner)
+        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
         defer { store.close() }
-        let intake = PostbackIntake(keyring: try PostbackKeyring(), ledger: PostbackLedger(), servedSites: ["app.example"],
-                                    developmentMode: false, trustedProxies: [], maxPostbackBytes: 16384, store: store,
-                                    rejections: RejectionLog(), metrics: EndpointMetrics(), clock: { Timestamp.now() },
-                                    pool: nil, maxQueued: 2)
+        let ledger = PostbackLedger()
+        let context = HandlerContext(trustedProxies: [], rejections: RejectionLog(), metrics: EndpointMetrics(),
+                                     clock: { EndpointClock.systemNow() })
+        let line = PostbackLine(capacity: 2)
+        let intake = PostbackIntake(checks: PostbackChecksOnTheLoop(line: line, ledger: ledger), keyring: try PostbackKeyring(),
+                                    ledger: ledger, sites: ServedSite(sites: ["app.example"], developmentMode: false, trustedProxies: []),
+                                    developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
+        let handler = HeldTurns(intake: intake, store: store)
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        let server = HTTPServer(configuration: configuration, handler: handler)
+        _ = try server.start()
+        defer {
+            server.shutdown()
+            server.waitUntilStopped()
+        }
         let answers = Locked<[Int: Int]>([:])
+        let answered = DispatchSemaphore(value: 0)
         for n in 0..<3 {
             let body = #"{"version":"3.0","ad-network-id":"n","campaign-id":1,"app-id":1,"transaction-id":"t-\#(n)","redownload":false,"fidelity-type":1,"did-win":true,"attribution-signature":"MEUCIQ=="}"#
             var headers = HTTPHeaders()
             headers.add(name: "Host", value: "app.example")
-            intake.handle(.skadnetwork, HTTPRequest(method: "POST", target: "/", headers: headers, body: Array(body.utf8)),
-                          responder: HTTPResponder { response in answers.withLock { $0[n] = response.status } })
+            let request = HTTPRequest(method: "POST", target: "/", headers: headers, body: Array(body.utf8))
+            DispatchQueue.global().async {
+                let status = server.respond(to: request)?.status ?? 0
+                answers.withLock { $0[n] = status }
+                answered.signal()
+            }
         }
-        // The third found the line full: refused at once, with a reason devices act on (retry).
-        #expect(answers.withLock { $0 } == [2: 503])
-        #expect(intake.hasReady)
-        // On a single core each turn checks what its budget allows, then commits.
-        while intake.hasReady {
-            intake.drainForTurn()
-            store.commitQueued()
-        }
-        #expect(answers.withLock { $0 } == [0: 200, 1: 200, 2: 503])
-        let ids = Array(sequence(state: store.postbacks()) { $0.next() }).map { $0.draft.duplicateKey }
-        #expect(ids == ["skadnetwork\u{1F}n\u{1F}t-0\u{1F}0", "skadnetwork\u{1F}n\u{1F}t-1\u{1F}0"])
+        // One of the three found the line full: refused at once, with a reason devices act on
+        // (they retry); the other two wait for a turn that takes them up.
+        answered.wait()
+        let refused = try #require(answers.withLock { $0 }.first)
+        #expect(refused.value == 503)
+        #expect(line.count == 2)
+        handler.open.withLock { $0 = true }
+        server.requestTurn()
+        answered.wait()
+        answered.wait()
+        let all = answers.withLock { $0 }
+        #expect(all.values.sorted() == [200, 200, 503])
+        // The two taken up are stored, and nothing of the one refused.
+        let stored = Array(sequence(state: store.postbacks()) { $0.next() }).map { $0.draft.duplicateKey }
+        let expected = (0..<3).filter { all[$0] == 200 }.map { "skadnetwork\u{1F}n\u{1F}t-\($0)\u{1F}0" }
+        #expect(Set(stored) == Set(expected))
+        #expect(stored.count == 2)
     }
 }

@@ -66,7 +66,7 @@ final class HeldHandler: HTTPHandler, @unchecked Sendable {
     }
 }
 
-/// Answers nothing in `handle`; answers everything the turn brought in `finishTurn`, saying how
+/// Answers nothing in `handle`; answers everything the turn brought in `endTurn`, saying how
 /// many requests that turn held (as the endpoint commits a turn's reports with one flush).
 final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
     // Touched only on the loop thread.
@@ -76,17 +76,18 @@ final class TurnBatchingHandler: HTTPHandler, @unchecked Sendable {
         waiting.append(responder)
     }
 
-    func finishTurn() {
+    func endTurn() -> Bool {
         while !waiting.isEmpty {
             let turn = waiting
             waiting.removeAll()
             // Answering may read a pipelined request that was waiting its turn: answered in the loop.
             for responder in turn { responder.respond(HTTPResponse.text(200, "answered with \(turn.count)")) }
         }
+        return false
     }
 }
 
-/// Answers writes (POST) in `finishTurn`, as the endpoint answers a report once its turn's
+/// Answers writes (POST) in `endTurn`, as the endpoint answers a report once its turn's
 /// flush is done, and reads (GET) at once; notes the order in which it saw and answered them.
 final class WritesAnsweredAtTurnEnd: HTTPHandler, @unchecked Sendable {
     // `waiting` is touched only on the loop thread.
@@ -102,18 +103,19 @@ final class WritesAnsweredAtTurnEnd: HTTPHandler, @unchecked Sendable {
         }
     }
 
-    func finishTurn() {
+    func endTurn() -> Bool {
         let turn = waiting
         waiting.removeAll()
         for (path, responder) in turn {
             events.withLock { $0.append("answered \(path)") }
             responder.respond(HTTPResponse.text(200, "wrote \(path)"))
         }
+        return false
     }
 }
 
-/// Answers in `finishTurn`, as the endpoint answers reports while their flush is in flight, and
-/// withdraws the answer to `/withdraw` there. It also looks, before `finishTurn` returns, whether
+/// Answers in `endTurn`, as the endpoint answers reports while their flush is in flight, and
+/// withdraws the answer to `/withdraw` there. It also looks, before `endTurn` returns, whether
 /// the client named by `watched` has been sent anything yet: loopback delivers inside `send`, so
 /// bytes sent would already be readable.
 final class TurnEndHandler: HTTPHandler, @unchecked Sendable {
@@ -126,14 +128,14 @@ final class TurnEndHandler: HTTPHandler, @unchecked Sendable {
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         if request.path == "/now" {
             responder.respond(HTTPResponse.text(200, "now"))
-            responder.withdraw()  // outside `finishTurn` the answer is on its way: nothing to withdraw
+            responder.withdraw()  // outside `endTurn` the answer is on its way: nothing to withdraw
             return
         }
         waiting.append((String(request.path), responder))
     }
 
-    func finishTurn() {
-        guard !waiting.isEmpty else { return }
+    func endTurn() -> Bool {
+        guard !waiting.isEmpty else { return false }
         for (path, responder) in waiting {
             responder.respond(HTTPResponse.text(200, "answered \(path)"))
             if path == "/withdraw" { responder.withdraw() }
@@ -144,6 +146,7 @@ final class TurnEndHandler: HTTPHandler, @unchecked Sendable {
             let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
             sentDuringTurn.withLock { $0.append(n > 0) }
         }
+        return false
     }
 }
 
@@ -216,7 +219,7 @@ struct VaryingHeadHandler: HTTPHandler {
     }
 
     /// What lets the endpoint prepare a report's answer before its flush is done: an answer given
-    /// in `finishTurn` is not sent before `finishTurn` returns.
+    /// in `endTurn` is not sent before `endTurn` returns.
     @Test func answersGivenAtTheEndOfATurnLeaveAfterIt() throws {
         let handler = TurnEndHandler()
         try withServer(handler: handler) { port, _ in
@@ -248,8 +251,41 @@ struct VaryingHeadHandler: HTTPHandler {
             }
         }
         #expect(parsed.count == 3)
-        #expect(parsed.first { $0["path"] as? String == "/withdraw" }?["withdrawn"] is String)
+        #expect(parsed.first { $0["path"] as? String == "/withdraw" }?["withdrawn"] as? Bool == true)
         #expect(parsed.filter { $0["withdrawn"] != nil }.count == 1)
+    }
+
+    /// A request handed over in process takes a connection's steps: answered at once, or held
+    /// while the turn ends and then given, or withdrawn there (nil, where a connection closes).
+    @Test func aRequestInProcessTakesTheSameStepsAsAConnections() throws {
+        let handler = TurnEndHandler()
+        try withServer(handler: handler) { _, server in
+            #expect(server.respond(to: HTTPRequest(method: "GET", target: "/now"))?.status == 200)
+            let held = try #require(server.respond(to: HTTPRequest(method: "GET", target: "/turn")))
+            #expect(String(decoding: heldBody(held), as: UTF8.self) == "answered /turn")
+            #expect(server.respond(to: HTTPRequest(method: "GET", target: "/withdraw")) == nil)
+            // Many at once, from many threads: each gets its own answer.
+            let answers = Locked<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 16) { i in
+                if let response = server.respond(to: HTTPRequest(method: "GET", target: "/t\(i)")) {
+                    answers.withLock { $0.append(String(decoding: heldBody(response), as: UTF8.self)) }
+                }
+            }
+            #expect(Set(answers.withLock { $0 }) == Set((0..<16).map { "answered /t\($0)" }))
+        }
+    }
+
+    @Test func aRequestInProcessAfterTheServerStoppedGetsNoAnswer() throws {
+        var configuration = HTTPServerConfiguration()
+        configuration.port = 0
+        configuration.accessLog = nil
+        let server = HTTPServer(configuration: configuration, handler: EchoHandler())
+        #expect(server.respond(to: HTTPRequest(method: "GET", target: "/")) == nil, "not started")
+        _ = try server.start()
+        #expect(server.respond(to: HTTPRequest(method: "GET", target: "/x"))?.status == 200)
+        server.shutdown()
+        server.waitUntilStopped()
+        #expect(server.respond(to: HTTPRequest(method: "GET", target: "/")) == nil, "stopped")
     }
 
     @Test func workLeftForTheEndOfTheTurnIsDoneWithoutWaitingForAnotherEvent() throws {
@@ -511,9 +547,12 @@ struct VaryingHeadHandler: HTTPHandler {
                 return n <= 3 ? Array("part\(n)\n".utf8) : nil
             }
         }
-        let handler = ClosureHandler { _, responder in
-            responder.respond(HTTPResponse(status: 200, stream: Counter()))
+        struct Streaming: HTTPHandler {
+            func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+                responder.respond(HTTPResponse(status: 200, stream: Counter()))
+            }
         }
+        let handler = Streaming()
         try withServer(handler: handler) { port, _ in
             let client = try RawHTTPClient(port: port)
             try client.send("GET /s HTTP/1.1\r\nHost: h\r\n\r\nGET /s HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -534,4 +573,9 @@ struct VaryingHeadHandler: HTTPHandler {
             #expect(try client.waitForClose())
         }
     }
+}
+
+private func heldBody(_ response: HTTPResponse) -> [UInt8] {
+    if case .bytes(let bytes) = response.body { return bytes }
+    return []
 }

@@ -67,9 +67,9 @@ import Foundation
         var id: UInt64?
         do {
             let store = try ReportStore(directory: directory, committer: .owner)
-            id = store.append(draft) { _ in }
-            store.appendRetry(of: id!, protocol: .adattributionkit) { _ in }
-            store.appendRetry(of: id!, protocol: .adattributionkit) { _ in }
+            id = store.append(draft, steps: { _ in })
+            store.appendRetry(of: id!, protocol: .adattributionkit, steps: { _ in })
+            store.appendRetry(of: id!, protocol: .adattributionkit, steps: { _ in })
             store.commitQueued()
             store.close()
         }

@@ -104,7 +104,7 @@ import Testing
             // (step, id, receivedAt, reports the store counted as durable at that moment)
             let events = Locked<[(step: String, id: UInt64, at: Timestamp, durable: Int)]>([])
             for n in 0..<5 {
-                store.appendFollowingSteps(draft(n)) { step in
+                store.append(draft(n)) { step in
                     switch step {
                     case .written(let record):
                         events.withLock { $0.append(("written", record.id, record.time, store.count)) }
@@ -141,7 +141,7 @@ import Testing
         let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
         store.close()
         let steps = Locked<[String]>([])
-        store.appendFollowingSteps(draft(1)) { step in
+        store.append(draft(1)) { step in
             switch step {
             case .written: steps.withLock { $0.append("written") }
             case .stored: steps.withLock { $0.append("stored") }

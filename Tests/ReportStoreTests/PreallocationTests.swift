@@ -110,7 +110,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         DispatchQueue.concurrentPerform(iterations: 4) { sender in
             for n in 0..<1000 {
                 done.enter()
-                store.append(draft(sender * 1000 + n)) { _ in done.leave() }
+                store.append(draft(sender * 1000 + n), completion: { _ in done.leave() })
             }
         }
         done.wait()

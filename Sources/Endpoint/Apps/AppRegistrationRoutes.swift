@@ -12,14 +12,14 @@ struct AppRegistrationRoutes: Sendable {
     let book: AppBook
     let servedSites: Set<String>
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("app registrations", gate: bearer, routes: [
                 Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { _ in
                     JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps))
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
-                    register(request) { json, registry throws(RequestProblem) in
+                    try register(request) { json, registry throws(RequestProblem) in
                         let app = try AppRegistryInput.app(from: json)
                         try registry.add(app, siteRules: book.siteRules)
                         try Registrations.requireServed(app.site, field: "site", servedSites: servedSites)
@@ -27,55 +27,55 @@ struct AppRegistrationRoutes: Sendable {
                     }
                 },
                 Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
-                    remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
+                    try remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
                 },
                 Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { _ in
                     JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
                 },
                 Route(.exact("/api/ad-networks"), methods: ["POST"]) { request in
-                    register(request) { json, registry throws(RequestProblem) in
+                    try register(request) { json, registry throws(RequestProblem) in
                         let network = try AppRegistryInput.adNetwork(from: json)
                         try registry.add(network)
                         return SiteOwnerRoutes.encode(network)
                     }
                 },
                 Route(.exact("/api/ad-networks"), methods: ["DELETE"]) { request in
-                    remove(request, key: "id") { registry, value in registry.removeAdNetwork(id: value) }
+                    try remove(request, key: "id") { registry, value in registry.removeAdNetwork(id: value) }
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["GET", "HEAD"]) { _ in
                     JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.appleAdsCampaigns))
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["POST"]) { request in
-                    register(request) { json, registry throws(RequestProblem) in
+                    try register(request) { json, registry throws(RequestProblem) in
                         let campaign = try AppRegistryInput.appleAdsCampaign(from: json)
                         try registry.add(campaign)
                         return SiteOwnerRoutes.encode(campaign)
                     }
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["DELETE"]) { request in
-                    remove(request, key: "campaign_id", numeric: true) { registry, value in Int64(value).map { registry.removeAppleAdsCampaign(id: $0) } ?? false }
+                    try remove(request, key: "campaign_id", numeric: true) { registry, value in Int64(value).map { registry.removeAppleAdsCampaign(id: $0) } ?? false }
                 },
             ]),
         ]
     }
 
-    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) -> HTTPResponse {
-        Registrations.register(request, in: book, add)
+    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) throws -> HTTPResponse {
+        try Registrations.register(request, in: book, add)
     }
 
     private func remove(_ request: HTTPRequest, key: String, numeric: Bool = false,
-                        _ change: (inout AppRegistry, String) -> Bool) -> HTTPResponse {
+                        _ change: (inout AppRegistry, String) -> Bool) throws -> HTTPResponse {
         for item in request.queryItems where item.name != key {
-            return Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "DELETE takes only ?\(key)=…").response
+            throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "DELETE takes only ?\(key)=…")
         }
         guard let value = request.queryItems.first(where: { $0.name == key })?.value else {
-            return Problem(status: 400, rule: "missing_parameter", field: key, detail: "DELETE needs ?\(key)=…").response
+            throw Problem(status: 400, rule: "missing_parameter", field: key, detail: "DELETE needs ?\(key)=…")
         }
         // The id as registrations write it: digits only, so that +42, 042 and -0 name nothing by accident.
         if numeric && !(JSONValue.isIntegerLiteral(value) && JSONValue.integerValue(value).map { $0 > 0 } == true) {
-            return Problem(status: 400, rule: "invalid_parameter", field: key, detail: "\(key) must be a positive integer; got \"\(value.prefix(30))\"").response
+            throw Problem(status: 400, rule: "invalid_parameter", field: key, detail: "\(key) must be a positive integer; got \"\(value.prefix(30))\"")
         }
-        return Registrations.remove(in: book, notFound: "nothing registered with \(key) \"\(value)\"") { change(&$0, value) }
+        return try Registrations.remove(in: book, notFound: "nothing registered with \(key) \"\(value)\"") { change(&$0, value) }
     }
 }
 
@@ -88,7 +88,7 @@ struct AppsSummaryRoutes: Sendable {
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], answer: summary),
@@ -97,19 +97,15 @@ struct AppsSummaryRoutes: Sendable {
         ]
     }
 
-    func summary(_ request: HTTPRequest) -> HTTPResponse {
-        switch query(request) {
-        case .success(let query): JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
-        case .failure(let problem): problem.response
-        }
+    func summary(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try query(request).get()
+        return JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
-    func appleAdsSummary(_ request: HTTPRequest) -> HTTPResponse {
-        switch query(request) {
-        case .success(let query): JSONResponse.make(200, AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query))
-        case .failure(let problem): problem.response
-        }
+    func appleAdsSummary(_ request: HTTPRequest) throws -> HTTPResponse {
+        let query = try query(request).get()
+        return JSONResponse.make(200, AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query))
     }
 
     /// `site`, `from` and `to` (the 30 days up to today by default).

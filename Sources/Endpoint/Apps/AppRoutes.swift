@@ -11,8 +11,8 @@ struct AppRoutes: Sendable {
 
     var routes: [RouteGroup] {
         let intake = postbacks
-        let skadnetwork: @Sendable (HTTPRequest, HTTPResponder) -> Void = { intake.handle(.skadnetwork, $0, responder: $1) }
-        let adattributionkit: @Sendable (HTTPRequest, HTTPResponder) -> Void = { intake.handle(.adattributionkit, $0, responder: $1) }
+        let skadnetwork: @Sendable (HTTPRequest, HTTPResponder) throws -> Void = { try intake.handle(.skadnetwork, $0, responder: $1) }
+        let adattributionkit: @Sendable (HTTPRequest, HTTPResponder) throws -> Void = { try intake.handle(.adattributionkit, $0, responder: $1) }
         return [
             RouteGroup("app developers", routes: [
                 // Devices send the trailing slash; people testing with curl often do not.

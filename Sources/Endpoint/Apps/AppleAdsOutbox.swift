@@ -105,14 +105,15 @@ final class AppleAdsOutbox: Sendable {
     private let changed = DispatchSemaphore(value: 0)
     private let settled = Locked<[DispatchSemaphore]>([])
     private let thread = DispatchGroup()
-    /// Makes the event loop turn, so that it commits what the outbox queued.
-    private let wakeLoop: Locked<(@Sendable () -> Void)?> = Locked(nil)
+    /// Asks the event loop for a turn, so that it commits what the outbox queued.
+    private let turns: TurnRequester
 
-    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int) {
+    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester) {
         self.store = store
         self.client = client
         self.clock = clock
         self.maxPending = maxPending
+        self.turns = turns
         replay()
         clock.whenSet { [changed] in changed.signal() }
     }
@@ -261,8 +262,7 @@ final class AppleAdsOutbox: Sendable {
 
     // MARK: - Calling Apple
 
-    func start(wakeLoop: @escaping @Sendable () -> Void) {
-        self.wakeLoop.withLock { $0 = wakeLoop }
+    func start() {
         thread.startThread(named: "apple-ads-calls") { [self] in run() }
     }
 
@@ -403,7 +403,7 @@ final class AppleAdsOutbox: Sendable {
             }
             changed.signal()
         }
-        wakeLoop.withLock { $0 }?()
+        turns.request()
     }
 }
 

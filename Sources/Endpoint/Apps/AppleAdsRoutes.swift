@@ -27,27 +27,11 @@ struct AppleAdsRoutes: Sendable {
         ]
     }
 
-    func take(_ request: HTTPRequest, responder: HTTPResponder) {
-        let site: String
-        switch sites.resolve(request, what: "the token") {
-        case .success(let s): site = s
-        case .failure(let problem): return responder.respond(problem.response)
-        }
-        let token: String
-        do throws(RequestProblem) {
-            token = try AppleAdsToken.read(request.body)
-        } catch {
-            return responder.respond(Problem(error).response)
-        }
-        let taken = outbox.take(token: token, site: site) { result in
-            switch result {
-            case .success(let entry): responder.respond(Self.accepted(entry))
-            case .failure(let error):
-                metrics.storeFailed(error)
-                responder.respond(Problem.storeFailed(error, "the token could not be stored").response)
-            }
-        }
-        switch taken {
+    func take(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        let site = try sites.resolve(request, what: "the token").get()
+        let token = try AppleAdsToken.read(request.body)
+        let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the token could not be stored")
+        switch outbox.take(token: token, site: site, completion: answer.completion(answer: Self.accepted)) {
         case .queued: break
         case .known(let entry): responder.respond(Self.accepted(entry))
         case .backlogged:
@@ -64,10 +48,10 @@ struct AppleAdsRoutes: Sendable {
         return response
     }
 
-    func read(_ request: HTTPRequest) -> HTTPResponse {
+    func read(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = String(request.path.dropFirst(Self.path.count + 1))
         guard let entry = outbox.entry(publicID: id) else {
-            return Problem(status: 404, rule: "unknown_token_id", field: "id", detail: "no token was taken under this id").response
+            throw Problem(status: 404, rule: "unknown_token_id", field: "id", detail: "no token was taken under this id")
         }
         return JSONResponse.make(200, Self.describe(entry))
     }

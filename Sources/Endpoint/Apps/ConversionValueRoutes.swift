@@ -25,10 +25,11 @@ struct ConversionValueRoutes: Sendable {
         ]
     }
 
-    func answer(_ request: HTTPRequest) -> HTTPResponse {
-        if case .failure(let problem) = sites.resolve(request, what: "the question") { return problem.response }
+    func answer(_ request: HTTPRequest) throws -> HTTPResponse {
+        _ = try sites.resolve(request, what: "the question").get()
         var appID: Int?
         let registry = book.registry
+        let counters: AppCounters
         do throws(RequestProblem) {
             let json = try JSONParser().parseBody(request.body)
             // A registered app's malformed counters are counted as its own, for its developer.
@@ -36,20 +37,25 @@ struct ConversionValueRoutes: Sendable {
                let id = JSONValue.integerValue(text), registry.app(id: id) != nil {
                 appID = id
             }
-            let counters = try AppCounters.read(json)
-            guard let app = registry.app(id: counters.appID) else {
-                // Not counted per id: that would let anyone grow /metrics.
-                metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
-                return Problem(status: 404, rule: "unknown_app", field: "app_id",
-                               detail: "app \(counters.appID) is not registered here; register it and its schema with POST /api/apps").response
-            }
+            counters = try AppCounters.read(json)
+        } catch {
+            metrics.conversionValueAnswered(appID: appID, outcome: error.rule)
+            throw error
+        }
+        guard let app = registry.app(id: counters.appID) else {
+            // Not counted per id: that would let anyone grow /metrics.
+            metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
+            throw Problem(status: 404, rule: "unknown_app", field: "app_id",
+                          detail: "app \(counters.appID) is not registered here; register it and its schema with POST /api/apps")
+        }
+        do throws(RequestProblem) {
             let answer = try NextConversionValue.answer(for: counters, schema: app.schema, now: clock.now())
             let outcome = answer.status == .windowClosed ? "window_closed" : answer.window.map { "window_\($0)" } ?? "single_window"
             metrics.conversionValueAnswered(appID: app.appID, outcome: outcome)
             return JSONResponse.make(200, answer.json)
         } catch {
-            metrics.conversionValueAnswered(appID: appID, outcome: error.rule)
-            return Problem(error).response
+            metrics.conversionValueAnswered(appID: app.appID, outcome: error.rule)
+            throw error
         }
     }
 }

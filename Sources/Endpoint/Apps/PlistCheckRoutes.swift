@@ -10,7 +10,7 @@ struct PlistCheckRoutes: Sendable {
 
     let servedSites: Set<String>
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("plist check", gate: bearer, routes: [
                 // A parse of at most the server's body limit (64 KB): bounded, so on the loop.
@@ -19,14 +19,14 @@ struct PlistCheckRoutes: Sendable {
         ]
     }
 
-    func check(_ request: HTTPRequest) -> HTTPResponse {
+    func check(_ request: HTTPRequest) throws -> HTTPResponse {
         guard !request.body.isEmpty else {
-            return Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)").response
+            throw Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)")
         }
         do throws(PropertyList.NotAPropertyList) {
             return JSONResponse.make(200, try InfoPlistCheck(servedSites: servedSites).check(bytes: request.body).json)
         } catch {
-            return Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)").response
+            throw Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)")
         }
     }
 }

@@ -15,25 +15,21 @@ struct ExportRoutes: Sendable {
     let appleAds: AppleAdsOutbox
     let apps: AppBook
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("export", gate: bearer, routes: [
-                Route(.exact("/api/reports"), methods: ["GET", "HEAD"]) { export($0, csv: false) },
-                Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { export($0, csv: true) },
-                Route(.exact("/api/postbacks"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: false) },
-                Route(.exact("/api/postbacks.csv"), methods: ["GET", "HEAD"]) { exportPostbacks($0, csv: true) },
-                Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { exportAppleAds($0, csv: false) },
-                Route(.exact("/api/apple-ads.csv"), methods: ["GET", "HEAD"]) { exportAppleAds($0, csv: true) },
+                Route(.exact("/api/reports"), methods: ["GET", "HEAD"]) { try export($0, csv: false) },
+                Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { try export($0, csv: true) },
+                Route(.exact("/api/postbacks"), methods: ["GET", "HEAD"]) { try exportPostbacks($0, csv: false) },
+                Route(.exact("/api/postbacks.csv"), methods: ["GET", "HEAD"]) { try exportPostbacks($0, csv: true) },
+                Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, csv: false) },
+                Route(.exact("/api/apple-ads.csv"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, csv: true) },
             ]),
         ]
     }
 
-    func export(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
-        let since: Timestamp?, until: Timestamp?
-        switch Self.period(request) {
-        case .success(let period): (since, until) = period
-        case .failure(let problem): return problem.response
-        }
+    func export(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+        let (since, until) = try Self.period(request)
         let cursor = store.reports(since: since, until: until)
         if csv {
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
@@ -44,12 +40,8 @@ struct ExportRoutes: Sendable {
                             stream: ReportExportStream(cursor: cursor, format: .ndjson))
     }
 
-    func exportPostbacks(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
-        let since: Timestamp?, until: Timestamp?
-        switch Self.period(request) {
-        case .success(let period): (since, until) = period
-        case .failure(let problem): return problem.response
-        }
+    func exportPostbacks(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+        let (since, until) = try Self.period(request)
         let stream = PostbackExportStream(cursor: store.postbacks(since: since, until: until), ledger: ledger, csv: csv)
         if csv {
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
@@ -61,12 +53,8 @@ struct ExportRoutes: Sendable {
 
     /// From memory, not the log: the outbox holds every token's state. The lines are written as
     /// the socket drains, from a snapshot of the entries.
-    func exportAppleAds(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
-        let since: Timestamp?, until: Timestamp?
-        switch Self.period(request) {
-        case .success(let period): (since, until) = period
-        case .failure(let problem): return problem.response
-        }
+    func exportAppleAds(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+        let (since, until) = try Self.period(request)
         let entries = appleAds.all.filter { entry in
             since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
         }
@@ -79,21 +67,21 @@ struct ExportRoutes: Sendable {
     }
 
     /// `since` and `until`, RFC 3339, both optional.
-    static func period(_ request: HTTPRequest) -> Result<(Timestamp?, Timestamp?), Problem> {
+    static func period(_ request: HTTPRequest) throws(Problem) -> (Timestamp?, Timestamp?) {
         var since: Timestamp?, until: Timestamp?
         for (name, value) in request.queryItems {
             switch name {
             case "since", "until":
                 guard let time = Timestamp(rfc3339: value) else {
-                    return .failure(Problem(status: 400, rule: "invalid_time", field: name,
-                                            detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z"))
+                    throw Problem(status: 400, rule: "invalid_time", field: name,
+                                  detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z")
                 }
                 if name == "since" { since = time } else { until = time }
             default:
-                return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
-                                        detail: "unknown query parameter \"\(name)\"; use since and until"))
+                throw Problem(status: 400, rule: "unknown_parameter", field: name,
+                              detail: "unknown query parameter \"\(name)\"; use since and until")
             }
         }
-        return .success((since, until))
+        return (since, until)
     }
 }

@@ -85,7 +85,7 @@ final class EndpointMetrics: Sendable {
     }
 
     func prometheusText(store: ReportStore, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, tokenChecks: TokenChecks? = nil,
-                        now: Timestamp = .now()) -> String {
+                        now: Timestamp = EndpointClock.systemNow()) -> String {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"

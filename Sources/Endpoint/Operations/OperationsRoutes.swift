@@ -16,7 +16,7 @@ struct OperationsRoutes: Sendable {
     let tokenChecks: TokenChecks?
     var appleAds: AppleAdsOutbox? = nil
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("health", routes: [
                 Route(.exact("/healthz"), methods: ["GET", "HEAD"], answer: health),
@@ -28,9 +28,9 @@ struct OperationsRoutes: Sendable {
         ]
     }
 
-    func health(_ request: HTTPRequest) -> HTTPResponse {
+    func health(_ request: HTTPRequest) throws -> HTTPResponse {
         if metrics.storeIsFailing(store), let error = store.writeError {
-            return Problem.storeFailed(error, "reports cannot be stored right now").response
+            throw Problem.storeFailed(error, "reports cannot be stored right now")
         }
         return JSONResponse.make(200, "{\"status\":\"ok\",\"reports\":\(store.count)}")
     }
@@ -45,18 +45,16 @@ struct OperationsRoutes: Sendable {
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch
 
     /// `POST /admin/clock {"now": RFC 3339}`: the manual clock's new time.
-    func setClock(_ request: HTTPRequest) -> HTTPResponse {
-        let body: JSONValue
-        do { body = try JSONParser().parseBody(request.body) } catch { return Problem(error).response }
+    func setClock(_ request: HTTPRequest) throws -> HTTPResponse {
+        let body = try JSONParser().parseBody(request.body)
         guard case .object(let members) = body,
               let member = members.first(where: { $0.key == "now" }), case .string(let text) = member.value,
               let time = Timestamp(rfc3339: text) else {
-            return Problem(status: 400, rule: "invalid_time", field: "now",
-                           detail: "send {\"now\": \"2026-11-20T10:00:00Z\"} (RFC 3339)").response
+            throw Problem(status: 400, rule: "invalid_time", field: "now", detail: "send {\"now\": \"2026-11-20T10:00:00Z\"} (RFC 3339)")
         }
         // Times the endpoint derives from now (cut-offs, key rotations) must stay writable too.
         guard Self.clockRange.contains(time.millisecondsSinceEpoch) else {
-            return Problem(status: 422, rule: "out_of_range", field: "now", detail: "now must be from 1970 to 8999").response
+            throw Problem(status: 422, rule: "out_of_range", field: "now", detail: "now must be from 1970 to 8999")
         }
         clock.set(time)
         return JSONResponse.make(200, "{\"now\":\"\(time.rfc3339)\"}")

@@ -5,93 +5,61 @@ import HTTPServer
 import PCMRecords
 import ReportStore
 
-/// The report path: from a POST to a stored report and its answer.
+/// The report path: from a POST to a stored report and its answer (`AnswerOnCommit`).
 ///
 /// Everything up to the store runs inline on the event loop (validation is pure and takes
-/// microseconds). The answer is prepared once the report is written, while the turn's flush is in
-/// flight, and held by the event loop until the turn ends (`HTTPResponder.holdsAnswersAtTurnEnd`).
-/// The summary counts the report in the same window, apart (`SummaryBook.stage`); it and the
-/// metrics show the report only once it is on disk, and if the flush fails the prepared answer is
-/// withdrawn and the staged counts dropped.
+/// microseconds). The summary counts the report while its flush is in flight, apart
+/// (`SummaryBook.stage`); it and the metrics show the report only once it is on disk, and if the
+/// flush fails the staged counts are dropped and what the report claimed is given back.
 struct ReportIngest: Sendable {
     let validator: PCMReportValidator
     let roles: RoleResolver
-    let trustedProxies: [AddressRange]
     let maxReportBytes: Int
     let store: ReportStore
-    let rejections: RejectionLog
-    let metrics: EndpointMetrics
     let book: SiteOwnerBook
     let summary: SummaryBook
     let tokens: TokenChecks
-    let clock: @Sendable () -> Timestamp
+    let context: HandlerContext
 
-    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
-        switch prepare(request) {
-        case .failure(let problem):
-            rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                              detail: problem.detail, body: request.body)
-            responder.respond(problem.response)
-        case .success(let (draft, facts, tokenOutcome)):
-            let metrics = self.metrics
-            let book = self.book, summary = self.summary, tokens = self.tokens
-            // An answer that cannot be held (a request from no socket) waits until the report is stored.
-            let answerEarly = responder.holdsAnswersAtTurnEnd
-            store.appendFollowingSteps(draft) { step in
-                switch step {
-                case .written(let record):
-                    // Counted while the flush is in flight, shown once it succeeds.
-                    summary.stage(StoredReport(draft, record), facts)
-                    guard answerEarly else { return }
-                    responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time,
-                                                           draft.role, draft.verdict, draft.reasons))
-                case .stored(let record):
-                    summary.commitStaged()
-                    metrics.stored(draft)
-                    guard !answerEarly else { return }
-                    responder.respond(Self.acknowledgement(id: record.id, receivedAt: record.time,
-                                                           draft.role, draft.verdict, draft.reasons))
-                case .failed(let error):
-                    summary.dropStaged()
-                    // The report is not kept, so the trigger it would have used stays free.
-                    if let trigger = draft.triggerID { book.release(triggerID: trigger) }
-                    // Nor are its tokens: the browser's next delivery is no replay.
-                    tokens.forget(tokenOutcome)
-                    metrics.storeFailed(error)
-                    // An acknowledgement prepared during the flush never leaves; if none was, this is the answer.
-                    responder.withdraw()
-                    responder.respond(Problem.storeFailed(error, "the report could not be stored").response)
-                }
-            }
-        }
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        let (draft, facts, tokenOutcome) = try prepare(request)
+        let (metrics, book, summary, tokens) = (context.metrics, self.book, self.summary, self.tokens)
+        let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the report could not be stored")
+        store.append(draft, steps: answer.steps(
+            answer: { record in
+                summary.stage(StoredReport(draft, record), facts)
+                return Self.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
+            },
+            stored: { _ in
+                summary.commitStaged()
+                metrics.stored(draft)
+            },
+            undo: {
+                summary.dropStaged()
+                // The report is not kept, so the trigger it would have used stays free, and its
+                // tokens too: the browser's next delivery is no replay.
+                if let trigger = draft.triggerID { book.release(triggerID: trigger) }
+                tokens.forget(tokenOutcome)
+            }))
     }
 
-    /// Checks the request and the body; on success, the draft to store.
-    func prepare(_ request: HTTPRequest) -> Result<(StoredReport.Draft, ReportFacts, TokenChecks.Outcome), Problem> {
+    /// Checks the request and the body; the draft to store, or the refusal.
+    func prepare(_ request: HTTPRequest) throws -> (StoredReport.Draft, ReportFacts, TokenChecks.Outcome) {
         guard request.headers.withFirstValue("Content-Type", Self.isJSON) == true else {
             let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
-            return .failure(Problem(ReportRejection(.unsupportedMediaType,
-                "a report must be sent as application/json; Content-Type was \(got)")))
+            throw Problem(status: 415, rule: "unsupported_media_type",
+                          detail: "a report must be sent as application/json; Content-Type was \(got)")
         }
         guard request.body.count <= maxReportBytes else {
-            return .failure(Problem(ReportRejection(.bodyTooLarge,
-                "the body has \(request.body.count) bytes; reports are at most \(maxReportBytes)")))
+            throw Problem(status: 413, rule: "body_too_large",
+                          detail: "the body has \(request.body.count) bytes; reports are at most \(maxReportBytes)")
         }
-        let report: PCMReport
-        switch validator.validate(body: request.body) {
-        case .success(let r): report = r
-        case .failure(let rejection): return .failure(Problem(rejection))
-        }
-        let host: String?
-        do { host = try RequestedHost.of(request, trustedProxies: trustedProxies) } catch { return .failure(error) }
-        let resolution: RoleResolver.Resolution
-        switch roles.resolve(report, host: host) {
-        case .success(let r): resolution = r
-        case .failure(let rejection): return .failure(Problem(rejection))
-        }
+        let report = try validator.validate(body: request.body).get()
+        let host = try RequestedHost.of(request, trustedProxies: context.trustedProxies)
+        let resolution = try roles.resolve(report, host: host).get()
         var reasons = resolution.notes
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }
-        let judgement = book.judge(report, role: resolution.role, now: clock())
+        let judgement = book.judge(report, role: resolution.role, now: context.clock())
         // Most reports have no reasons at all; appending nothing still cost a call each.
         if !judgement.reasons.isEmpty { reasons += judgement.reasons }
         let tokenOutcome = tokens.check(report, role: resolution.role)
@@ -107,7 +75,7 @@ struct ReportIngest: Sendable {
                                        reasons: reasons, body: request.body, triggerID: trigger?.id,
                                        campaign: judgement.campaign?.name, triggerRecordedAt: trigger?.recordedAt)
         draft.tokenKeyIDs = tokenOutcome.keyIDs
-        return .success((draft, ReportFacts(report), tokenOutcome))
+        return (draft, ReportFacts(report), tokenOutcome)
     }
 
     /// `application/json`, any case, optionally followed by parameters.

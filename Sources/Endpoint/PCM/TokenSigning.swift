@@ -16,17 +16,10 @@ import Signatures
 struct TokenSigning: Sendable {
     let keys: TokenKeyBook
     let pool: WorkerPool
-    let trustedProxies: [AddressRange]
-    let rejections: RejectionLog
-    let metrics: EndpointMetrics
-    let clock: @Sendable () -> Timestamp
+    let context: HandlerContext
 
-    func publicKey(_ request: HTTPRequest, responder: HTTPResponder) {
-        let site: String
-        switch servedSite(request) {
-        case .success(let s): site = s
-        case .failure(let problem): return refuse(problem, request, responder)
-        }
+    func publicKey(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        let site = try servedSite(request)
         if let key = keys.servedKey(for: site) { return responder.respond(Self.publicKeyAnswer(key)) }
         let keys = self.keys
         guard pool.submit({
@@ -35,21 +28,13 @@ struct TokenSigning: Sendable {
                                                  detail: "\(site) has no token key; see the endpoint's log").response)
             }
             responder.respond(Self.publicKeyAnswer(key))
-        }) else { return responder.respond(backlogged) }
+        }) else { throw backlogged }
     }
 
-    func sign(_ request: HTTPRequest, responder: HTTPResponder) {
-        let site: String
-        switch servedSite(request) {
-        case .success(let s): site = s
-        case .failure(let problem): return refuse(problem, request, responder)
-        }
-        let tokenRequest: UnlinkableTokenRequest
-        switch UnlinkableTokenRequest.read(request.body) {
-        case .success(let r): tokenRequest = r
-        case .failure(let problem): return refuse(Problem(problem), request, responder)
-        }
-        let (keys, metrics, rejections, clock, body) = (self.keys, self.metrics, self.rejections, self.clock, request.body)
+    func sign(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        let site = try servedSite(request)
+        let tokenRequest = try UnlinkableTokenRequest.read(request.body).get()
+        let (keys, context, body) = (self.keys, self.context, request.body)
         guard pool.submit({
             guard let key = keys.servedKey(for: site, waiting: true) else {
                 return responder.respond(Problem(status: 503, rule: "token_key_unavailable",
@@ -57,20 +42,17 @@ struct TokenSigning: Sendable {
             }
             guard let signature = key.signing.blindSignature(for: tokenRequest.blindedMessage) else {
                 let field = tokenRequest.side.rawValue + "_unlinkable_token"
-                let problem = Problem(status: 422, rule: "token_not_below_modulus", field: field,
-                                      detail: "\(field) is not below the modulus of \(site)'s key \(key.keyID)")
-                rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                                  detail: problem.detail, body: body)
-                return responder.respond(problem.response)
+                return context.refuse(Problem(status: 422, rule: "token_not_below_modulus", field: field,
+                                              detail: "\(field) is not below the modulus of \(site)'s key \(key.keyID)"),
+                                      body: body, responder: responder)
             }
-            metrics.tokenSigned(tokenRequest.side)
+            context.metrics.tokenSigned(tokenRequest.side)
             responder.respond(JSONResponse.make(200, "{\"unlinkable_token\":\"\(Base64URL.encode(signature))\"}"))
-        }) else { return responder.respond(backlogged) }
+        }) else { throw backlogged }
     }
 
-    private var backlogged: HTTPResponse {
-        Problem(status: 503, rule: "signing_backlogged",
-                detail: "\(pool.maxWaiting ?? 0) token signatures are waiting; ask again later").response
+    private var backlogged: Problem {
+        Problem(status: 503, rule: "signing_backlogged", detail: "\(pool.maxWaiting ?? 0) token signatures are waiting; ask again later")
     }
 
     static func publicKeyAnswer(_ key: TokenKeyBook.Key) -> HTTPResponse {
@@ -78,18 +60,11 @@ struct TokenSigning: Sendable {
     }
 
     /// The site the browser asked, which must be one this endpoint holds a key for.
-    private func servedSite(_ request: HTTPRequest) -> Result<String, Problem> {
-        let host: String?
-        do { host = try RequestedHost.of(request, trustedProxies: trustedProxies) } catch { return .failure(error) }
-        if let host, keys.servedSites.contains(host) { return .success(host) }
+    private func servedSite(_ request: HTTPRequest) throws(Problem) -> String {
+        let host = try RequestedHost.of(request, trustedProxies: context.trustedProxies)
+        if let host, keys.servedSites.contains(host) { return host }
         let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
-        return .failure(Problem(status: 421, rule: "site_not_served",
-                                detail: "the request was sent to \(sentTo), which this endpoint does not serve (it serves \(keys.servedSites.joined(separator: ", ")))"))
-    }
-
-    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
-        rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                          detail: problem.detail, body: request.body)
-        responder.respond(problem.response)
+        throw Problem(status: 421, rule: "site_not_served",
+                      detail: "the request was sent to \(sentTo), which this endpoint does not serve (it serves \(keys.servedSites.joined(separator: ", ")))")
     }
 }

@@ -25,8 +25,8 @@ enum AdminToken {
     }
 
     /// The route groups' gate for everything that needs the token: 401 without it.
-    static func gate(_ token: String) -> @Sendable (HTTPRequest) -> HTTPResponse? {
-        { request in matches(request.headers["Authorization"], token: token) ? nil : Problem.unauthorized.response }
+    static func gate(_ token: String) -> RouteGroup.Gate {
+        { request in if !matches(request.headers["Authorization"], token: token) { throw Problem.unauthorized } }
     }
 
     /// Compares in time independent of where the strings differ.

@@ -1,9 +1,6 @@
-import PCM
-import Primitives
-import SiteOwners
+import Foundation
 import Locking
-import PCMRecords
-import ReportStore
+import Primitives
 
 /// The one clock every time-dependent part of the endpoint reads: the store's receive times,
 /// the timing model, the trigger ledger.
@@ -17,10 +14,15 @@ public final class EndpointClock: Sendable {
     /// Told when a manual clock is set: what waits for a time (the Apple Ads outbox) looks again.
     private let observers = Locked<[@Sendable () -> Void]>([])
 
-    public init(manual: Bool, system: @escaping @Sendable () -> Timestamp = { Timestamp.now() }) {
+    public init(manual: Bool, system: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) {
         isManual = manual
         self.system = system
         fixed = Locked(system())
+    }
+
+    /// The system's time, to the millisecond: what a clock that is not manual reads.
+    public static func systemNow() -> Timestamp {
+        Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
     }
 
     public func now() -> Timestamp {

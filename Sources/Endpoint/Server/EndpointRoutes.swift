@@ -43,20 +43,16 @@ struct EndpointRoutes: HTTPHandler {
     let checkpointer: SummaryCheckpointer?
     /// Postbacks waiting for their signature check: each turn takes up its share.
     let postbacks: PostbackIntake?
-    /// Where a refusal made here, before any surface, is counted and kept.
-    let rejections: RejectionLog?
-    let clock: @Sendable () -> Timestamp
-    /// Whose `X-Forwarded-Host` is the request's host, for the check every request gets.
-    let trustedProxies: [AddressRange]
+    let context: HandlerContext
 
     init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
-         postbacks: PostbackIntake? = nil, rejections: RejectionLog? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now() },
-         trustedProxies: [AddressRange] = []) {
+         postbacks: PostbackIntake? = nil, context: HandlerContext) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
-        router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, fallback: { request, responder in
+        router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, refused: { context.answer(refusal: $1, to: $0) },
+                        fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
             guard let file = publicFiles?.response(path: request.path, ifNoneMatch: request.headers["If-None-Match"]) else {
-                return responder.respond(Problem.notFound(request.path).response)
+                throw Problem.notFound(request.path)
             }
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
@@ -66,40 +62,34 @@ struct EndpointRoutes: HTTPHandler {
         self.store = store
         self.checkpointer = checkpointer
         self.postbacks = postbacks
-        self.rejections = rejections
-        self.clock = clock
-        self.trustedProxies = trustedProxies
+        self.context = context
     }
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) {
         // Two rules for every path, before any path reads its host or its query: the host is a
-        // host, and no query parameter is given twice.
+        // host, and no query parameter is given twice. Refused on any path, they are kept with
+        // the URL they were sent to.
         do {
-            try RequestedHost.check(request, trustedProxies: trustedProxies)
+            try RequestedHost.check(request, trustedProxies: context.trustedProxies)
+            if let name = request.repeatedQueryParameter {
+                throw Problem(status: 400, rule: "repeated_query_parameter", field: name,
+                              detail: "the query parameter \(name) appears more than once; give each parameter once")
+            }
         } catch {
-            return refuse(error, request, responder)
-        }
-        if let name = request.repeatedQueryParameter {
-            return refuse(Problem(status: 400, rule: "repeated_query_parameter", field: name,
-                                  detail: "the query parameter \(name) appears more than once; give each parameter once"), request, responder)
+            let problem = Problem(refusal: error)
+            context.record(problem, kept: Array(request.target.utf8.prefix(1024)))
+            return responder.respond(problem.response)
         }
         router.route(request, responder: responder)
     }
 
-    private func refuse(_ problem: Problem, _ request: HTTPRequest, _ responder: HTTPResponder) {
-        rejections?.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                           detail: problem.detail, body: Array(request.target.utf8.prefix(1024)))
-        responder.respond(problem.response)
-    }
-
     /// The turn's reports, triggers and postbacks go to disk together, and their answers go out
-    /// in this turn. Reports' answers are prepared while the flush is in flight; the event loop
-    /// sends them after this returns, when the completions have said whether the flush held.
-    func finishTurn() {
+    /// in this turn: prepared while the flush is in flight, sent by the event loop after this
+    /// returns, when the flush has said whether it held (`AnswerOnCommit`).
+    func endTurn() -> Bool {
         postbacks?.drainForTurn()
         store.commitQueued(overlappingFlush: true)
         checkpointer?.turnEnded()
+        return postbacks?.hasReady ?? false
     }
-
-    var hasDeferredWork: Bool { postbacks?.hasReady ?? false }
 }

@@ -6,7 +6,7 @@ import HTTPServer
 /// Structured lines on stderr for things that are not requests: start, replay, failures, stop.
 enum EventLog {
     static func write(_ event: String, _ fields: [(String, JSONValue)] = []) {
-        var line = "{\"time\":\"\(Timestamp.now().rfc3339)\",\"event\":"
+        var line = "{\"time\":\"\(EndpointClock.systemNow().rfc3339)\",\"event\":"
         JSONValue.writeString(event, to: &line)
         for (key, value) in fields {
             line += ","

@@ -88,8 +88,6 @@ extension ReportRejection.Rule {
     /// The rules say what failed; which HTTP status that is, is the endpoint's business.
     var httpStatus: Int {
         switch self {
-        case .unsupportedMediaType: 415
-        case .bodyTooLarge: 413
         case .siteNotServed: 421
         case .malformedJSON, .invalidUTF8, .tooDeep, .duplicateKey, .notAnObject: 400
         default: 422

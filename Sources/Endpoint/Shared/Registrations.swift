@@ -12,14 +12,10 @@ protocol RegistryKeeper: Sendable {
 /// answers 201 with what was registered, DELETE answers 204 or 404, refusals are problem+json.
 enum Registrations {
     static func register<Keeper: RegistryKeeper>(_ request: HTTPRequest, in keeper: Keeper,
-                                                 _ add: (JSONValue, inout Keeper.Contents) throws(RequestProblem) -> String) -> HTTPResponse {
+                                                 _ add: (JSONValue, inout Keeper.Contents) throws(RequestProblem) -> String) throws(RequestProblem) -> HTTPResponse {
         var created = ""
-        do throws(RequestProblem) {
-            let parsed = try JSONParser().parseBody(request.body)
-            try keeper.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
-        } catch {
-            return Problem(error).response
-        }
+        let parsed = try JSONParser().parseBody(request.body)
+        try keeper.update { (registry) throws(RequestProblem) in created = try add(parsed, &registry) }
         return JSONResponse.make(201, created)
     }
 
@@ -34,14 +30,10 @@ enum Registrations {
 
     /// `change` says whether it found what to remove; `notFound` is the 404's detail.
     static func remove<Keeper: RegistryKeeper>(in keeper: Keeper, notFound: String,
-                                               _ change: (inout Keeper.Contents) -> Bool) -> HTTPResponse {
+                                               _ change: (inout Keeper.Contents) -> Bool) throws -> HTTPResponse {
         var found = false
-        do {
-            try keeper.update { (registry) throws(RequestProblem) in found = change(&registry) }
-        } catch {
-            return Problem(error).response
-        }
-        guard found else { return Problem(status: 404, rule: "not_found", detail: notFound).response }
+        try keeper.update { (registry) throws(RequestProblem) in found = change(&registry) }
+        guard found else { throw Problem(status: 404, rule: "not_found", detail: notFound) }
         return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
     }
 }

@@ -20,13 +20,6 @@ final class WorkerPool: Sendable {
     /// Jobs waiting beyond this many are refused by `submit` (nil: never).
     let maxWaiting: Int?
 
-    /// A pool with a thread for every core but the loop's, or nil on a single core: for work the
-    /// loop can also do itself, a bounded share of each turn.
-    static func forOtherCores(named name: String, priority: ThreadPriority) -> WorkerPool? {
-        let cores = allowedCores()
-        return cores > 1 ? WorkerPool(named: name, threads: cores - 1, priority: priority) : nil
-    }
-
     /// The cores this process may run on (`taskset`, a container's cpuset), from
     /// `/proc/self/status`; elsewhere, the machine's.
     static func allowedCores() -> Int {

@@ -18,7 +18,7 @@ struct SiteOwnerRoutes: Sendable {
     let servedSites: Set<String>
 
     /// The pixel faces every browser; the registrations need the token.
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("conversion pixel", routes: [
                 Route(.exact(Self.pixelPath), methods: ["GET", "HEAD"], answer: pixel),
@@ -48,43 +48,38 @@ struct SiteOwnerRoutes: Sendable {
         [
             Route(.exact(path), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry[keyPath: list])) },
             Route(.exact(path), methods: ["POST"]) { request in
-                register(request) { json, registry throws(RequestProblem) in
+                try register(request) { json, registry throws(RequestProblem) in
                     let item = try read(json)
                     try add(&registry, item, book.siteRules)
                     try Registrations.requireServed(site(item), field: keys.0, servedSites: servedSites)
                     return Self.encode(item)
                 }
             },
-            Route(.exact(path), methods: ["DELETE"]) { request in self.remove(request, keys: keys, remove) },
+            Route(.exact(path), methods: ["DELETE"]) { request in try self.remove(request, keys: keys, remove) },
         ]
     }
 
-    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) -> HTTPResponse {
-        Registrations.register(request, in: book, add)
+    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) throws -> HTTPResponse {
+        try Registrations.register(request, in: book, add)
     }
 
-    private func remove(_ request: HTTPRequest, keys: (String, String), _ change: (inout Registry, String, String) -> Bool) -> HTTPResponse {
+    private func remove(_ request: HTTPRequest, keys: (String, String), _ change: (inout Registry, String, String) -> Bool) throws -> HTTPResponse {
         let items = Dictionary(request.queryItems, uniquingKeysWith: { first, _ in first })
         guard let site = items[keys.0], let name = items[keys.1] else {
-            return Problem(status: 400, rule: "missing_parameter", field: items[keys.0] == nil ? keys.0 : keys.1,
-                           detail: "DELETE needs ?\(keys.0)=…&\(keys.1)=…").response
+            throw Problem(status: 400, rule: "missing_parameter", field: items[keys.0] == nil ? keys.0 : keys.1,
+                           detail: "DELETE needs ?\(keys.0)=…&\(keys.1)=…")
         }
-        return Registrations.remove(in: book, notFound: "\(site) has nothing named \"\(name)\"") { change(&$0, site, name) }
+        return try Registrations.remove(in: book, notFound: "\(site) has nothing named \"\(name)\"") { change(&$0, site, name) }
     }
 
     // MARK: - The conversion pixel
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
-    func pixel(_ request: HTTPRequest) -> HTTPResponse {
-        let requestSite: String, port: Int?
-        do {
-            (requestSite, port) = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
-        } catch {
-            return error.response
-        }
+    func pixel(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (requestSite, port) = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
         guard servedSites.isEmpty || servedSites.contains(requestSite) else {
-            return Problem(status: 421, rule: "site_not_served", field: "Host",
-                           detail: "the pixel was requested from \(requestSite), which this endpoint does not serve; its trigger would go there").response
+            throw Problem(status: 421, rule: "site_not_served", field: "Host",
+                           detail: "the pixel was requested from \(requestSite), which this endpoint does not serve; its trigger would go there")
         }
         var conversionName: String?, source: String?, site: String?
         for (name, value) in request.queryItems {
@@ -93,31 +88,27 @@ struct SiteOwnerRoutes: Sendable {
             case "source": source = value
             case "site": site = value
             default:
-                return Problem(status: 400, rule: "unknown_parameter", field: name,
-                               detail: "unknown query parameter \"\(name)\"; use conversion, source and site").response
+                throw Problem(status: 400, rule: "unknown_parameter", field: name,
+                               detail: "unknown query parameter \"\(name)\"; use conversion, source and site")
             }
         }
         if let site, let violation = book.siteRules.check(site) {
-            return Problem(status: 400, rule: "not_registrable_domain", field: "site", detail: "site \(violation.detail)").response
+            throw Problem(status: 400, rule: "not_registrable_domain", field: "site", detail: "site \(violation.detail)")
         }
         guard let conversionName, !conversionName.isEmpty else {
-            return Problem(status: 400, rule: "missing_parameter", field: "conversion", detail: "name the conversion: ?conversion=purchase").response
+            throw Problem(status: 400, rule: "missing_parameter", field: "conversion", detail: "name the conversion: ?conversion=purchase")
         }
         // Same-site form: the pixel is the advertiser's own, so its conversions are the host's.
         // Cross-site form: the publisher serves it, so `site` names the advertiser.
         let destination = site ?? requestSite
         guard let conversion = book.registry.conversion(site: destination, name: conversionName) else {
             let known = book.registry.conversions.filter { $0.site == destination }.map(\.name)
-            return Problem(status: 404, rule: "unknown_conversion", field: "conversion",
+            throw Problem(status: 404, rule: "unknown_conversion", field: "conversion",
                            detail: "\(destination) has no conversion named \"\(conversionName)\""
-                               + (known.isEmpty ? "; register one with POST /api/conversions" : "; known: \(known.joined(separator: ", "))")).response
+                               + (known.isEmpty ? "; register one with POST /api/conversions" : "; known: \(known.joined(separator: ", "))"))
         }
-        let location: String
-        do {
-            location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source, siteRules: book.siteRules)
-        } catch {
-            return Problem(error).response
-        }
+        let location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source,
+                                                    siteRules: book.siteRules)
         return HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: [])
     }
 

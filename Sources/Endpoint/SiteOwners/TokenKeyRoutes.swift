@@ -16,7 +16,7 @@ struct TokenKeyRoutes: Sendable {
     let pool: WorkerPool
     let clock: EndpointClock
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("token keys", gate: bearer, routes: [
                 Route(.exact(Self.path), methods: ["GET", "HEAD"], answer: list),
@@ -39,27 +39,25 @@ struct TokenKeyRoutes: Sendable {
         return json
     }
 
-    func schedule(_ request: HTTPRequest, responder: HTTPResponder) {
-        let fail = { (rule: String, field: String?, detail: String) in
-            responder.respond(Problem(status: 422, rule: rule, field: field, detail: detail).response)
+    func schedule(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        func invalid(_ rule: String, _ field: String, _ detail: String) -> Problem {
+            Problem(status: 422, rule: rule, field: field, detail: detail)
         }
-        let body: JSONValue
-        do { body = try JSONParser().parseBody(request.body) } catch { return responder.respond(Problem(error).response) }
-        guard case .object(let members) = body else {
-            return responder.respond(Problem(status: 400, rule: "not_an_object", detail: "the body must be a JSON object").response)
+        guard case .object(let members) = try JSONParser().parseBody(request.body) else {
+            throw Problem(status: 400, rule: "not_an_object", detail: "the body must be a JSON object")
         }
         let fields = FieldReader(members)
-        guard case .string(let site)? = fields.value("site") else { return fail("missing_field", "site", "site is required (a served site)") }
+        guard case .string(let site)? = fields.value("site") else { throw invalid("missing_field", "site", "site is required (a served site)") }
         guard keys.servedSites.contains(site) else {
-            return fail("site_not_served", "site", "site \"\(site)\" is not served by this endpoint (it serves \(keys.servedSites.joined(separator: ", ")))")
+            throw invalid("site_not_served", "site", "site \"\(site)\" is not served by this endpoint (it serves \(keys.servedSites.joined(separator: ", ")))")
         }
         let now = clock.now()
         var servesFrom = now
         if let value = fields.value("serves_from") {
             guard case .string(let text) = value, let time = Timestamp(rfc3339: text) else {
-                return fail("invalid_time", "serves_from", "serves_from must be an RFC 3339 time")
+                throw invalid("invalid_time", "serves_from", "serves_from must be an RFC 3339 time")
             }
-            guard time >= now else { return fail("time_in_the_past", "serves_from", "serves_from must not be before now (\(now.rfc3339))") }
+            guard time >= now else { throw invalid("time_in_the_past", "serves_from", "serves_from must not be before now (\(now.rfc3339))") }
             servesFrom = time
         }
         let (keys, servesFromTime) = (self.keys, servesFrom)
@@ -73,7 +71,7 @@ struct TokenKeyRoutes: Sendable {
                 responder.respond(Problem(status: 503, rule: "store_unavailable", detail: "the new key could not be kept: \(error)").response)
             }
         }) else {
-            return responder.respond(Problem(status: 503, rule: "signing_backlogged", detail: "the signing threads are busy; ask again later").response)
+            throw Problem(status: 503, rule: "signing_backlogged", detail: "the signing threads are busy; ask again later")
         }
     }
 }

@@ -13,40 +13,28 @@ struct SummaryRoutes: Sendable {
     let rejections: RejectionLog
     let clock: EndpointClock
 
-    func routes(bearer: @escaping @Sendable (HTTPRequest) -> HTTPResponse?) -> [RouteGroup] {
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("summary", gate: bearer, routes: [
-                Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { summary($0, csv: false) },
-                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { summary($0, csv: true) },
+                Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { try summary($0, csv: false) },
+                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try summary($0, csv: true) },
             ]),
         ]
     }
 
-    func summary(_ request: HTTPRequest, csv: Bool) -> HTTPResponse {
-        let today = SummaryAggregates.day(of: clock.now())
-        let query: SummaryQuery
-        switch SummaryQuery.parse(request.queryItems, today: today) {
-        case .success(let q): query = q
-        case .failure(let problem): return problem.response
-        }
+    func summary(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+        let query = try SummaryQuery.parse(request.queryItems, today: SummaryAggregates.day(of: clock.now())).get()
         let registry = book.registry
-        func rebuilding(_ progress: SummaryBook.RebuildProgress) -> HTTPResponse {
+        func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
-                    detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile").response
+                    detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
         }
         if csv {
-            switch summary.read({ SummaryReport.csv($0, query, registry: registry) }) {
-            case .failure(let progress): return rebuilding(progress)
-            case .success(let text):
-                return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                          "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
-            }
+            let text = try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get()
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                      "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
         }
-        let report: SummaryReport
-        switch summary.read({ SummaryReport($0, query) }) {
-        case .failure(let progress): return rebuilding(progress)
-        case .success(let r): report = r
-        }
+        let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         return JSONResponse.make(200, report.json(registry: registry, rejections: rejections.counts))
     }
 }

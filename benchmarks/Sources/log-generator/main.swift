@@ -16,7 +16,7 @@ guard arguments.count >= 3, let count = Int(arguments[2]) else {
     exit(64)
 }
 let hours = arguments.count > 3 ? Int64(arguments[3]) ?? 24 : 24
-let end = Timestamp.now().millisecondsSinceEpoch
+let end = Int64(Date().timeIntervalSince1970 * 1000)
 let step = max(1, hours * 3_600_000 / Int64(max(count, 1)))
 let clockState = ClockState(start: end - step * Int64(count), step: step)
 let store = try ReportStore(directory: arguments[1], clock: { clockState.tick() })
@@ -48,9 +48,7 @@ for n in 0..<count {
                                    campaign: sourceID < 200 ? "Campaign \(sourceID % 40)" : nil,
                                    triggerRecordedAt: role == .destination ? Timestamp(millisecondsSinceEpoch: clockState.next - 30 * 3_600_000) : nil)
     group.enter()
-    store.append(draft) { _ in
-        group.leave()
-    }
+    store.append(draft, completion: { _ in group.leave() })
     // Keep the queue bounded: wait for the writer every 100k reports.
     if n % 100_000 == 99_999 { group.wait() }
 }

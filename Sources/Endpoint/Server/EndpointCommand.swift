@@ -1,0 +1,57 @@
+import Dispatch
+import Foundation
+import HTTPServer
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `attribution-endpoint [options]`: parse, start, run until SIGINT or SIGTERM, stop cleanly.
+public enum EndpointCommand {
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        let configuration: EndpointConfiguration
+        do {
+            switch try EndpointConfiguration.parse(arguments: arguments, environment: environment) {
+            case .help:
+                print(EndpointConfiguration.helpText)
+                return 0
+            case .run(let parsed):
+                configuration = parsed
+            }
+        } catch {
+            FileHandle.standardError.write(Data("attribution-endpoint: \(error)\n".utf8))
+            return 64  // EX_USAGE
+        }
+        let server: EndpointServer
+        do {
+            server = try EndpointServer(configuration: configuration)
+            try server.start()
+        } catch {
+            FileHandle.standardError.write(Data("attribution-endpoint: cannot start: \(error)\n".utf8))
+            return 1
+        }
+        return serveUntilSignalled(server)
+    }
+
+    /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code.
+    public static func serveUntilSignalled(_ server: EndpointServer) -> Int32 {
+        // Signals are taken as dispatch events, not handlers, so shutdown runs as ordinary code.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                EventLog.write("shutdown", ["signal": .number(String(number))])
+                server.shutdown()
+            }
+            source.resume()
+            return source
+        }
+        server.waitUntilStopped()
+        sources.forEach { $0.cancel() }
+        // The last lines get a moment to reach a slow reader; a stuck one does not hold the exit.
+        LineWriter.standardError.close(waitingAtMost: 2)
+        return 0
+    }
+}

@@ -1,0 +1,52 @@
+import HTTPServer
+import ReportStore
+
+/// The one way a handler answers a request whose answer says a record is kept: a report, a
+/// trigger, a postback or its retry, an Apple Ads token.
+///
+/// `steps` is handed to the store with the record. The answer is made once the record is
+/// written, while the flush that makes it durable may still be in flight (the endpoint commits
+/// at the end of each event-loop turn, `ReportStore.commitQueued(overlappingFlush: true)`), and
+/// the event loop holds it until the turn ends, by when the flush has said whether it held. What
+/// others would see (`stored`: counts, ledgers) waits for the flush. If the flush fails, the
+/// answer is withdrawn, so its connection closes with nothing sent, `undo` gives back what the
+/// record had claimed, and a request not answered yet gets a 503. `completion` is the same for a
+/// record its owner appends (the Apple Ads outbox): the answer once it is on disk, else the 503.
+struct AnswerOnCommit: Sendable {
+    let responder: HTTPResponder
+    let metrics: EndpointMetrics
+    /// What the 503 says could not be kept: "the report could not be stored".
+    let failure: String
+
+    func steps(answer: @escaping @Sendable (ReportStore.AppendedRecord) -> HTTPResponse,
+               stored: @escaping @Sendable (ReportStore.AppendedRecord) -> Void = { _ in },
+               undo: @escaping @Sendable () -> Void = {}) -> ReportStore.RecordSteps {
+        let (responder, metrics, failure) = (self.responder, self.metrics, self.failure)
+        return { step in
+            switch step {
+            case .written(let record):
+                responder.respond(answer(record))
+            case .stored(let record):
+                stored(record)
+            case .failed(let error):
+                undo()
+                metrics.storeFailed(error)
+                responder.withdraw()
+                responder.respond(Problem.storeFailed(error, failure).response)
+            }
+        }
+    }
+
+    func completion<Kept>(answer: @escaping @Sendable (Kept) -> HTTPResponse) -> @Sendable (Result<Kept, StoreError>) -> Void {
+        let (responder, metrics, failure) = (self.responder, self.metrics, self.failure)
+        return { result in
+            switch result {
+            case .success(let kept):
+                responder.respond(answer(kept))
+            case .failure(let error):
+                metrics.storeFailed(error)
+                responder.respond(Problem.storeFailed(error, failure).response)
+            }
+        }
+    }
+}

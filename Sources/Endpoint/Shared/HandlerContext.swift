@@ -1,0 +1,50 @@
+import HTTPServer
+import PCM
+import Primitives
+
+/// What the handlers of every surface share: whose `X-Forwarded-Host` to believe, where refusals
+/// are counted and kept, the metrics and the clock. One value, made once by the server.
+struct HandlerContext: Sendable {
+    let trustedProxies: [AddressRange]
+    let rejections: RejectionLog
+    let metrics: EndpointMetrics
+    let clock: @Sendable () -> Timestamp
+
+    /// The one place a refusal becomes an answer: what a gate or a handler threw, as the router
+    /// hands it over. Refusals on the paths devices and browsers send to (`/.well-known/…`) are
+    /// also counted and kept in the rejection ring, since nobody reads those answers: what was
+    /// sent is kept, its body or, for a GET, its URL.
+    func answer(refusal error: any Error, to request: HTTPRequest) -> HTTPResponse {
+        let problem = Problem(refusal: error)
+        if request.path.hasPrefix("/.well-known/") {
+            let isRead = request.method == "GET" || request.method == "HEAD"
+            record(problem, kept: isRead ? Array(request.target.utf8) : request.body)
+        }
+        return problem.response
+    }
+
+    /// A refusal found after the handler returned (a postback read on a worker thread): counted,
+    /// kept and answered as the router would have.
+    func refuse(_ problem: Problem, body: [UInt8], responder: HTTPResponder) {
+        record(problem, kept: body)
+        responder.respond(problem.response)
+    }
+
+    func record(_ problem: Problem, kept: [UInt8]) {
+        rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
+                          detail: problem.detail, body: kept)
+    }
+}
+
+extension Problem {
+    /// What a handler threw, as a problem: the rule types say what failed, and this says which
+    /// status that is.
+    init(refusal error: any Error) {
+        switch error {
+        case let problem as Problem: self = problem
+        case let problem as RequestProblem: self.init(problem)
+        case let rejection as ReportRejection: self.init(rejection)
+        default: self.init(status: 400, rule: "invalid_request", detail: "\(error)")
+        }
+    }
+}
