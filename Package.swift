@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
                                                      "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn"],
-                    resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/token-keys")]),
+                    resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/log-2026-11-25"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,7 +34,7 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
     }
 
     public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsToken? {
-        guard record.kind == LogRecord.Kind.appleAdsToken.rawValue else { return nil }
+        guard record.kind == RecordKind.appleAdsToken.number else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let publicID = r.bytes(16), let site = r.text16(), let token = r.text16() else { return nil }
         return StoredAppleAdsToken(id: record.id, receivedAt: record.time, publicID: publicID, site: site, token: token)
@@ -83,7 +83,7 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
     }
 
     public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsCall? {
-        guard record.kind == LogRecord.Kind.appleAdsCall.rawValue else { return nil }
+        guard record.kind == RecordKind.appleAdsCall.number else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let tokenID = r.u64(), let called = r.u8(), let http = r.u16(), let status = r.u8().flatMap(AppleAdsCallPolicy.Status.init),
               let next = r.u64(), let length = r.u16(), let json = r.bytes(Int(length)) else { return nil }
@@ -109,4 +109,11 @@ extension ReportStore {
         append(kind: .appleAdsCall, tag: AttributionProtocol.appleAds.rawValue, completion: { completion($0.map(\.time)) },
                payload: { call.encode(into: &$0) })
     }
+}
+
+extension RecordKind {
+    /// An app's Apple Ads attribution token, waiting for Apple's answer: the outbox.
+    public static let appleAdsToken = RecordKind(5, name: "apple_ads_token")
+    /// One call to Apple's attribution API for a stored token, and what came of it.
+    public static let appleAdsCall = RecordKind(6, name: "apple_ads_call")
 }

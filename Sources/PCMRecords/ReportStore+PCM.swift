@@ -88,9 +88,9 @@ public struct ReplayedTriggers: Sendable {
     public init() {}
 
     public mutating func take(_ record: ReportStore.RecordView) {
-        if record.kind == LogRecord.Kind.trigger.rawValue, let trigger = StoredTrigger.decode(record) {
+        if record.kind == RecordKind.trigger.number, let trigger = StoredTrigger.decode(record) {
             triggers.append(trigger)
-        } else if record.kind == LogRecord.Kind.report.rawValue, let used = StoredReport.peekTriggerID(record.payload) {
+        } else if record.kind == RecordKind.report.number, let used = StoredReport.peekTriggerID(record.payload) {
             consumed.insert(used)
         }
     }

@@ -184,7 +184,7 @@ public struct StoredReport: Sendable, Equatable {
     /// For remembering verified PCM tokens at replay: the report, decoded only if a reason says
     /// one of its tokens verified, which is nearly never; nil, without reading further, for the rest.
     public static func withVerifiedToken(_ record: ReportStore.RecordView) -> StoredReport? {
-        guard record.kind == LogRecord.Kind.report.rawValue else { return nil }
+        guard record.kind == RecordKind.report.number else { return nil }
         let p = record.payload
         guard p.count >= 7 else { return nil }
         var offset = 3, verified = false
@@ -214,4 +214,11 @@ public struct StoredReport: Sendable, Equatable {
         guard offset + 9 <= p.count, p[offset] == 1 else { return nil }
         return p.loadLE(UInt64.self, at: offset + 1)
     }
+}
+
+extension RecordKind {
+    /// A PCM report as received, with its role, verdict and reasons (`StoredReport`).
+    public static let report = RecordKind(1, name: "report")
+    /// A conversion trigger, for the ledger (`StoredTrigger`).
+    public static let trigger = RecordKind(2, name: "trigger")
 }

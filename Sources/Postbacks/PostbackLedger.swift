@@ -100,10 +100,10 @@ public final class PostbackLedger: Sendable {
 
     /// Takes one record of the log as replay shows it.
     public func take(_ view: ReportStore.RecordView) {
-        if view.kind == LogRecord.Kind.postback.rawValue, let stored = StoredPostback.decode(view) {
+        if view.kind == RecordKind.postback.number, let stored = StoredPostback.decode(view) {
             record(duplicateKey: stored.draft.duplicateKey, contentHash: stored.draft.contentHash, id: stored.id,
                    verified: stored.draft.signature.isVerified)
-        } else if view.kind == LogRecord.Kind.postbackRetry.rawValue, view.payload.count >= 8 {
+        } else if view.kind == RecordKind.postbackRetry.number, view.payload.count >= 8 {
             countRetry(of: view.payload.loadLE(UInt64.self, at: 0))
         }
     }

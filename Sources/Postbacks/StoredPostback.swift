@@ -78,7 +78,7 @@ public struct StoredPostback: Sendable, Equatable {
 
     /// The postback a record holds, or nil if the record is not one this version can read.
     public static func decode(_ record: ReportStore.RecordView) -> StoredPostback? {
-        guard record.kind == LogRecord.Kind.postback.rawValue, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
+        guard record.kind == RecordKind.postback.number, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let verdict = r.u8().flatMap(PostbackVerdict.init), let signature = r.u8().flatMap(SignatureOutcome.init),
               let contentHash = r.u64(), let site = r.text16(), let duplicateKey = r.text16(), let keyName = r.text16(),
@@ -93,4 +93,12 @@ public struct StoredPostback: Sendable, Equatable {
             protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
             keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body))
     }
+}
+
+extension RecordKind {
+    /// A postback copy, SKAdNetwork or AdAttributionKit by its tag (`StoredPostback`).
+    public static let postback = RecordKind(3, name: "postback")
+    /// A repeated delivery of a stored postback: not stored again, only counted (its payload is
+    /// the stored one's id).
+    public static let postbackRetry = RecordKind(4, name: "postback_retry")
 }

@@ -4,8 +4,8 @@ import Primitives
 ///
 /// ```
 /// 0  u16  magic 0xA77E
-/// 2  u8   kind (1 = stored report, 2 = trigger, 3 = postback, 4 = postback retry,
-///         5 = Apple Ads token, 6 = Apple Ads call)
+/// 2  u8   kind, the owner's (`RecordKind`: 1 report, 2 trigger, 3 postback, 4 postback retry,
+///         5 Apple Ads token, 6 Apple Ads call)
 /// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in records written
 ///         before 2026-11-23, all PCM). The store keeps it and hands it back, nothing more.
 /// 4  u32  payload length
@@ -20,31 +20,12 @@ public enum LogRecord {
     /// Bodies are capped far below this; a larger length is corruption.
     public static let maxPayload = 128 << 10
 
-    public enum Kind: UInt8, Sendable {
-        case report = 1
-        /// A conversion trigger (the ledger), see `StoredTrigger`.
-        case trigger = 2
-        /// An app's postback copy (SKAdNetwork or AdAttributionKit), see `StoredPostback`.
-        case postback = 3
-        /// A repeated delivery of a stored postback: not stored again, only counted.
-        case postbackRetry = 4
-        /// An app's Apple Ads attribution token, waiting for Apple's answer: the outbox.
-        case appleAdsToken = 5
-        /// One call to Apple's attribution API for a stored token, and what came of it.
-        case appleAdsCall = 6
-    }
-
-    /// Appends one framed record to `out`.
-    public static func append(kind: Kind, tag: UInt8, payload: [UInt8], to out: inout [UInt8]) {
-        append(kind: kind, tag: tag, to: &out) { $0.append(contentsOf: payload) }
-    }
-
     /// Appends one framed record whose payload `writePayload` appends in place, so the payload
     /// is never built in a buffer of its own.
-    public static func append(kind: Kind, tag: UInt8, to out: inout [UInt8], writePayload: (inout [UInt8]) -> Void) {
+    public static func append(kind: RecordKind, tag: UInt8, to out: inout [UInt8], writePayload: (inout [UInt8]) -> Void) {
         let start = out.count
         out.appendLE(magic)
-        out.append(kind.rawValue)
+        out.append(kind.number)
         out.append(tag)
         out.appendLE(UInt32(0))  // length, filled in below
         out.appendLE(UInt32(0))  // checksum, filled in below

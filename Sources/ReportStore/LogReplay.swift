@@ -7,11 +7,13 @@ import Primitives
 struct LogReplay {
     /// Just after the last whole record: where the next commit writes.
     var end = 0
-    var reports = 0
-    var index: [(time: Int64, offset: Int)] = []
+    /// Records of each kind, by the kind's number.
+    var counts = [Int](repeating: 0, count: 256)
+    /// Each kind's time index: one entry every `ReportStore.indexStride` records of the kind.
+    var indexes = [[(time: Int64, offset: Int)]](repeating: [], count: 256)
     var corrupt: [(offset: Int, length: Int)] = []
     var tornTailBytes = 0
-    /// The highest id of each kind (reports and triggers count apart).
+    /// The highest id of each kind (each kind counts its own).
     var lastIDs = [UInt64](repeating: 0, count: 256)
     var lastTime: Int64 = 0
     /// Every record, folded.
@@ -60,10 +62,9 @@ struct LogReplay {
 
     private mutating func take(_ record: ReportStore.RecordView, at offset: Int) {
         let time = record.time.millisecondsSinceEpoch
-        if record.kind == LogRecord.Kind.report.rawValue {
-            if reports % ReportStore.indexStride == 0 { index.append((time, offset)) }
-            reports += 1
-        }
+        let kind = Int(record.kind)
+        if counts[kind] % ReportStore.indexStride == 0 { indexes[kind].append((time, offset)) }
+        counts[kind] += 1
         lastIDs[Int(record.kind)] = max(lastIDs[Int(record.kind)], record.id)
         lastTime = max(lastTime, time)
     }

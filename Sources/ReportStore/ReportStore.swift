@@ -4,9 +4,10 @@ import Primitives
 
 /// The durable home of every record: one append-only, checksummed log file, one writer at a time.
 ///
-/// A record says what it is (its kind: a report or a trigger) and whose it is (its protocol tag),
-/// and carries the id and receive time the store gives it; the rest is its owner's payload, which
-/// the store keeps and hands back but never reads (`PCMRecords` encodes PCM's).
+/// A record says what it is (its kind, `RecordKind`, which its owner declares) and which protocol
+/// it is of (its tag), and carries the id and receive time the store gives it; the rest is its
+/// owner's payload, which the store keeps and hands back but never reads (`PCMRecords` encodes
+/// PCM's, `Postbacks` the postbacks'). Every kind is counted and time-indexed alike.
 ///
 /// `append` queues a record and returns at once; a commit takes everything queued, writes it with
 /// one `pwrite`, flushes it to the medium with one `fdatasync`, and only then calls each record's
@@ -40,8 +41,8 @@ public final class ReportStore: Sendable {
     private let stopped = DispatchGroup()
     private let state: Locked<DurableState>
 
-    /// One index entry every this many records: enough to start an export near `since` without
-    /// keeping every record's position in memory.
+    /// One index entry every this many records of a kind: enough to start an export near `since`
+    /// without keeping every record's position in memory.
     static let indexStride = 1024
 
     /// Told once the record is on disk (with the id and time it got), or could not be written.
@@ -100,7 +101,7 @@ public final class ReportStore: Sendable {
     private struct PendingBatch {
         var bytes: [UInt8] = []
         var entries: [Entry] = []
-        /// The next id of each kind (reports and triggers count apart).
+        /// The next id of each kind (each kind counts its own).
         var nextIDs: [UInt64]
         var lastTime: Int64
     }
@@ -146,8 +147,10 @@ public final class ReportStore: Sendable {
     /// What is on disk, as of the last successful flush.
     private struct DurableState {
         var end: Int
-        var count: Int
-        var index: [(time: Int64, offset: Int)]
+        /// Records of each kind on disk, by the kind's number.
+        var counts: [Int]
+        /// Each kind's time index.
+        var indexes: [[(time: Int64, offset: Int)]]
         /// Every record on disk, folded: what derived state checks itself against.
         var prefix: LogPrefix
         var lastError: StoreError?
@@ -155,7 +158,10 @@ public final class ReportStore: Sendable {
     }
 
     public struct ReplaySummary: Sendable {
+        /// Whole records found, of every kind.
         public var records: Int
+        /// Of each kind, by the kind's number.
+        let counts: [Int]
         /// Offsets and lengths of damaged records that were skipped.
         public var corruptRecords: [(offset: Int, length: Int)]
         /// Bytes of an incomplete last record that were cut off.
@@ -164,6 +170,9 @@ public final class ReportStore: Sendable {
         /// The log's first `fingerprintAt` bytes (the `init` argument) as replay found them, or
         /// nil if no record ends exactly there.
         public var prefixAtFingerprint: LogPrefix?
+
+        /// Whole records of `kind` found.
+        public func count(of kind: RecordKind) -> Int { counts[Int(kind.number)] }
     }
 
     /// Opens (or creates) `directory/reports.log` and replays it.
@@ -196,10 +205,11 @@ public final class ReportStore: Sendable {
             zeroedEnd = found.end
         }
         queue = Locked(Queue(pending: PendingBatch(nextIDs: found.lastIDs.map { $0 + 1 }, lastTime: found.lastTime)))
-        state = Locked(DurableState(end: found.end, count: found.reports, index: found.index, prefix: found.prefix,
+        state = Locked(DurableState(end: found.end, counts: found.counts, indexes: found.indexes, prefix: found.prefix,
                                     lastError: nil, flushes: 0))
-        replay = ReplaySummary(records: found.reports, corruptRecords: found.corrupt, tornTailBytes: found.tornTailBytes,
-                               seconds: Date().timeIntervalSince(started), prefixAtFingerprint: found.fingerprinted)
+        replay = ReplaySummary(records: found.counts.reduce(0, +), counts: found.counts, corruptRecords: found.corrupt,
+                               tornTailBytes: found.tornTailBytes, seconds: Date().timeIntervalSince(started),
+                               prefixAtFingerprint: found.fingerprinted)
         preallocator = preallocation > 0
             ? LogPreallocator(file: file, window: preallocation, dataEnd: found.end, zeroedEnd: zeroedEnd) : nil
         backgroundFlush = committer == .owner ? BackgroundFlush(file: file) : nil
@@ -216,7 +226,7 @@ public final class ReportStore: Sendable {
     /// Returns the record's id, known before it is on disk (a later record in the same batch may
     /// name it), or nil when the store is closing.
     @discardableResult
-    public func append(kind: LogRecord.Kind, tag: UInt8, completion: @escaping RecordCompletion,
+    public func append(kind: RecordKind, tag: UInt8, completion: @escaping RecordCompletion,
                        payload: (inout [UInt8]) -> Void) -> UInt64? {
         enqueue(kind: kind, tag: tag, callback: .completion(completion), payload: payload)
     }
@@ -227,17 +237,17 @@ public final class ReportStore: Sendable {
     /// or `failed`. What `written` prepares must not take effect before `stored` (the endpoint
     /// prepares a report's answer there, which its event loop holds until the turn ends).
     @discardableResult
-    public func append(kind: LogRecord.Kind, tag: UInt8, steps: @escaping RecordSteps,
+    public func append(kind: RecordKind, tag: UInt8, steps: @escaping RecordSteps,
                        payload: (inout [UInt8]) -> Void) -> UInt64? {
         enqueue(kind: kind, tag: tag, callback: .steps(steps), payload: payload)
     }
 
-    private func enqueue(kind: LogRecord.Kind, tag: UInt8, callback: Callback,
+    private func enqueue(kind: RecordKind, tag: UInt8, callback: Callback,
                          payload: (inout [UInt8]) -> Void) -> UInt64? {
         let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
             guard !q.stopping else { return (false, false, 0) }
-            let id = q.pending.nextIDs[Int(kind.rawValue)]
-            q.pending.nextIDs[Int(kind.rawValue)] += 1
+            let id = q.pending.nextIDs[Int(kind.number)]
+            q.pending.nextIDs[Int(kind.number)] += 1
             // Receive times never go backwards in the log, so `since` can binary-search the index.
             let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
             q.pending.lastTime = time
@@ -247,7 +257,7 @@ public final class ReportStore: Sendable {
                 out.appendLE(time)
                 payload(&out)
             }
-            q.pending.entries.append(Entry(kind: kind.rawValue, at: at, id: id, time: time, callback: callback))
+            q.pending.entries.append(Entry(kind: kind.number, at: at, id: id, time: time, callback: callback))
             return (true, q.pending.entries.count == 1, id)
         }
         guard queued else {
@@ -327,9 +337,10 @@ public final class ReportStore: Sendable {
             return
         }
         state.withLock { s in
-            for entry in entries where entry.kind == LogRecord.Kind.report.rawValue {
-                if s.count % Self.indexStride == 0 { s.index.append((entry.time, start + entry.at)) }
-                s.count += 1
+            for entry in entries {
+                let kind = Int(entry.kind)
+                if s.counts[kind] % Self.indexStride == 0 { s.indexes[kind].append((entry.time, start + entry.at)) }
+                s.counts[kind] += 1
             }
             s.end = start + bytes.count
             s.prefix.fold(records: bytes, at: start)
@@ -367,8 +378,8 @@ public final class ReportStore: Sendable {
 
     // MARK: - Reading
 
-    /// Number of reports on disk.
-    public var count: Int { state.withLock { $0.count } }
+    /// Records of `kind` on disk.
+    public func count(of kind: RecordKind) -> Int { state.withLock { $0.counts[Int(kind.number)] } }
 
     /// The last write error, until a later write succeeds: the store is refusing reports.
     public var writeError: StoreError? { state.withLock { $0.lastError } }
@@ -386,7 +397,7 @@ public final class ReportStore: Sendable {
     /// up to `end`, in order; stops early when `visit` returns false. For rebuilding derived state
     /// (the summary) on a thread of its own while the endpoint already serves: reads with `pread`,
     /// never writes.
-    public func scanRecords(of kind: LogRecord.Kind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) {
+    public func scanRecords(of kind: RecordKind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) {
         var scanner = LogScanner(file: file, end: end)
         defer { scanner.deallocate() }
         var offset = start
@@ -394,7 +405,7 @@ public final class ReportStore: Sendable {
             switch step {
             case .record(let at, let recordKind, let tag, let payload, let size, _):
                 offset = at + size
-                guard recordKind == kind.rawValue, let view = RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
+                guard recordKind == kind.number, let view = RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
                 if !visit(view) { return }
             case .corrupt(let at, let length):
                 offset = at + length
@@ -405,16 +416,17 @@ public final class ReportStore: Sendable {
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
-    public func records(of kind: LogRecord.Kind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
+    public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in
             guard let since else { return (s.end, 0) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
-            var low = 0, high = s.index.count
+            let index = s.indexes[Int(kind.number)]
+            var low = 0, high = index.count
             while low < high {
                 let mid = (low + high) / 2
-                if s.index[mid].time < since.millisecondsSinceEpoch { low = mid + 1 } else { high = mid }
+                if index[mid].time < since.millisecondsSinceEpoch { low = mid + 1 } else { high = mid }
             }
-            return (s.end, low == 0 ? 0 : s.index[low - 1].offset)
+            return (s.end, low == 0 ? 0 : index[low - 1].offset)
         }
         return RecordCursor(file: file, kind: kind, start: startOffset, end: end, since: since, until: until)
     }
@@ -439,9 +451,9 @@ public final class RecordCursor: @unchecked Sendable {
     private let until: Timestamp?
     private var finished = false
 
-    init(file: LogFile, kind: LogRecord.Kind, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
+    init(file: LogFile, kind: RecordKind, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
         scanner = LogScanner(file: file, end: end)
-        self.kind = kind.rawValue
+        self.kind = kind.number
         offset = start
         self.since = since
         self.until = until

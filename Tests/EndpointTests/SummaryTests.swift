@@ -1,4 +1,6 @@
 import Foundation
+import PCMRecords
+import Primitives
 import Testing
 import RawHTTPClient
 @testable import Demo
@@ -128,7 +130,7 @@ private func counts(_ rows: Any?, key: ([String: Any]) -> String) -> [String: In
         #expect(reports.status == 200)
         #expect(reports.header("Content-Type")?.hasPrefix("text/csv") == true)
         let rows = reports.bodyText.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-        #expect(rows.first == CSVLine.header.trimmingCharacters(in: .newlines))
+        #expect(rows.first == ReportExportCodec().columns.joined(separator: ","))
         #expect(rows.count - 1 == (try endpoint.export()).count)
 
         let table = try endpoint.get("/api/summary.csv?from=2026-11-01&to=2026-11-30").bodyText

@@ -82,8 +82,9 @@ import Foundation
         #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99, verified: true) == .retry(of: stored.id))
         // Replay knows the stored delivery was a forgery: a verified one under its key is new.
         #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 100, verified: true) == .new)
-        // Reports are counted apart from postbacks.
-        #expect(store.count == 0)
+        // Every kind is counted, each apart.
+        #expect(store.count(of: .postback) == 1)
+        #expect(store.count(of: .postbackRetry) == 2)
     }
 }
 

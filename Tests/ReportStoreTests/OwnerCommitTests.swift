@@ -23,13 +23,13 @@ import Testing
             }
         }
         #expect(acknowledged.withLock { $0.isEmpty })
-        #expect(store.count == 0 && store.bytesOnDisk == 0 && store.flushes == 0)
+        #expect(store.count(of: .report) == 0 && store.bytesOnDisk == 0 && store.flushes == 0)
 
         store.commitQueued()
         let acks = acknowledged.withLock { $0 }
         #expect(acks.map(\.id) == Array(1...10))
         #expect(acks.allSatisfy { $0.onOwnerThread })
-        #expect(store.count == 10 && store.flushes == 1)
+        #expect(store.count(of: .report) == 10 && store.flushes == 1)
         store.close()
 
         let reopened = try ReportStore(directory: dir)
@@ -52,7 +52,7 @@ import Testing
         }
         store.commitQueued()
         #expect(stored.withLock { $0 } == [1, 2])
-        #expect(store.count == 2 && store.flushes == 2)
+        #expect(store.count(of: .report) == 2 && store.flushes == 2)
     }
 
     @Test func closeCommitsWhatTheOwnerLeftQueued() throws {
@@ -86,7 +86,7 @@ import Testing
             store.commitQueued()
         }
         #expect(Set(ids.withLock { $0 }).count == 800)
-        #expect(store.count == 800)
+        #expect(store.count(of: .report) == 800)
         store.close()
         let reopened = try ReportStore(directory: dir)
         defer { reopened.close() }
@@ -107,11 +107,11 @@ import Testing
                 store.append(draft(n)) { step in
                     switch step {
                     case .written(let record):
-                        events.withLock { $0.append(("written", record.id, record.time, store.count)) }
+                        events.withLock { $0.append(("written", record.id, record.time, store.count(of: .report))) }
                     case .stored(let record):
-                        events.withLock { $0.append(("stored", record.id, record.time, store.count)) }
+                        events.withLock { $0.append(("stored", record.id, record.time, store.count(of: .report))) }
                     case .failed:
-                        events.withLock { $0.append(("failed", 0, Timestamp(millisecondsSinceEpoch: 0), store.count)) }
+                        events.withLock { $0.append(("failed", 0, Timestamp(millisecondsSinceEpoch: 0), store.count(of: .report))) }
                     }
                 }
             }
@@ -129,7 +129,7 @@ import Testing
                 let pair = got.filter { $0.id == id }
                 #expect(pair.count == 2 && pair[0].at == pair[1].at)
             }
-            #expect(store.count == 5 && store.flushes == 1)
+            #expect(store.count(of: .report) == 5 && store.flushes == 1)
             store.close()
             let reopened = try ReportStore(directory: dir)
             #expect(all(reopened).map(\.id) == Array(1...5))

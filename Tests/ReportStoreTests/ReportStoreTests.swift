@@ -97,7 +97,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         }
         done.wait()
         #expect(Set(ids.withLock { $0 }).count == 400)
-        #expect(store.count == 400)
+        #expect(store.count(of: .report) == 400)
         #expect(store.flushes < 400, "group commit: \(store.flushes) flushes for 400 reports")
         // The log's order is the id order, and times never go backwards.
         let reports = all(store)

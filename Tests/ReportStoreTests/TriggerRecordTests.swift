@@ -37,7 +37,7 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
         #expect(first.id == 1 && second.id == 2)
         #expect(stored.triggerID == 1)
         // Reports only: triggers are not reports, in the count or the export.
-        #expect(store.count == 2)
+        #expect(store.count(of: .report) == 2)
         #expect(all(store).map(\.id) == [1, 2])
         store.close()
 

@@ -8,7 +8,8 @@ import Postbacks
 import ReportStore
 
 /// Every stored report, postback and Apple Ads token, as NDJSON or CSV, filtered by receive time.
-/// Needs the token.
+/// Needs the token. Each export of the log is its kind's `RecordCodec`; the Apple Ads one comes
+/// from the outbox's memory.
 struct ExportRoutes: Sendable {
     let store: ReportStore
     let ledger: PostbackLedger
@@ -16,54 +17,39 @@ struct ExportRoutes: Sendable {
     let apps: AppBook
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
-        [
-            RouteGroup("export", gate: bearer, routes: [
-                Route(.exact("/api/reports"), methods: ["GET", "HEAD"]) { try export($0, csv: false) },
-                Route(.exact("/api/reports.csv"), methods: ["GET", "HEAD"]) { try export($0, csv: true) },
-                Route(.exact("/api/postbacks"), methods: ["GET", "HEAD"]) { try exportPostbacks($0, csv: false) },
-                Route(.exact("/api/postbacks.csv"), methods: ["GET", "HEAD"]) { try exportPostbacks($0, csv: true) },
-                Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, csv: false) },
-                Route(.exact("/api/apple-ads.csv"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, csv: true) },
-            ]),
+        let logExports: [(path: String, codec: any RecordCodec)] = [
+            ("/api/reports", ReportExportCodec()),
+            ("/api/postbacks", PostbackExportCodec(ledger: ledger)),
         ]
+        var routes: [Route] = []
+        for (path, codec) in logExports {
+            routes.append(Route(.exact(path), methods: ["GET", "HEAD"]) { try export(codec, $0, .ndjson, fileName: "") })
+            routes.append(Route(.exact(path + ".csv"), methods: ["GET", "HEAD"]) {
+                try export(codec, $0, .csv, fileName: String(path.dropFirst("/api/".count)))
+            })
+        }
+        routes.append(Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, .ndjson) })
+        routes.append(Route(.exact("/api/apple-ads.csv"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, .csv) })
+        return [RouteGroup("export", gate: bearer, routes: routes)]
     }
 
-    func export(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+    func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
-        let cursor = store.reports(since: since, until: until)
-        if csv {
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"reports.csv\""],
-                                stream: ReportExportStream(cursor: cursor, format: .csv))
-        }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"],
-                            stream: ReportExportStream(cursor: cursor, format: .ndjson))
-    }
-
-    func exportPostbacks(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
-        let (since, until) = try Self.period(request)
-        let stream = PostbackExportStream(cursor: store.postbacks(since: since, until: until), ledger: ledger, csv: csv)
-        if csv {
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"postbacks.csv\""],
-                                stream: stream)
-        }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
+        return ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until))
+            .response(fileName: fileName)
     }
 
     /// From memory, not the log: the outbox holds every token's state. The lines are written as
     /// the socket drains, from a snapshot of the entries.
-    func exportAppleAds(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
+    func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
         let entries = appleAds.all.filter { entry in
             since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
         }
-        let stream = AppleAdsExportStream(entries: entries, registry: apps.registry, csv: csv)
-        if csv {
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"apple-ads.csv\""], stream: stream)
-        }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
+        let registry = apps.registry
+        var next = entries.makeIterator()
+        return ExportStream(format, columns: AppleAdsExport.columns, rows: { next.next().map { AppleAdsExport.row($0, registry: registry) } })
+            .response(fileName: "apple-ads")
     }
 
     /// `since` and `until`, RFC 3339, both optional.

@@ -32,7 +32,7 @@ struct OperationsRoutes: Sendable {
         if metrics.storeIsFailing(store), let error = store.writeError {
             throw Problem.storeFailed(error, "reports cannot be stored right now")
         }
-        return JSONResponse.make(200, "{\"status\":\"ok\",\"reports\":\(store.count)}")
+        return JSONResponse.make(200, "{\"status\":\"ok\",\"reports\":\(store.count(of: .report))}")
     }
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {

@@ -144,7 +144,8 @@ public final class EndpointServer: Sendable {
     public func start() throws -> UInt16 {
         let replay = store.replay
         EventLog.write("replay", [
-            "log": .string(store.logPath), "records": .number(String(replay.records)),
+            // "records" has always counted the reports; the other kinds replay with them.
+            "log": .string(store.logPath), "records": .number(String(replay.count(of: .report))),
             "corrupt_records": .number(String(replay.corruptRecords.count)),
             "corrupt_offsets": .array(replay.corruptRecords.map { .number(String($0.offset)) }),
             "torn_tail_bytes": .number(String(replay.tornTailBytes)),
@@ -188,6 +189,6 @@ public final class EndpointServer: Sendable {
         summaryRebuild.stop()
         store.close()
         checkpointer.finish()
-        EventLog.write("stopped", ["reports": .number(String(store.count))])
+        EventLog.write("stopped", ["reports": .number(String(store.count(of: .report)))])
     }
 }

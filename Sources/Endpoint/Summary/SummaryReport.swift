@@ -214,14 +214,3 @@ struct SummaryReport: Sendable {
         return out
     }
 }
-
-/// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. A leading
-/// `=`, `+`, `-` or `@` is prefixed with `'` so that a spreadsheet never runs it as a formula.
-enum CSV {
-    static func field(_ text: String) -> String {
-        var text = text
-        if let first = text.first, "=+-@".contains(first), Int(text) == nil { text = "'" + text }
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-}

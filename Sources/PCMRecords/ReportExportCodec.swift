@@ -1,0 +1,71 @@
+import PCM
+import Primitives
+import ReportStore
+
+/// A stored report as the exports show it:
+///
+/// `{"id":7,"received_at":"…","protocol":"pcm","role":"source","site":"news.example",
+///   "verdict":"accepted","reasons":[],"source_engagement_type":"click",…,"extra":{…}}`
+///
+/// The report's fields keep their wire names at the top level (dash-named bodies appear
+/// normalized); fields the endpoint does not know sit under `extra`, so they can never collide
+/// with the endpoint's own keys. The CSV row has the same facts (reasons joined by `;`, tokens
+/// left out but the ids of the keys that verified them kept).
+public struct ReportExportCodec: RecordCodec {
+    public let kind = RecordKind.report
+    public let columns = ["id", "received_at", "protocol", "role", "site", "verdict", "reasons", "source_site", "source_id",
+                          "attributed_on_site", "trigger_data", "version", "campaign", "trigger_id",
+                          "source_token_key_id", "destination_token_key_id"]
+    static let reportKeys = PCMReportValidator.Fields.names
+
+    public init() {}
+
+    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+        var strings = InternedStrings()
+        return { view in StoredReport.decode(view, strings: &strings).map(Self.row) }
+    }
+
+    public static func row(_ report: StoredReport) -> ExportRow {
+        var fields: [String: JSONValue] = [:]
+        var extra: [JSONMember] = []
+        // The body was valid when stored; read as plain JSON, without today's site rules.
+        if case .object(let members)? = try? JSONParser(maxDepth: 64).parse(report.body) {
+            for member in members {
+                let key = PCMReportValidator.dashKeys[member.key] ?? member.key
+                if reportKeys.contains(key) { fields[key] = member.value } else { extra.append(member) }
+            }
+        }
+        let siteKey = report.role == .source ? "source_site" : "attributed_on_site"
+        var members: [JSONMember] = [
+            JSONMember(key: "id", value: .number(String(report.id))),
+            JSONMember(key: "received_at", value: .string(report.receivedAt.rfc3339)),
+            JSONMember(key: "protocol", value: .string(report.protocol.name)),
+            JSONMember(key: "role", value: .string(report.role.rawValue)),
+            JSONMember(key: "site", value: fields[siteKey] ?? .null),
+            JSONMember(key: "verdict", value: .string(report.verdict.name)),
+            JSONMember(key: "reasons", value: .array(report.reasons.map { .string($0) })),
+        ]
+        if let trigger = report.triggerID { members.append(JSONMember(key: "trigger_id", value: .number(String(trigger)))) }
+        if let campaign = report.campaign { members.append(JSONMember(key: "campaign", value: .string(campaign))) }
+        // Which key verified each token: a rotation shows here first.
+        if let id = report.tokenKeyIDs.source { members.append(JSONMember(key: "source_token_key_id", value: .string(id))) }
+        if let id = report.tokenKeyIDs.destination { members.append(JSONMember(key: "destination_token_key_id", value: .string(id))) }
+        for key in reportKeys {
+            if let value = fields[key] { members.append(JSONMember(key: key, value: value)) }
+        }
+        if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
+
+        func text(_ key: String) -> String {
+            switch fields[key] {
+            case .string(let s)?: s
+            case .number(let n)?: n
+            default: ""
+            }
+        }
+        let cells = [String(report.id), report.receivedAt.rfc3339, report.protocol.name, report.role.rawValue, text(siteKey),
+                     report.verdict.name, report.reasons.joined(separator: ";"), text("source_site"), text("source_id"),
+                     text("attributed_on_site"), text("trigger_data"), text("version"), report.campaign ?? "",
+                     report.triggerID.map(String.init) ?? "", report.tokenKeyIDs.source ?? "", report.tokenKeyIDs.destination ?? ""]
+        return ExportRow(members: members, cells: cells)
+    }
+}

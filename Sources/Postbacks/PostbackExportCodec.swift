@@ -1,0 +1,111 @@
+import AdAttributionKit
+import Primitives
+import ReportStore
+
+/// A stored postback as the exports show it:
+///
+/// `{"id":3,"received_at":"…","protocol":"skadnetwork","site":"app.example","verdict":"accepted",
+///   "reasons":[],"signature":"apple","duplicates_received":2,"unsigned_fields":["conversion-value"],
+///   "version":"4.0","ad-network-id":"…",…}`
+///
+/// The postback's members keep their wire names (dashes), so they never collide with the
+/// endpoint's own snake_case keys; a member that would is under `extra`. The CSV row has the
+/// same facts, one column per field either protocol has. How many copies came again is the
+/// ledger's, as of the export.
+public struct PostbackExportCodec: RecordCodec {
+    public let kind = RecordKind.postback
+    static let fieldColumns = ["version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id",
+                               "redownload", "source-app-id", "source-domain", "fidelity-type", "did-win",
+                               "postback-sequence-index", "ad-network-identifier", "advertised-item-identifier",
+                               "conversion-type", "postback-identifier", "impression-type", "marketplace-identifier",
+                               "publisher-item-identifier", "conversion-value", "coarse-conversion-value",
+                               "ad-interaction-type", "country-code"]
+    public let columns = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
+                          "duplicates_received", "kid", "unsigned_fields"] + PostbackExportCodec.fieldColumns
+    static let ownKeys: Set<String> = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
+                                       "duplicates_received", "kid", "unsigned_fields", "extra"]
+    let ledger: PostbackLedger
+
+    public init(ledger: PostbackLedger) {
+        self.ledger = ledger
+    }
+
+    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+        let ledger = self.ledger
+        return { view in StoredPostback.decode(view).map { Self.row($0, retries: ledger.retries(of: $0.id)) } }
+    }
+
+    static func row(_ postback: StoredPostback, retries: Int) -> ExportRow {
+        let fields = PostbackFields(postback)
+        let d = postback.draft
+        var members: [JSONMember] = [
+            JSONMember(key: "id", value: .number(String(postback.id))),
+            JSONMember(key: "received_at", value: .string(postback.receivedAt.rfc3339)),
+            JSONMember(key: "protocol", value: .string(postback.protocol.name)),
+            JSONMember(key: "site", value: .string(d.site)),
+            JSONMember(key: "verdict", value: .string(d.verdict.name)),
+            JSONMember(key: "reasons", value: .array(d.reasons.map { .string($0) })),
+            JSONMember(key: "signature", value: .string(d.signature.name)),
+        ]
+        if let key = d.keyName { members.append(JSONMember(key: "test_key", value: .string(key))) }
+        members.append(JSONMember(key: "duplicates_received", value: .number(String(retries))))
+        if let kid = fields.kid { members.append(JSONMember(key: "kid", value: .string(kid))) }
+        members.append(JSONMember(key: "unsigned_fields", value: .array(fields.unsigned.map { .string($0) })))
+        var extra: [JSONMember] = []
+        for member in fields.members {
+            if ownKeys.contains(member.key) { extra.append(member) } else { members.append(member) }
+        }
+        if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
+
+        var cells = [String(postback.id), postback.receivedAt.rfc3339, postback.protocol.name, d.site, d.verdict.name,
+                     d.reasons.joined(separator: ";"), d.signature.name, d.keyName ?? "", String(retries), fields.kid ?? "",
+                     fields.unsigned.joined(separator: ";")]
+        for key in fieldColumns {
+            let text: String = switch fields.value(key) {
+            case .string(let s)?: s
+            case .number(let n)?: n
+            case .bool(let b)?: b ? "true" : "false"
+            case .some(let other): other.serialized()
+            case nil: ""
+            }
+            cells.append(text)
+        }
+        return ExportRow(members: members, cells: cells)
+    }
+}
+
+/// A stored postback's fields under their own wire names: the body's members for SKAdNetwork;
+/// for AdAttributionKit the JWS payload as decoded, the envelope's unsigned members beside it,
+/// the `kid`, and the list of which members are unsigned.
+public struct PostbackFields {
+    public var members: [JSONMember] = []
+    public var kid: String?
+    public var unsigned: [String] = []
+
+    public init(_ postback: StoredPostback) {
+        guard case .object(let body)? = try? JSONParser(maxDepth: 64).parse(postback.draft.body) else { return }
+        switch postback.protocol {
+        case .adattributionkit:
+            if case .string(let text)? = body.first(where: { $0.key == "jws-string" })?.value, let jws = CompactJWS(text) {
+                if case .object(let header)? = try? JSONParser().parse(jws.header),
+                   case .string(let kid)? = header.first(where: { $0.key == "kid" })?.value {
+                    self.kid = kid
+                }
+                if case .object(let payload)? = try? JSONParser(maxDepth: 64).parse(jws.payload) { members = payload }
+            }
+            for member in body where !members.contains(where: { $0.key == member.key }) {
+                members.append(member)
+                if member.key != "jws-string" { unsigned.append(member.key) }
+            }
+        default:
+            members = body
+            // SKAdNetwork signs neither conversion value nor country code, nor keys added on the way.
+            let signed = Set(["version", "ad-network-id", "campaign-id", "source-identifier", "app-id", "transaction-id",
+                              "redownload", "source-app-id", "source-domain", "fidelity-type", "did-win",
+                              "postback-sequence-index", "attribution-signature"])
+            unsigned = body.map(\.key).filter { !signed.contains($0) }
+        }
+    }
+
+    public func value(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
+}
