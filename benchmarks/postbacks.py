@@ -10,7 +10,7 @@ In one run, everything on core 0 but the load (wrk, on core 1):
 - the mix: wrk posting PCM reports on 32 connections while a second wrk posts postbacks on 32,
   and the reports' p99.
 Writes the "Postback copies" section of docs/PERFORMANCE.md (benchmarks/POSTBACKS.md, which
-bench.py keeps in the page). Usage: benchmarks/postbacks.py   (after benchmarks/run.sh's builds)
+bench.py keeps in the page). Usage: benchmarks/postbacks.py   (it builds what it runs)
 """
 import base64
 import json
@@ -130,7 +130,15 @@ def python_verify_rate(key, seconds=3):
     return n / (time.time() - start_time)
 
 
+def build():
+    """The release endpoint and the yardstick, as a new user running this first would need them."""
+    subprocess.run(["swift", "build", "-c", "release", "--product", "attribution-endpoint"], cwd=ROOT, check=True)
+    subprocess.run(["swift", "build", "-c", "release", "--product", "postback-verify-rate"],
+                   cwd=os.path.join(ROOT, "benchmarks"), check=True)
+
+
 def main():
+    build()
     key = ec.generate_private_key(ec.SECP256R1())
     spki = base64.b64encode(key.public_key().public_bytes(serialization.Encoding.DER,
                                                           serialization.PublicFormat.SubjectPublicKeyInfo)).decode()

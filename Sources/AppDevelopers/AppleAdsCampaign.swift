@@ -1,4 +1,3 @@
-import Primitives
 
 /// An Apple Ads campaign's names, registered so that the Apple Ads view shows them beside the
 /// ids Apple's records carry: the campaign, its ad groups and its keywords.

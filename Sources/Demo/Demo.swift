@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 import SiteOwners
 import Endpoint
@@ -296,11 +295,11 @@ public enum Demo {
         try expect(check, 200...200, "the Info.plist check")
         let findings = (try? JSONParser().parse(check.body)).flatMap { json -> String? in
             guard case .object(let members) = json else { return nil }
-            let count = { (key: String) -> String in
-                guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "?" }
-                return n
+            let count = { (key: String, one: String) -> String in
+                guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "? \(one)s" }
+                return n == "1" ? "1 \(one)" : "\(n) \(one)s"
             }
-            return "\(count("errors")) errors, \(count("warnings")) warnings"
+            return "\(count("errors", "error")) and \(count("warnings", "warning"))"
         } ?? "?"
         print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid), \(counts.postbacks) postback copies, \(counts.appleAds) Apple Ads tokens and \(counts.conversionValues) conversion-value questions; the demo app's Info.plist check found \(findings).")
     }

@@ -1,4 +1,3 @@
-import AdAttributionKit
 import Foundation
 import Primitives
 import SiteOwners

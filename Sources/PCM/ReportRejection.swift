@@ -1,4 +1,3 @@
-import Primitives
 
 /// Why a request cannot be stored as a report: the field at fault, the rule it broke, and a
 /// sentence for the site owner. The HTTP layer turns it into `application/problem+json`.

@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 import ReportStore
 import SiteOwners

@@ -1,5 +1,3 @@
-import PCM
-import Primitives
 import ReportStore
 import SiteOwners
 

@@ -7,13 +7,6 @@ public enum Postback: Sendable, Equatable {
     case skadnetwork(SKAdNetworkPostback)
     case adattributionkit(AdAttributionKitPostback)
 
-    /// Reads a body sent to `proto`'s path. The content type is not documented by Apple, so any
-    /// body that parses as JSON is read, whatever its `Content-Type`. A refusal is for a body that
-    /// cannot be a postback at all; everything else is kept, with what is wrong in `reasons`.
-    public static func read(_ proto: AttributionProtocol, body: [UInt8]) -> Result<Postback, RequestProblem> {
-        parse(body).flatMap { read(proto, json: $0) }
-    }
-
     /// Keys and words every postback repeats: the parser hands out shared copies instead of
     /// allocating them for each postback.
     static let parser = JSONParser(interning: [
@@ -33,19 +26,16 @@ public enum Postback: Sendable, Equatable {
         }
     }
 
+    /// Reads a body sent to `proto`'s path, parsed. The content type is not documented by Apple,
+    /// so any body that parses as JSON is read, whatever its `Content-Type`. A refusal is for a
+    /// body that cannot be a postback at all; everything else is kept, with what is wrong in
+    /// `reasons`.
     public static func read(_ proto: AttributionProtocol, json: JSONValue) -> Result<Postback, RequestProblem> {
         switch proto {
         case .skadnetwork: return SKAdNetworkPostback.read(json).map(Postback.skadnetwork)
         case .adattributionkit: return AdAttributionKitPostback.read(json).map(Postback.adattributionkit)
         case .pcm, .appleAds:
             return .failure(RequestProblem(.malformed, rule: "not_a_postback", field: nil, detail: "\(proto.name) has no postbacks"))
-        }
-    }
-
-    public var attributionProtocol: AttributionProtocol {
-        switch self {
-        case .skadnetwork: .skadnetwork
-        case .adattributionkit: .adattributionkit
         }
     }
 

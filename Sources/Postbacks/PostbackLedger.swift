@@ -1,5 +1,4 @@
 import Locking
-import Primitives
 import ReportStore
 
 /// Which postbacks the log holds, by duplicate key, and how many retries of each arrived: what

@@ -1,5 +1,4 @@
 import Foundation
-import Primitives
 
 /// What reading the whole log at open finds: where the data ends, the damage, the time index,
 /// the ids to continue from and the log's fingerprints; every record is shown to the owner's

@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 
 /// A publisher's campaign: what one of its 256 source ids meant during a period.

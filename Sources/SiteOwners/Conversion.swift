@@ -1,5 +1,3 @@
-import PCM
-import Primitives
 
 /// An advertiser's named conversion: what a pixel hit on `site` reports to the browser.
 /// "purchase" = trigger data 5 with priority 40 is the usual shape.

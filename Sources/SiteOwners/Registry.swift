@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 
 /// The site owners' registrations: advertisers' conversions and publishers' campaigns.

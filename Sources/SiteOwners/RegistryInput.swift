@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 
 /// Reading registrations from the admin API's JSON, naming the field whenever one is wrong.

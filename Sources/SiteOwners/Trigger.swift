@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 
 /// A conversion trigger as the ledger records it: the browser fetched the well-known

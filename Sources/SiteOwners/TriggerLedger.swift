@@ -1,4 +1,3 @@
-import PCM
 import Primitives
 
 /// The triggers recorded by this endpoint, and which of them already back a destination copy.

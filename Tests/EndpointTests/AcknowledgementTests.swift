@@ -11,7 +11,7 @@ import Testing
     @Test(arguments: [ReportRole.source, .destination], [StoredReport.Verdict.accepted, .quarantined])
     func saysWhatWasStored(role: ReportRole, verdict: StoredReport.Verdict) throws {
         let reasons = verdict == .accepted ? [] : ["late", "odd \"reason\"\n"]
-        let response = ReportIngest.acknowledgement(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123),
+        let response = ReportIntake.acknowledgement(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123),
                                                     role, verdict, reasons)
         #expect(response.status == 201)
         guard case .bytes(let body) = response.body else {

@@ -37,9 +37,15 @@ import RawHTTPClient
                     }
                 }
             }
-            // Kill once this round has had a few hundred acknowledgements.
+            // Kill once this round has had a few hundred acknowledgements, or fail if the server
+            // stops acknowledging: a minute is far past what a few hundred reports take.
             let target = acknowledged.withLock { $0.count } + 200 + round * 100
+            let deadline = Date().addingTimeInterval(60)
             while acknowledged.withLock({ $0.count }) < target {
+                guard Date() < deadline else {
+                    Issue.record("round \(round): \(acknowledged.withLock { $0.count }) acknowledgements of \(target) after 60 s")
+                    break
+                }
                 Thread.sleep(forTimeInterval: 0.005)  // polling a counter, not waiting for an effect
             }
             server.signal(SIGKILL)

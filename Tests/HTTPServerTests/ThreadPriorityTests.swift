@@ -16,7 +16,8 @@ import Testing
         return (nice, policy)
     }
 
-    @Test func eachPriorityIsWhatTheKernelSchedulesTheThreadWith() throws {
+    @Test(.enabled(if: runsOnLinux, "scheduling policies and nice values are read from /proc, which only Linux has"))
+    func eachPriorityIsWhatTheKernelSchedulesTheThreadWith() throws {
         #if os(Linux)
         let seen = Locked<[String: (Int, Int)]>([:])
         let group = DispatchGroup()

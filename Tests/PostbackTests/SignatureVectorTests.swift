@@ -8,7 +8,7 @@ import Testing
 /// `signature` column will say for each.
 @Suite struct SignatureVectorTests {
     private func read(_ proto: AttributionProtocol, _ body: [UInt8]) throws -> Postback {
-        try Postback.read(proto, body: body).get()
+        try Postback.parse(body).flatMap { Postback.read(proto, json: $0) }.get()
     }
 
     @Test func applesSKAdNetworkExamplesVerifyAndTamperedOnesDoNot() throws {

@@ -1,7 +1,6 @@
 import AppleAds
 import Foundation
 import HTTPServer
-import Primitives
 
 /// The app's side of Apple Ads attribution:
 /// - `POST /apple-ads/attribution` takes the token from `AAAttribution.attributionToken()` as

@@ -1,6 +1,5 @@
 import AppConfiguration
 import Foundation
-import Primitives
 
 /// `attribution-endpoint check-plist Info.plist [--site SITE]… [--config FILE] [--dev] [--json]`:
 /// the app developer's Info.plist checked as the device reads it, before the app ships; the

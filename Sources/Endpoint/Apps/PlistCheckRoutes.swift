@@ -1,6 +1,5 @@
 import AppConfiguration
 import HTTPServer
-import Primitives
 
 /// `POST /api/plist-check` (token): the body is an Info.plist, XML or binary, as the page's form
 /// or `curl --data-binary @Info.plist` sends it; the answer is `check-plist --json` against the

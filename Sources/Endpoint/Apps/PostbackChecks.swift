@@ -1,6 +1,5 @@
 import Dispatch
 import HTTPServer
-import Locking
 import Postbacks
 import Primitives
 

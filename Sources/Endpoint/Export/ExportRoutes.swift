@@ -1,7 +1,4 @@
-import AppDevelopers
-import PCM
 import Primitives
-import SiteOwners
 import HTTPServer
 import PCMRecords
 import Postbacks

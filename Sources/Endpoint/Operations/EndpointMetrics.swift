@@ -1,6 +1,5 @@
 import PCM
 import Primitives
-import SiteOwners
 import Foundation
 import PCMRecords
 import Postbacks

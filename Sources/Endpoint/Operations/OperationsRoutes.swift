@@ -1,8 +1,5 @@
-import PCM
 import Primitives
-import SiteOwners
 import HTTPServer
-import PCMRecords
 import ReportStore
 
 /// What operators and their tools call: health (open to load balancers), metrics, the refusals,

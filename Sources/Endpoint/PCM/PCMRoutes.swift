@@ -1,6 +1,4 @@
 import PCM
-import Primitives
-import SiteOwners
 import HTTPServer
 
 /// Private Click Measurement's well-known paths, as browsers call them: reports, the trigger, and
@@ -11,8 +9,8 @@ struct PCMRoutes: Sendable {
     static let tokenKeyPath = "/.well-known/private-click-measurement/get-token-public-key/"
     static let signTokenPath = "/.well-known/private-click-measurement/sign-unlinkable-token/"
 
-    let reports: ReportIngest
-    let triggers: TriggerIngest
+    let reports: ReportIntake
+    let triggers: TriggerIntake
     let tokens: TokenSigning
 
     var routes: [RouteGroup] {

@@ -2,8 +2,6 @@ import Locking
 import PCM
 import PCMRecords
 import Primitives
-import ReportStore
-import Signatures
 
 /// Fraud prevention in reports: each `*_secret_token` pair a report carries is checked with the
 /// key of the site that signed it (the source site for `source_*`, the destination site for

@@ -1,8 +1,6 @@
 import HTTPServer
 import PCM
 import Primitives
-import ReportStore
-import Signatures
 
 /// PCM's two fraud-prevention paths, as browsers call them: the site's token key
 /// (`get-token-public-key/`) and the blind signature of a token (`sign-unlinkable-token/`).

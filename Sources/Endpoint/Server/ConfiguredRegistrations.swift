@@ -1,6 +1,5 @@
 import AppDevelopers
 import Primitives
-import SiteOwners
 
 /// The config file's registrations, added at start: conversions and campaigns that are not in
 /// the registry yet; apps, ad networks and Apple Ads campaigns replacing what is registered under

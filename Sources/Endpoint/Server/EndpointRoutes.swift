@@ -1,8 +1,4 @@
-import PCM
-import Primitives
-import SiteOwners
 import HTTPServer
-import PCMRecords
 import ReportStore
 
 /// The route table: every surface's groups, each declared in its surface's folder. Reading the

@@ -1,4 +1,3 @@
-import AppDevelopers
 import Foundation
 import HTTPServer
 import PCM
@@ -6,7 +5,6 @@ import PCMRecords
 import Postbacks
 import Primitives
 import ReportStore
-import SiteOwners
 
 /// The running endpoint: the store, the surfaces and the HTTP server, wired together. The
 /// command line is `EndpointCommand`'s; what tests and the demo wait for is in
@@ -100,7 +98,7 @@ public final class EndpointServer: Sendable {
 
         // The surfaces, and the route table they make.
         let servedSite = ServedSite(sites: sites, developmentMode: configuration.developmentMode, trustedProxies: context.trustedProxies)
-        let reports = ReportIngest(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
+        let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
                                    roles: RoleResolver(servedSites: sites, developmentMode: configuration.developmentMode),
                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
                                    tokens: tokenChecks, context: context)
@@ -109,7 +107,7 @@ public final class EndpointServer: Sendable {
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = AdminToken.gate(adminToken)
         let surfaces = PCMRoutes(reports: reports,
-                                 triggers: TriggerIngest(book: book, store: store, servedSites: sites, context: context),
+                                 triggers: TriggerIntake(book: book, store: store, servedSites: sites, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: bearer)

@@ -1,6 +1,4 @@
-import PCM
 import Primitives
-import SiteOwners
 import HTTPServer
 
 /// Structured lines on stderr for things that are not requests: start, replay, failures, stop.

@@ -1,8 +1,6 @@
 import PCM
 import Primitives
-import SiteOwners
 import HTTPServer
-import PCMRecords
 import ReportStore
 
 /// An RFC 9457 problem: what went wrong, for whom to fix, as `application/problem+json`.

@@ -1,5 +1,4 @@
 import HTTPServer
-import PCM
 
 /// The served site an app's request was sent to: the host it used (through a trusted front's
 /// `X-Forwarded-Host`), which must be a `--site`. A development server with no `--site` takes

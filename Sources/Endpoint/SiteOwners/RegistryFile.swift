@@ -1,6 +1,3 @@
-import PCM
-import Primitives
-import SiteOwners
 import Foundation
 
 /// A registry's home on disk (`registry.json` for site owners, `apps.json` for app developers,

@@ -3,7 +3,6 @@ import Primitives
 import SiteOwners
 import Locking
 import PCMRecords
-import ReportStore
 
 /// What the endpoint knows about its site owners: the registry (conversions and campaigns) and
 /// the trigger ledger, with the timing model that judges reports against them.

@@ -1,13 +1,10 @@
-import PCM
 import Primitives
 import SiteOwners
 import Foundation
 import HTTPServer
-import PCMRecords
-import ReportStore
 
 /// What site owners use: the registries' admin API and the conversion pixel (the well-known
-/// trigger URL it redirects to is PCM's, `TriggerIngest`). Never sets or reads a cookie.
+/// trigger URL it redirects to is PCM's, `TriggerIntake`). Never sets or reads a cookie.
 struct SiteOwnerRoutes: Sendable {
     static let pixelPath = "/conversion-pixel"
 

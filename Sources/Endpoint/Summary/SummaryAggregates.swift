@@ -2,7 +2,6 @@ import PCM
 import Primitives
 import SiteOwners
 import PCMRecords
-import ReportStore
 
 /// The summary's counts, kept up to date as reports are stored (and rebuilt from the log at
 /// start), so that the summary API never scans reports. Counts are per UTC day, so a period is a

@@ -1,6 +1,5 @@
 import PCM
 import Primitives
-import SiteOwners
 import Locking
 import PCMRecords
 import ReportStore

@@ -1,8 +1,5 @@
 import PCM
-import Primitives
-import SiteOwners
 import Foundation
-import PCMRecords
 import ReportStore
 
 /// The summary's aggregates saved with the log prefix they were built from, so that a restart

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Locking
-import PCMRecords
 import ReportStore
 
 /// Decides when the summary's checkpoint is written, and writes it off the event loop.

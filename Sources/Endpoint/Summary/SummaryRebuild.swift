@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Locking
-import Primitives
 import ReportStore
 
 /// The summary's rebuild at start, on a thread of its own, so that the endpoint serves first: a

@@ -2,9 +2,6 @@ import PCM
 import Primitives
 import SiteOwners
 import Foundation
-import Locking
-import PCMRecords
-import ReportStore
 
 /// The summary API's answer for one site, period and role, built from `SummaryAggregates`.
 ///

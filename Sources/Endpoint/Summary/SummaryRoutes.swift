@@ -1,9 +1,4 @@
-import PCM
-import Primitives
-import SiteOwners
 import HTTPServer
-import PCMRecords
-import ReportStore
 
 /// The marketers' summary: the aggregates as JSON and CSV (the page itself is served from its
 /// folder by the route table's fallback). Needs the token.

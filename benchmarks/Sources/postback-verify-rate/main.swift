@@ -19,7 +19,7 @@ let keyring = try PostbackKeyring(testKeys: keys)
 // One body per line; the first is the one checked over and over.
 let lines = body.split(separator: UInt8(ascii: "\n")).map { Array($0) }
 let bytes = lines.first ?? []
-guard case .success(let postback) = Postback.read(.skadnetwork, body: bytes) else { exit(65) }
+guard case .success(let postback) = Postback.parse(bytes).flatMap({ Postback.read(.skadnetwork, json: $0) }) else { exit(65) }
 let outcome = keyring.check(postback).outcome
 guard outcome == .apple || outcome == .testKey else {
     FileHandle.standardError.write(Data("the body's signature does not verify (\(outcome.name))\n".utf8))
@@ -41,7 +41,7 @@ var sink = 0
 let verify = rate { if keyring.check(postback).outcome == outcome { sink += 1 } }
 // The endpoint checks a different signature every time; so does this, when the file holds many.
 let many: [Postback] = lines.prefix(4096).compactMap {
-    if case .success(let p) = Postback.read(.skadnetwork, body: $0) { return p } else { return nil }
+    if case .success(let p) = Postback.parse($0).flatMap({ Postback.read(.skadnetwork, json: $0) }) { return p } else { return nil }
 }
 var next = 0
 let verifyDistinct = rate {
@@ -49,6 +49,6 @@ let verifyDistinct = rate {
     next = next + 1 == many.count ? 0 : next + 1
 }
 let readAndVerify = rate {
-    if case .success(let p) = Postback.read(.skadnetwork, body: bytes), keyring.check(p).outcome == outcome { sink += 1 }
+    if case .success(let p) = Postback.parse(bytes).flatMap({ Postback.read(.skadnetwork, json: $0) }), keyring.check(p).outcome == outcome { sink += 1 }
 }
 print("{\"verify_per_second\":\(Int(verify)),\"distinct\":\(many.count),\"verify_distinct_per_second\":\(Int(verifyDistinct)),\"read_and_verify_per_second\":\(Int(readAndVerify)),\"checks\":\(sink)}")

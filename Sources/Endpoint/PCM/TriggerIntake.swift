@@ -2,12 +2,11 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
-import PCMRecords
 import ReportStore
 
 /// The well-known trigger URL the conversion pixel redirects to: the trigger goes to the log and
 /// then to the site owners' ledger, and the browser gets a 1×1 GIF once it is on disk.
-struct TriggerIngest: Sendable {
+struct TriggerIntake: Sendable {
     let book: SiteOwnerBook
     let store: ReportStore
     let servedSites: Set<String>

@@ -1,6 +1,5 @@
 import PCM
 import Primitives
-import SiteOwners
 import HTTPServer
 import PCMRecords
 import ReportStore
@@ -11,7 +10,7 @@ import ReportStore
 /// microseconds). The summary counts the report while its flush is in flight, apart
 /// (`SummaryBook.stage`); it and the metrics show the report only once it is on disk, and if the
 /// flush fails the staged counts are dropped and what the report claimed is given back.
-struct ReportIngest: Sendable {
+struct ReportIntake: Sendable {
     let validator: PCMReportValidator
     let roles: RoleResolver
     let maxReportBytes: Int
