@@ -7,14 +7,15 @@
 /// Ads call. A number once written is never given to another kind: old logs keep it.
 public struct RecordKind: Sendable, Hashable, CustomStringConvertible {
     public let number: UInt8
-    public let name: String
+    /// Static, so that passing a kind along every append costs no reference count.
+    public let name: StaticString
 
-    public init(_ number: UInt8, name: String) {
+    public init(_ number: UInt8, name: StaticString) {
         self.number = number
         self.name = name
     }
 
     public static func == (a: RecordKind, b: RecordKind) -> Bool { a.number == b.number }
     public func hash(into hasher: inout Hasher) { hasher.combine(number) }
-    public var description: String { name }
+    public var description: String { "\(name)" }
 }

@@ -22,24 +22,39 @@ struct ReportIntake: Sendable {
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
         let (draft, facts, tokenOutcome) = try prepare(request)
-        let (metrics, book, summary, tokens) = (context.metrics, self.book, self.summary, self.tokens)
-        let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the report could not be stored")
-        store.append(draft, steps: answer.steps(
-            answer: { record in
-                summary.stage(StoredReport(draft, record), facts)
-                return Self.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
-            },
-            stored: { _ in
-                summary.commitStaged()
-                metrics.stored(draft)
-            },
-            undo: {
-                summary.dropStaged()
-                // The report is not kept, so the trigger it would have used stays free, and its
-                // tokens too: the browser's next delivery is no replay.
-                if let trigger = draft.triggerID { book.release(triggerID: trigger) }
-                tokens.forget(tokenOutcome)
-            }))
+        let answer = AnswerOnCommit(responder: responder, metrics: context.metrics, failure: "the report could not be stored")
+        store.append(draft, steps: answer.steps(StoringReport(draft: draft, facts: facts, tokenOutcome: tokenOutcome, summary: summary,
+                                                              metrics: context.metrics, book: book, tokens: tokens)))
+    }
+
+    /// A report on its way to disk: acknowledged once written, counted once stored, and if it is
+    /// not kept, the trigger and the tokens it claimed are free again.
+    struct StoringReport: CommittedAnswer {
+        let draft: StoredReport.Draft
+        let facts: ReportFacts
+        let tokenOutcome: TokenChecks.Outcome
+        let summary: SummaryBook
+        let metrics: EndpointMetrics
+        let book: SiteOwnerBook
+        let tokens: TokenChecks
+
+        func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse {
+            // Counted while the flush is in flight, shown once it succeeds.
+            summary.stage(StoredReport(draft, record), facts)
+            return ReportIntake.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
+        }
+
+        func stored(_ record: ReportStore.AppendedRecord) {
+            summary.commitStaged()
+            metrics.stored(draft)
+        }
+
+        func undo() {
+            summary.dropStaged()
+            // The browser's next delivery is then a first one: no trigger used, no token replayed.
+            if let trigger = draft.triggerID { book.release(triggerID: trigger) }
+            tokens.forget(tokenOutcome)
+        }
     }
 
     /// Checks the request and the body; the draft to store, or the refusal.

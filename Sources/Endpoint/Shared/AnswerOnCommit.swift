@@ -1,6 +1,23 @@
 import HTTPServer
 import ReportStore
 
+/// What a handler does at each step of a record's way to disk, when its answer says the record
+/// is kept: the answer, what others may see once the record is stored, and what to give back if
+/// it is not.
+protocol CommittedAnswer: Sendable {
+    /// The answer, made once the record is written.
+    func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse
+    /// The record is on disk: counts and ledgers may show it.
+    func stored(_ record: ReportStore.AppendedRecord)
+    /// The record was not kept: give back what it claimed.
+    func undo()
+}
+
+extension CommittedAnswer {
+    func stored(_ record: ReportStore.AppendedRecord) {}
+    func undo() {}
+}
+
 /// The one way a handler answers a request whose answer says a record is kept: a report, a
 /// trigger, a postback or its retry, an Apple Ads token.
 ///
@@ -18,23 +35,30 @@ struct AnswerOnCommit: Sendable {
     /// What the 503 says could not be kept: "the report could not be stored".
     let failure: String
 
-    func steps(answer: @escaping @Sendable (ReportStore.AppendedRecord) -> HTTPResponse,
-               stored: @escaping @Sendable (ReportStore.AppendedRecord) -> Void = { _ in },
-               undo: @escaping @Sendable () -> Void = {}) -> ReportStore.RecordSteps {
+    /// One closure over one value, whatever the answer: a report's path allocates nothing more
+    /// for it than it did when it answered by hand.
+    func steps<Answer: CommittedAnswer>(_ answer: Answer) -> ReportStore.RecordSteps {
         let (responder, metrics, failure) = (self.responder, self.metrics, self.failure)
         return { step in
             switch step {
             case .written(let record):
-                responder.respond(answer(record))
+                responder.respond(answer.answer(record))
             case .stored(let record):
-                stored(record)
+                answer.stored(record)
             case .failed(let error):
-                undo()
+                answer.undo()
                 metrics.storeFailed(error)
                 responder.withdraw()
                 responder.respond(Problem.storeFailed(error, failure).response)
             }
         }
+    }
+
+    /// The same, from closures: for the paths where a type of its own would say less.
+    func steps(answer: @escaping @Sendable (ReportStore.AppendedRecord) -> HTTPResponse,
+               stored: @escaping @Sendable (ReportStore.AppendedRecord) -> Void = { _ in },
+               undo: @escaping @Sendable () -> Void = {}) -> ReportStore.RecordSteps {
+        steps(ClosureAnswer(make: answer, onStored: stored, onUndo: undo))
     }
 
     func completion<Kept>(answer: @escaping @Sendable (Kept) -> HTTPResponse) -> @Sendable (Result<Kept, StoreError>) -> Void {
@@ -49,4 +73,14 @@ struct AnswerOnCommit: Sendable {
             }
         }
     }
+}
+
+private struct ClosureAnswer: CommittedAnswer {
+    let make: @Sendable (ReportStore.AppendedRecord) -> HTTPResponse
+    let onStored: @Sendable (ReportStore.AppendedRecord) -> Void
+    let onUndo: @Sendable () -> Void
+
+    func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse { make(record) }
+    func stored(_ record: ReportStore.AppendedRecord) { onStored(record) }
+    func undo() { onUndo() }
 }
