@@ -31,20 +31,16 @@ extension PostbackChecks {
 /// With more than one core: `WorkerPool` threads (`signature-check-N`) on the other cores read
 /// the body and check the signature, and the loop takes up every postback they are done with, a
 /// few microseconds each. The loop itself only finds the site and the size.
-final class PostbackChecksOnWorkers: PostbackChecks {
+struct PostbackChecksOnWorkers: PostbackChecks {
     let line: PostbackLine
+    /// `signature-check-N`, at nice 19: the loop takes its core back the moment it wakes.
     let pool: WorkerPool
     let keyring: PostbackKeyring
+    /// Consulted first, so that a copy of a stored postback is never checked again.
     let ledger: PostbackLedger
+    /// Asked when the last check in flight is done, so that the loop takes it up without
+    /// waiting for another request.
     let turns: TurnRequester
-
-    init(line: PostbackLine, pool: WorkerPool, keyring: PostbackKeyring, ledger: PostbackLedger, turns: TurnRequester) {
-        self.line = line
-        self.pool = pool
-        self.keyring = keyring
-        self.ledger = ledger
-        self.turns = turns
-    }
 
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: nil, ready: false)
@@ -74,18 +70,11 @@ final class PostbackChecksOnWorkers: PostbackChecks {
 /// postback, and checks signatures at the end of a turn, for at most `sharedTurnBudget` seconds
 /// when reports or triggers wait for the same commit and `ownTurnBudget` when none do, so that a
 /// burst spreads over turns instead of holding up the reports that share one.
-final class PostbackChecksOnTheLoop: PostbackChecks {
+struct PostbackChecksOnTheLoop: PostbackChecks {
     let line: PostbackLine
     let ledger: PostbackLedger
-    let sharedTurnBudget: Double
-    let ownTurnBudget: Double
-
-    init(line: PostbackLine, ledger: PostbackLedger, sharedTurnBudget: Double = 0.001, ownTurnBudget: Double = 0.008) {
-        self.line = line
-        self.ledger = ledger
-        self.sharedTurnBudget = sharedTurnBudget
-        self.ownTurnBudget = ownTurnBudget
-    }
+    var sharedTurnBudget = 0.001
+    var ownTurnBudget = 0.008
 
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let reading = PostbackReading(proto, request.body)

@@ -11,10 +11,13 @@ import ReportStore
 /// (`SummaryBook.stage`); it and the metrics show the report only once it is on disk, and if the
 /// flush fails the staged counts are dropped and what the report claimed is given back.
 struct ReportIntake: Sendable {
+    /// The wire rules: fields, types, ranges, sites.
     let validator: PCMReportValidator
+    /// Which copy a report is, from the site it was sent to.
     let roles: RoleResolver
     let maxReportBytes: Int
     let store: ReportStore
+    /// The registrations and the trigger ledger, for the verdict.
     let book: SiteOwnerBook
     let summary: SummaryBook
     let tokens: TokenChecks

@@ -9,42 +9,25 @@ import Primitives
 /// without a second copy; the allowed range is declared here and nowhere else.
 struct EndpointOption {
     /// `--max-connections`; nil for what only the config file takes (the registrations).
-    let flag: String?
+    var flag: String?
     /// `max_connections`; nil for what only the command line takes (`--config`, `--token`, `--help`).
-    let key: String?
+    var key: String?
     /// `N`, `SECS`, `DIR`…; nil for a switch, which takes no value.
-    let placeholder: String?
-    let help: String
+    var placeholder: String?
+    var help: String
     /// The default and the range, as the help shows them ("default 4096; 1 to 1000000").
-    let bounds: String?
+    var bounds: String?
     /// What a switch sets, as the config file writes it (`true`, or `false` for `--no-page`).
-    let switchValue: Bool
+    var switchValue = true
     /// Given more than once on the command line, each adds to a list; the first replaces the file's.
-    let repeatable: Bool
+    var repeatable = false
     /// Reads the command line's value (nil for a switch); `first` is true on the flag's first
     /// occurrence. Returns why the value cannot be taken.
-    let fromArgument: (inout EndpointConfiguration, _ value: String?, _ first: Bool) -> String?
+    var fromArgument: (inout EndpointConfiguration, _ value: String?, _ first: Bool) -> String? = { _, _, _ in nil }
     /// Reads the config file's value; returns why it cannot be taken.
-    let fromFile: (inout EndpointConfiguration, Any) -> String?
+    var fromFile: (inout EndpointConfiguration, Any) -> String? = { _, _ in "is not a config-file key" }
     /// Why the configured value is refused, if it is: out of range, or not what it must be.
-    let check: (EndpointConfiguration) -> String?
-
-    init(flag: String?, key: String?, placeholder: String?, help: String, bounds: String? = nil, switchValue: Bool = true,
-         repeatable: Bool = false,
-         fromArgument: @escaping (inout EndpointConfiguration, String?, Bool) -> String? = { _, _, _ in nil },
-         fromFile: @escaping (inout EndpointConfiguration, Any) -> String? = { _, _ in "is not a config-file key" },
-         check: @escaping (EndpointConfiguration) -> String? = { _ in nil }) {
-        self.flag = flag
-        self.key = key
-        self.placeholder = placeholder
-        self.help = help
-        self.bounds = bounds
-        self.switchValue = switchValue
-        self.repeatable = repeatable
-        self.fromArgument = fromArgument
-        self.fromFile = fromFile
-        self.check = check
-    }
+    var check: (EndpointConfiguration) -> String? = { _ in nil }
 
     /// How the option is named in a message: its flag and its key, as either may have set it.
     var name: String {
@@ -64,97 +47,83 @@ extension EndpointOption {
     /// A whole number within `range`.
     static func integer<T: FixedWidthInteger & Sendable>(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, T>,
                                                          _ range: ClosedRange<T>, placeholder: String = "N", _ help: String) -> EndpointOption {
-        let bounds = "default \(Configuration()[keyPath: path]); \(range.lowerBound) to \(range.upperBound)"
-        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
-            fromArgument: { configuration, text, _ in
-                guard let text, let value = T(text) else { return "'\(text ?? "")' is not a whole number from \(range.lowerBound) to \(range.upperBound)" }
-                configuration[keyPath: path] = value
-                return nil
-            },
-            fromFile: { configuration, any in
-                guard let number = any as? Int else { return "must be a whole number" }
-                guard let value = T(exactly: number) else { return "must be \(range.lowerBound) to \(range.upperBound); it is \(number)" }
-                configuration[keyPath: path] = value
-                return nil
-            },
-            check: { configuration in
-                let value = configuration[keyPath: path]
-                return range.contains(value) ? nil : "must be \(range.lowerBound) to \(range.upperBound); it is \(value)"
-            })
+        ranged(flag, key, range, placeholder: placeholder, help, default: Configuration()[keyPath: path], shown: { "\($0)" },
+               parse: { T($0) }, read: { ($0 as? Int).map { T(exactly: $0) } }, get: { $0[keyPath: path] },
+               set: { $0[keyPath: path] = $1 })
     }
 
     /// A whole number within `range`, or unset (the default: the help says what that means).
     static func integer<T: FixedWidthInteger & Sendable>(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, T?>,
                                                          _ range: ClosedRange<T>, placeholder: String = "N", _ help: String) -> EndpointOption {
-        let bounds = "\(range.lowerBound) to \(range.upperBound)"
-        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
-            fromArgument: { configuration, text, _ in
-                guard let text, let value = T(text) else { return "'\(text ?? "")' is not a whole number from \(bounds)" }
-                configuration[keyPath: path] = value
-                return nil
-            },
-            fromFile: { configuration, any in
-                guard let number = any as? Int else { return "must be a whole number" }
-                guard let value = T(exactly: number) else { return "must be \(bounds); it is \(number)" }
-                configuration[keyPath: path] = value
-                return nil
-            },
-            check: { configuration in
-                guard let value = configuration[keyPath: path] else { return nil }
-                return range.contains(value) ? nil : "must be \(bounds); it is \(value)"
-            })
+        ranged(flag, key, range, placeholder: placeholder, help, default: nil, shown: { "\($0)" },
+               parse: { T($0) }, read: { ($0 as? Int).map { T(exactly: $0) } }, get: { $0[keyPath: path] },
+               set: { $0[keyPath: path] = $1 })
     }
 
     /// A number of seconds (or days…) within `range`.
     static func number(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, Double>, _ range: ClosedRange<Double>,
                        placeholder: String = "SECS", _ help: String) -> EndpointOption {
-        let bounds = "default \(Self.shown(Configuration()[keyPath: path])); \(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound))"
-        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
+        ranged(flag, key, range, placeholder: placeholder, help, default: Configuration()[keyPath: path], shown: Self.shown,
+               parse: { Double($0) }, read: { ($0 as? Double).map { $0 } }, get: { $0[keyPath: path] },
+               set: { $0[keyPath: path] = $1 })
+    }
+
+    /// A value within `range`: `parse` reads the command line's text, `read` the file's JSON (nil:
+    /// not the right type; nil inside: the right type but no such value of `T`).
+    private static func ranged<T: Comparable>(_ flag: String, _ key: String, _ range: ClosedRange<T>, placeholder: String,
+                                              _ help: String, default value: T?, shown: @escaping (T) -> String,
+                                              parse: @escaping (String) -> T?, read: @escaping (Any) -> T??,
+                                              get: @escaping (Configuration) -> T?,
+                                              set: @escaping (inout Configuration, T) -> Void) -> EndpointOption {
+        let allowed = "\(shown(range.lowerBound)) to \(shown(range.upperBound))"
+        let kind = T.self is any FixedWidthInteger.Type ? "a whole number" : "a number"
+        return EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help,
+            bounds: value.map { "default \(shown($0)); \(allowed)" } ?? allowed,
             fromArgument: { configuration, text, _ in
-                guard let text, let value = Double(text) else { return "'\(text ?? "")' is not a number" }
-                configuration[keyPath: path] = value
+                guard let text, let parsed = parse(text) else { return "'\(text ?? "")' is not \(kind) from \(allowed)" }
+                set(&configuration, parsed)
                 return nil
             },
             fromFile: { configuration, any in
-                guard let value = any as? Double else { return "must be a number" }
-                configuration[keyPath: path] = value
+                guard let given = read(any) else { return "must be \(kind)" }
+                guard let parsed = given else { return "must be \(allowed)" }
+                set(&configuration, parsed)
                 return nil
             },
             check: { configuration in
-                let value = configuration[keyPath: path]
-                return range.contains(value) ? nil : "must be \(Self.shown(range.lowerBound)) to \(Self.shown(range.upperBound)); it is \(Self.shown(value))"
+                guard let current = get(configuration) else { return nil }
+                return range.contains(current) ? nil : "must be \(allowed); it is \(shown(current))"
             })
     }
 
     /// Text, taken as it is; `check` says what it must be.
     static func text(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String>, placeholder: String,
                      _ help: String, check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
-        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: "default \(Configuration()[keyPath: path])",
-            fromArgument: { configuration, text, _ in
-                configuration[keyPath: path] = text ?? ""
-                return nil
-            },
-            fromFile: { configuration, any in
-                guard let value = any as? String else { return "must be a string" }
-                configuration[keyPath: path] = value
-                return nil
-            },
-            check: check)
+        textual(flag, key, placeholder: placeholder, help, bounds: "default \(Configuration()[keyPath: path])", check: check) {
+            $0[keyPath: path] = $1
+        }
     }
 
     /// Text that may be left unset.
     static func optionalText(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String?>, placeholder: String,
                              _ help: String) -> EndpointOption {
-        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help,
+        textual(flag, key, placeholder: placeholder, help, bounds: nil, check: { _ in nil }) { $0[keyPath: path] = $1 }
+    }
+
+    private static func textual(_ flag: String, _ key: String?, placeholder: String, _ help: String, bounds: String?,
+                                check: @escaping (Configuration) -> String?,
+                                set: @escaping (inout Configuration, String) -> Void) -> EndpointOption {
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
             fromArgument: { configuration, text, _ in
-                configuration[keyPath: path] = text
+                set(&configuration, text ?? "")
                 return nil
             },
             fromFile: { configuration, any in
                 guard let value = any as? String else { return "must be a string" }
-                configuration[keyPath: path] = value
+                set(&configuration, value)
                 return nil
-            })
+            },
+            check: check)
     }
 
     /// A switch: the flag sets `path` to `value`; the file's key gives the value itself.
