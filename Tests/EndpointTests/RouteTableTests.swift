@@ -95,6 +95,8 @@ import RawHTTPClient
             #expect(response.status == 404, "\(path)")
             #expect(json(response)["rule"] as? String == "not_found")
         }
+        // A path nobody serves is no refused report: the rejection ring keeps none of them.
+        #expect(try !endpoint.get("/api/rejections").bodyText.contains("not_found"))
     }
 
     @Test func noRouteSetsACookie() throws {

@@ -47,8 +47,10 @@ struct EndpointRoutes: HTTPHandler {
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, refused: { context.answer(refusal: $1, to: $0) },
                         fallback: { request, responder in
             // The summary page's files; a method they do not take is 405, any other path 404.
+            // Answered, not thrown: a path nobody serves is no refusal of a device's or browser's
+            // request, and is not kept in the rejection ring even under /.well-known/.
             guard let file = publicFiles?.response(path: request.path, ifNoneMatch: request.headers["If-None-Match"]) else {
-                throw Problem.notFound(request.path)
+                return responder.respond(Problem.notFound(request.path).response)
             }
             guard request.method == "GET" || request.method == "HEAD" else {
                 return responder.respond(Problem.methodNotAllowed(request, allow: "GET, HEAD"))
