@@ -11,7 +11,8 @@ import Primitives
 protocol PostbackChecks: Sendable {
     var line: PostbackLine { get }
     /// Puts a postback whose site and size are fine in line; throws the refusal of a body that
-    /// cannot be one when it is read here, or 503 when the line is full.
+    /// cannot be one when it is read here. A full line answers 503 itself: that is no refusal of
+    /// the postback, and is not kept in the rejection ring.
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws
     /// The postbacks this turn takes up, in arrival order; `storeHasQueued` says whether reports
     /// or triggers wait for the same commit.
@@ -44,7 +45,9 @@ struct PostbackChecksOnWorkers: PostbackChecks {
 
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: nil, ready: false)
-        guard let sequence = line.append(item, checking: true) else { throw Self.backlogged(line.capacity) }
+        guard let sequence = line.append(item, checking: true) else {
+            return responder.respond(Self.backlogged(line.capacity).response)
+        }
         let (keyring, line, ledger, turns, body) = (self.keyring, self.line, self.ledger, self.turns, request.body)
         pool.submit {
             let reading = PostbackReading(proto, body)
@@ -83,7 +86,9 @@ struct PostbackChecksOnTheLoop: PostbackChecks {
         // decides again when its turn comes; should it not be a retry then, it checks it there.)
         let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: reading,
                                   ready: reading.isKnownRetry(in: ledger))
-        guard line.append(item, checking: false) != nil else { throw Self.backlogged(line.capacity) }
+        guard line.append(item, checking: false) != nil else {
+            return responder.respond(Self.backlogged(line.capacity).response)
+        }
     }
 
     /// As many as the turn's budget allows (at least one), each checked as it is taken up.

@@ -33,6 +33,7 @@ struct ReportIntake: Sendable {
     /// A report on its way to disk: acknowledged once written, counted once stored, and if it is
     /// not kept, the trigger and the tokens it claimed are free again.
     struct StoringReport: CommittedAnswer {
+        static let answersWhileFlushing = true
         let draft: StoredReport.Draft
         let facts: ReportFacts
         let tokenOutcome: TokenChecks.Outcome

@@ -26,7 +26,7 @@ struct TokenSigning: Sendable {
                                                  detail: "\(site) has no token key; see the endpoint's log").response)
             }
             responder.respond(Self.publicKeyAnswer(key))
-        }) else { throw backlogged }
+        }) else { return responder.respond(backlogged.response) }
     }
 
     func sign(_ request: HTTPRequest, responder: HTTPResponder) throws {
@@ -46,9 +46,11 @@ struct TokenSigning: Sendable {
             }
             context.metrics.tokenSigned(tokenRequest.side)
             responder.respond(JSONResponse.make(200, "{\"unlinkable_token\":\"\(Base64URL.encode(signature))\"}"))
-        }) else { throw backlogged }
+        }) else { return responder.respond(backlogged.response) }
     }
 
+    /// Answered, not thrown: a full queue is no refusal of the request, and is not kept in the
+    /// rejection ring.
     private var backlogged: Problem {
         Problem(status: 503, rule: "signing_backlogged", detail: "\(pool.maxWaiting ?? 0) token signatures are waiting; ask again later")
     }

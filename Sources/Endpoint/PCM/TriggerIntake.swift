@@ -29,7 +29,7 @@ struct TriggerIntake: Sendable {
                                  detail: "attributionSource names \(site), the site the trigger was sent to; it must be the site of the click")
         }
         let book = self.book
-        let answer = AnswerOnCommit(responder: responder, metrics: context.metrics, failure: "the trigger could not be recorded")
+        let answer = AnswerOnCommit(responder: responder, metrics: nil, failure: "the trigger could not be recorded")
         let trigger = { @Sendable (record: ReportStore.AppendedRecord) in
             Trigger(id: record.id, recordedAt: record.time, site: site, triggerData: path.triggerData, priority: path.priority,
                     attributionSource: path.attributionSource)

@@ -151,9 +151,10 @@ public final class EndpointServer: Sendable {
         ])
         // Before the first request, so that one asking for a key still being made waits for it.
         tokenKeys.generateMissing()
-        let port = try http.start()
+        // Connected first: a thread done before the loop's first turn still gets its turn.
         let http = self.http
         turns.connect { http.requestTurn() }
+        let port = try http.start()
         appleAds.start()
         summaryRebuild.start()
         var fields: [(String, JSONValue)] = [

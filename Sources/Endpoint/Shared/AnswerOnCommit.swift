@@ -5,7 +5,11 @@ import ReportStore
 /// is kept: the answer, what others may see once the record is stored, and what to give back if
 /// it is not.
 protocol CommittedAnswer: Sendable {
-    /// The answer, made once the record is written.
+    /// True: the answer is made once the record is written, while its flush may still be in
+    /// flight, and withdrawn if the flush fails (a report's acknowledgement, prepared in the
+    /// disk's time). False: it is made once the record is on disk, and a failure is a 503.
+    static var answersWhileFlushing: Bool { get }
+    /// The answer.
     func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse
     /// The record is on disk: counts and ledgers may show it.
     func stored(_ record: ReportStore.AppendedRecord)
@@ -14,6 +18,7 @@ protocol CommittedAnswer: Sendable {
 }
 
 extension CommittedAnswer {
+    static var answersWhileFlushing: Bool { false }
     func stored(_ record: ReportStore.AppendedRecord) {}
     func undo() {}
 }
@@ -21,17 +26,20 @@ extension CommittedAnswer {
 /// The one way a handler answers a request whose answer says a record is kept: a report, a
 /// trigger, a postback or its retry, an Apple Ads token.
 ///
-/// `steps` is handed to the store with the record. The answer is made once the record is
-/// written, while the flush that makes it durable may still be in flight (the endpoint commits
-/// at the end of each event-loop turn, `ReportStore.commitQueued(overlappingFlush: true)`), and
-/// the event loop holds it until the turn ends, by when the flush has said whether it held. What
-/// others would see (`stored`: counts, ledgers) waits for the flush. If the flush fails, the
-/// answer is withdrawn, so its connection closes with nothing sent, `undo` gives back what the
-/// record had claimed, and a request not answered yet gets a 503. `completion` is the same for a
-/// record its owner appends (the Apple Ads outbox): the answer once it is on disk, else the 503.
+/// `steps` is handed to the store with the record. The endpoint commits at the end of each
+/// event-loop turn (`ReportStore.commitQueued(overlappingFlush: true)`), and every answer given
+/// then is held by the loop until the turn ends, by when the flush has said whether it held. An
+/// answer that `answersWhileFlushing` (a report's) is made once the record is written, in the
+/// disk's time, and withdrawn if the flush then fails, so its connection closes with nothing
+/// sent; any other is made once the record is on disk. What others would see (`stored`: counts,
+/// ledgers) waits for the flush. If the record is not kept, `undo` gives back what it had
+/// claimed, and a request not answered yet gets a 503. `completion` is the same for a record its
+/// owner appends (the Apple Ads outbox): the answer once it is on disk, else the 503.
 struct AnswerOnCommit: Sendable {
     let responder: HTTPResponder
-    let metrics: EndpointMetrics
+    /// Where a failure is counted (`attribution_store_write_failures_total`, and `/healthz`'s
+    /// failing state); nil for what never counted there (triggers).
+    let metrics: EndpointMetrics?
     /// What the 503 says could not be kept: "the report could not be stored".
     let failure: String
 
@@ -42,13 +50,14 @@ struct AnswerOnCommit: Sendable {
         return { step in
             switch step {
             case .written(let record):
-                responder.respond(answer.answer(record))
+                if Answer.answersWhileFlushing { responder.respond(answer.answer(record)) }
             case .stored(let record):
                 answer.stored(record)
+                if !Answer.answersWhileFlushing { responder.respond(answer.answer(record)) }
             case .failed(let error):
                 answer.undo()
-                metrics.storeFailed(error)
-                responder.withdraw()
+                metrics?.storeFailed(error)
+                if Answer.answersWhileFlushing { responder.withdraw() }
                 responder.respond(Problem.storeFailed(error, failure).response)
             }
         }
@@ -68,7 +77,7 @@ struct AnswerOnCommit: Sendable {
             case .success(let kept):
                 responder.respond(answer(kept))
             case .failure(let error):
-                metrics.storeFailed(error)
+                metrics?.storeFailed(error)
                 responder.respond(Problem.storeFailed(error, failure).response)
             }
         }
