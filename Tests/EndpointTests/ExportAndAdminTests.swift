@@ -76,6 +76,9 @@ import RawHTTPClient
         let health = try httpRequest(port: endpoint.port, method: "GET", path: "/healthz")
         #expect(health.status == 200)
         #expect(json(health)["status"] as? String == "ok")
+        // The node's name, by default this machine's host name, in the health answer and the metrics.
+        #expect(json(health)["node"] as? String == EndpointConfiguration.hostName())
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_node_info{node=\"\(EndpointConfiguration.hostName())\"} 1\n"))
         let head = try httpRequest(port: endpoint.port, method: "HEAD", path: "/healthz")
         #expect(head.status == 200 && head.body.isEmpty)
         _ = try endpoint.post(reportBody())

@@ -270,6 +270,22 @@ import RawHTTPClient
         #expect(text?.contains(named) == true, "\(json): \(text ?? "accepted")")
     }
 
+    @Test func aNodeIsNamedByFlagOrFileAndOnlyWithCharactersThatNeedNoEscaping() throws {
+        guard case .run(let named) = try EndpointConfiguration.parse(arguments: ["--dev", "--node", "edge-eu.2_b"], environment: [:]) else {
+            Issue.record("expected a configuration")
+            return
+        }
+        #expect(named.node == "edge-eu.2_b")
+        #expect(refusal(file: #"{"node":"from-file"}"#) == nil)
+        for bad in ["", String(repeating: "n", count: 65), "a b", "a\"b", "a}b", "nœud", "a\nb", "a,b"] {
+            #expect(throws: (any Error).self, "\(bad.debugDescription)") {
+                try EndpointConfiguration.parse(arguments: ["--dev", "--node", bad], environment: [:])
+            }
+        }
+        #expect(refusal(file: #"{"node":"a b"}"#)?.contains("--node") == true)
+        #expect(EndpointConfiguration.isNodeName(EndpointConfiguration.hostName()))
+    }
+
     @Test func aFlagOverridesTheFileAndItsRangeIsTheFilesToo() throws {
         #expect(refusal(file: #"{"max_connections":5}"#) == nil)
         #expect(refusal(file: #"{"max_connections":5}"#, ["--max-connections", "0"])?.contains("--max-connections") == true)

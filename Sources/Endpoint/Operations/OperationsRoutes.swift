@@ -5,6 +5,8 @@ import ReportStore
 /// What operators and their tools call: health (open to load balancers), metrics, the refusals,
 /// and the manual clock (which exists only with `--manual-clock`).
 struct OperationsRoutes: Sendable {
+    /// This node's name (`--node`), checked to need no escaping.
+    let node: String
     let store: ReportStore
     let metrics: EndpointMetrics
     let rejections: RejectionLog
@@ -29,14 +31,17 @@ struct OperationsRoutes: Sendable {
         if metrics.storeIsFailing(store), let error = store.writeError {
             throw Problem.storeFailed(error, "reports cannot be stored right now")
         }
-        return JSONResponse.make(200, "{\"status\":\"ok\",\"reports\":\(store.count(of: .report))}")
+        return JSONResponse.make(200, "{\"status\":\"ok\",\"node\":\"\(node)\",\"reports\":\(store.count(of: .report))}")
     }
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {
-        HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                     body: Array((metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
-                                                                     tokenChecks: tokenChecks, now: clock.now())
-                                  + (appleAds?.prometheusText(now: clock.now()) ?? "")).utf8))
+        // The node's name as a label of its own series, the way Prometheus joins it to the others.
+        let nodeInfo = "# HELP attribution_node_info This node's name (--node), as a label.\n"
+            + "# TYPE attribution_node_info gauge\nattribution_node_info{node=\"\(node)\"} 1\n"
+        return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                            body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
+                                                                            tokenChecks: tokenChecks, now: clock.now())
+                                         + (appleAds?.prometheusText(now: clock.now()) ?? "")).utf8))
     }
 
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch

@@ -8,6 +8,9 @@ import Foundation
 /// Everything the endpoint can be told, from flags, a JSON config file and the environment.
 public struct EndpointConfiguration: Sendable {
     public var host = "127.0.0.1"
+    /// This node's name, where several run behind one front: in `/healthz`, `/metrics` and the
+    /// `listening` event. The machine's host name unless set.
+    public var node = EndpointConfiguration.hostName()
     public var port: UInt16 = 8080
     public var dataDirectory = "./data"
     /// Registrable domains this endpoint receives reports for.
@@ -79,6 +82,21 @@ public struct EndpointConfiguration: Sendable {
     }
 
     public static let environmentTokenName = "ATTRIBUTION_ENDPOINT_TOKEN"
+
+    /// The machine's host name, as a node's name may hold it (`localhost` if it cannot).
+    static func hostName() -> String {
+        let name = ProcessInfo.processInfo.hostName
+        return isNodeName(name) ? name : "localhost"
+    }
+
+    /// 1 to 64 of letters, digits, `.`, `_` and `-`: a name that goes into JSON, Prometheus labels
+    /// and the access log's neighbours as it is, with nothing to escape.
+    static func isNodeName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count) && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
 
     /// `--help`: the usage, every option from `options`, and the paths.
     public static var helpText: String {

@@ -13,6 +13,12 @@ extension EndpointConfiguration {
                   "Numeric address to listen on (use 0.0.0.0 or :: behind a reverse proxy on another host)."),
             .integer("--port", "port", \.port, 0...65535, "TCP port (0 picks a free port and prints it)."),
             .text("--data", "data", \.dataDirectory, placeholder: "DIR", "Data directory: report log, admin token."),
+            .text("--node", "node", \.node, placeholder: "NAME",
+                  "This node's name, where several run behind one front: shown in /healthz and /metrics. 1 to 64 letters, digits, '.', '_' or '-'. The default is this machine's host name.",
+                  check: { configuration in
+                      EndpointConfiguration.isNodeName(configuration.node)
+                          ? nil : "\"\(configuration.node.prefix(80))\" is not 1 to 64 letters, digits, '.', '_' or '-'"
+                  }),
             .list("--site", "sites", \.sites, placeholder: "DOMAIN",
                   "A registrable domain this endpoint serves, e.g. news.example. Repeat for each site. Required unless --dev.",
                   check: { configuration in

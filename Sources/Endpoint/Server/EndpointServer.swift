@@ -119,7 +119,7 @@ public final class EndpointServer: Sendable {
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
             + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
-            + OperationsRoutes(store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
+            + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
@@ -158,7 +158,8 @@ public final class EndpointServer: Sendable {
         appleAds.start()
         summaryRebuild.start()
         var fields: [(String, JSONValue)] = [
-            ("address", .string("\(configuration.host):\(port)")), ("data", .string(configuration.dataDirectory)),
+            ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
+            ("data", .string(configuration.dataDirectory)),
             ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
             ("manual_clock", .bool(configuration.manualClock)), ("triggers", .number(String(book.triggerCount))),
             // Where the summary page comes from; null only with --no-page.
