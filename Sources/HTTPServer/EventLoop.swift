@@ -58,6 +58,10 @@ final class EventLoop: @unchecked Sendable {
     private var workLeft = false
     private let wakeRead: Int32
     private let wakeWrite: Int32
+    /// Written once by the loop's thread before `started` lets `HTTPServer.start` return and
+    /// publish the loop: every other thread that reads it got the loop after that (a data race
+    /// ThreadSanitizer caught when a thread of the handler's asked for a turn while the loop was
+    /// still starting).
     private var loopThread: pthread_t?
 
     /// The most times one turn looks for ready sockets before `endTurn`, so that a steady
@@ -147,8 +151,9 @@ final class EventLoop: @unchecked Sendable {
     // MARK: - The loop
 
     /// Runs until shutdown has drained every connection (or the grace period ran out).
-    func run() {
+    func run(started: () -> Void) {
         loopThread = pthread_self()
+        started()
         date.update()
         while true {
             let timeout = workLeft || !revisit.isEmpty ? 0 : draining ? 50 : Int32(configuration.timeoutCheckInterval * 1000)

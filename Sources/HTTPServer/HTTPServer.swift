@@ -33,8 +33,12 @@ public final class HTTPServer: Sendable {
         let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port,
                                                  backlog: configuration.backlog)
         let loop = try EventLoop(configuration: configuration, handler: handler, listener: listener)
+        // Published only once its thread runs: nothing reaches the loop from another thread
+        // before the loop knows which thread is its own.
+        let running = DispatchSemaphore(value: 0)
+        stopped.startThread(named: "http-event-loop", stackSize: 4 << 20) { loop.run(started: { running.signal() }) }
+        running.wait()
         state.withLock { $0 = (loop, port) }
-        stopped.startThread(named: "http-event-loop", stackSize: 4 << 20) { loop.run() }
         return port
     }
 
