@@ -270,6 +270,41 @@ import RawHTTPClient
         #expect(text?.contains(named) == true, "\(json): \(text ?? "accepted")")
     }
 
+    /// Extremes and encodings of every kind of value an option takes, from the command line and
+    /// from the file: refused with the option named, never a trap.
+    @Test(arguments: [["--port", "-1"], ["--port", "65536"], ["--port", "18446744073709551616"], ["--port", "0x50"],
+                      ["--port", "８０"], ["--max-connections", "9223372036854775808"], ["--max-connections", "-0"],
+                      ["--idle-timeout", "nan"], ["--idle-timeout", "inf"], ["--idle-timeout", "-inf"], ["--idle-timeout", "1e400"],
+                      ["--request-timeout", "0x1p-1074"], ["--signature-threads", "-1"], ["--apple-ads-api", ""],
+                      ["--trusted-proxy", "::ffff:1.2.3.4/129"], ["--postback-key", "=x"], ["--postback-key", "k="],
+                      ["--token-public-key", "news.example=%%%"], ["--site", "news.example\u{0}"], ["--node", "\u{202E}n"],
+                      ["--max-report-bytes"], ["--no-page", "extra"]])
+    func anOptionsExtremeValuesAreRefusedNamingIt(arguments: [String]) {
+        #expect(throws: EndpointConfiguration.ParseError.self, "\(arguments)") {
+            try EndpointConfiguration.parse(arguments: ["--dev"] + arguments, environment: [:])
+        }
+    }
+
+    @Test(arguments: [#"{"port":-1}"#, #"{"port":1e300}"#, #"{"port":"8080"}"#, #"{"max_connections":1.5}"#,
+                      #"{"max_connections":18446744073709551616}"#, #"{"idle_timeout":"30"}"#, #"{"idle_timeout":-1e308}"#,
+                      #"{"access_log":"no"}"#, #"{"node":5}"#, #"{"node":""}"#, #"{"sites":[1]}"#, #"{"postback_keys":["k"]}"#,
+                      #"{"apps":{"app_id":1}}"#, #"{"conversions":[[]]}"#, #"[]"#, #"{"port":8080,"port":8081}"#])
+    func aFilesExtremeValuesAreRefused(json: String) {
+        #expect(refusal(file: json) != nil, "\(json)")
+    }
+
+    /// A flag repeated ten thousand times is a list of ten thousand, and the last wins for the rest.
+    @Test func aFloodOfRepeatedFlagsIsTakenAsGiven() throws {
+        let proxies = (0..<10_000).flatMap { ["--trusted-proxy", "10.\($0 / 256 % 256).\($0 % 256).1"] }
+        let ports = (0..<1_000).flatMap { ["--port", String(8000 + $0)] }
+        guard case .run(let c) = try EndpointConfiguration.parse(arguments: ["--dev"] + proxies + ports, environment: [:]) else {
+            Issue.record("expected a configuration")
+            return
+        }
+        #expect(c.trustedProxies.count == 10_000)
+        #expect(c.port == 8999)
+    }
+
     @Test func aNodeIsNamedByFlagOrFileAndOnlyWithCharactersThatNeedNoEscaping() throws {
         guard case .run(let named) = try EndpointConfiguration.parse(arguments: ["--dev", "--node", "edge-eu.2_b"], environment: [:]) else {
             Issue.record("expected a configuration")

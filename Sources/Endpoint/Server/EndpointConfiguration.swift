@@ -190,6 +190,11 @@ public struct EndpointConfiguration: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ParseError(description: "cannot read config file \(path)")
         }
+        // The endpoint's own strict parser first: Foundation's keeps the last of a key given twice,
+        // so a file naming a value twice would silently take one.
+        if case .failure(let failure) = Result(catching: { () throws(JSONParser.Failure) in try JSONParser().parse(Array(data)) }) {
+            throw ParseError(description: "config file \(path) is not valid JSON: \(failure.description)")
+        }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ParseError(description: "config file \(path) is not a JSON object")
         }

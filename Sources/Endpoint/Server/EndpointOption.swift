@@ -19,10 +19,9 @@ struct EndpointOption {
     var bounds: String?
     /// What a switch sets, as the config file writes it (`true`, or `false` for `--no-page`).
     var switchValue = true
-    /// Given more than once on the command line, each adds to a list; the first replaces the file's.
-    var repeatable = false
     /// Reads the command line's value (nil for a switch); `first` is true on the flag's first
-    /// occurrence. Returns why the value cannot be taken.
+    /// occurrence, where a repeated flag's list replaces the file's. Returns why the value cannot
+    /// be taken.
     var fromArgument: (inout EndpointConfiguration, _ value: String?, _ first: Bool) -> String? = { _, _, _ in nil }
     /// Reads the config file's value; returns why it cannot be taken.
     var fromFile: (inout EndpointConfiguration, Any) -> String? = { _, _ in "is not a config-file key" }
@@ -144,7 +143,7 @@ extension EndpointOption {
     /// A list: the flag is repeated, the file gives an array.
     static func list(_ flag: String, _ key: String, _ path: WritableKeyPath<Configuration, [String]>, placeholder: String,
                      _ help: String, check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
-        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, repeatable: true,
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help,
             fromArgument: { configuration, text, first in
                 if first { configuration[keyPath: path] = [] }
                 configuration[keyPath: path].append(text ?? "")
@@ -162,7 +161,7 @@ extension EndpointOption {
     static func pairs(_ flag: String, _ key: String, placeholder: String, _ help: String,
                       get: @escaping (Configuration) -> [(String, String)], set: @escaping (inout Configuration, [(String, String)]) -> Void,
                       check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
-        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, repeatable: true,
+        EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help,
             fromArgument: { configuration, text, first in
                 let text = text ?? ""
                 guard let equals = text.firstIndex(of: "="), equals != text.startIndex else { return "needs \(placeholder)" }

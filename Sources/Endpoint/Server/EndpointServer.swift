@@ -85,9 +85,11 @@ public final class EndpointServer: Sendable {
         self.turns = turns
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
         let line = PostbackLine(capacity: 4096)
+        // One keyring for the workers and the loop: it remembers which key verified last.
+        let keyring = try PostbackKeyring(testKeys: configuration.postbackKeys)
         let checks: any PostbackChecks = checkThreads > 0
             ? PostbackChecksOnWorkers(line: line, pool: WorkerPool(named: "signature-check", threads: checkThreads, priority: .background),
-                                      keyring: try PostbackKeyring(testKeys: configuration.postbackKeys), ledger: ledger, turns: turns)
+                                      keyring: keyring, ledger: ledger, turns: turns)
             : PostbackChecksOnTheLoop(line: line, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
@@ -102,7 +104,7 @@ public final class EndpointServer: Sendable {
                                    roles: RoleResolver(servedSites: sites, developmentMode: configuration.developmentMode),
                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
                                    tokens: tokenChecks, context: context)
-        postbacks = PostbackIntake(checks: checks, keyring: try PostbackKeyring(testKeys: configuration.postbackKeys), ledger: ledger,
+        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger,
                                    sites: servedSite, developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = AdminToken.gate(adminToken)
