@@ -56,12 +56,17 @@ let package = Package(
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
         .target(name: "ReportStore", dependencies: ["Primitives", "Locking", "CSystemShims"]),
+        // Small JSON files replaced whole and atomically: registries, token keys, the export's cursor.
+        .target(name: "DurableFiles"),
+        // The log's records in ClickHouse, over its HTTP interface with Foundation: tables, batches,
+        // the durable cursor, the exporter's thread. Knows the store and the codecs, no protocol.
+        .target(name: "ClickHouseExport", dependencies: ["ReportStore", "Primitives", "Locking", "DurableFiles"]),
         // PCM's records in the log: reports and triggers, encoded and decoded above the store.
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
                                                 "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "AppleAdsRecords", "Signatures",
-                                                "RawHTTPClient"]),
+                                                "RawHTTPClient", "DurableFiles", "ClickHouseExport"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit",
                                              "AppleAdsStandIn"]),
@@ -80,9 +85,11 @@ let package = Package(
         .testTarget(name: "AppDevelopersTests", dependencies: ["AppDevelopers", "AppleAds", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
+        .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "ReportStore", "PCMRecords", "Postbacks", "AppleAdsRecords",
+                                                           "AppleAds", "Primitives", "DurableFiles", "Locking"]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
-                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn"],
+                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport"],
                     resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/log-2026-11-25"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]

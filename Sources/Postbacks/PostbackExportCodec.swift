@@ -23,19 +23,30 @@ public struct PostbackExportCodec: RecordCodec {
     public let columns = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
                           "duplicates_received", "kid", "unsigned_fields"] + PostbackExportCodec.fieldColumns
     static let ownKeys: Set<String> = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
-                                       "duplicates_received", "kid", "unsigned_fields", "extra"]
-    let ledger: PostbackLedger
+                                       "duplicates_received", "kid", "unsigned_fields", "extra",
+                                       "duplicate_key", "content_hash"]
+    let ledger: PostbackLedger?
 
     public init(ledger: PostbackLedger) {
         self.ledger = ledger
     }
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
-        let ledger = self.ledger
-        return { view in StoredPostback.decode(view).map { Self.row($0, retries: ledger.retries(of: $0.id)) } }
+    /// For a warehouse that keeps the retries as rows of their own (ClickHouse): no
+    /// `duplicates_received`, which is the ledger's count as of the export and changes after it,
+    /// but the postback's `duplicate_key` and `content_hash`, which tell the same postback stored
+    /// on two nodes (a device that retried through a failover) from two postbacks.
+    public static var withoutLedger: PostbackExportCodec { PostbackExportCodec() }
+
+    private init() {
+        ledger = nil
     }
 
-    static func row(_ postback: StoredPostback, retries: Int) -> ExportRow {
+    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+        let ledger = self.ledger
+        return { view in StoredPostback.decode(view).map { Self.row($0, retries: ledger.map { l in { l.retries(of: $0) } }) } }
+    }
+
+    static func row(_ postback: StoredPostback, retries: ((UInt64) -> Int)?) -> ExportRow {
         let fields = PostbackFields(postback)
         let d = postback.draft
         var members: [JSONMember] = [
@@ -48,7 +59,12 @@ public struct PostbackExportCodec: RecordCodec {
             JSONMember(key: "signature", value: .string(d.signature.name)),
         ]
         if let key = d.keyName { members.append(JSONMember(key: "test_key", value: .string(key))) }
-        members.append(JSONMember(key: "duplicates_received", value: .number(String(retries))))
+        if let retries {
+            members.append(JSONMember(key: "duplicates_received", value: .number(String(retries(postback.id)))))
+        } else {
+            members.append(JSONMember(key: "duplicate_key", value: .string(d.duplicateKey)))
+            members.append(JSONMember(key: "content_hash", value: .number(String(d.contentHash))))
+        }
         if let kid = fields.kid { members.append(JSONMember(key: "kid", value: .string(kid))) }
         members.append(JSONMember(key: "unsigned_fields", value: .array(fields.unsigned.map { .string($0) })))
         var extra: [JSONMember] = []
@@ -58,7 +74,7 @@ public struct PostbackExportCodec: RecordCodec {
         if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
 
         var cells = [String(postback.id), postback.receivedAt.rfc3339, postback.protocol.name, d.site, d.verdict.name,
-                     d.reasons.joined(separator: ";"), d.signature.name, d.keyName ?? "", String(retries), fields.kid ?? "",
+                     d.reasons.joined(separator: ";"), d.signature.name, d.keyName ?? "", retries.map { String($0(postback.id)) } ?? "", fields.kid ?? "",
                      fields.unsigned.joined(separator: ";")]
         for key in fieldColumns {
             let text: String = switch fields.value(key) {

@@ -1,3 +1,4 @@
+import DurableFiles
 import Demo
 import Dispatch
 import PCM
@@ -67,7 +68,7 @@ enum TestTokenKeys {
                                     createdAt: then, servesFrom: then)
         }
         guard !entries.isEmpty else { return }
-        try RegistryFile(path: path, empty: TokenKeyBook.File(), mode: 0o600).save(TokenKeyBook.File(keys: entries))
+        try DurableJSONFile(path: path, empty: TokenKeyBook.File(), mode: 0o600).save(TokenKeyBook.File(keys: entries))
     }
 }
 

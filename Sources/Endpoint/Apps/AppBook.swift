@@ -1,3 +1,4 @@
+import DurableFiles
 import AppDevelopers
 import Locking
 import Primitives
@@ -6,12 +7,12 @@ import Primitives
 /// `apps.json` in the data directory after every change.
 final class AppBook: RegistryKeeper {
     let siteRules: SiteRules
-    private let file: RegistryFile<AppRegistry>
+    private let file: DurableJSONFile<AppRegistry>
     private let state: Locked<AppRegistry>
 
     init(dataDirectory: String, siteRules: SiteRules) throws {
         self.siteRules = siteRules
-        file = RegistryFile(path: dataDirectory + "/apps.json", empty: AppRegistry())
+        file = DurableJSONFile(path: dataDirectory + "/apps.json", empty: AppRegistry())
         state = Locked(try file.load())
     }
 

@@ -1,3 +1,5 @@
+import ClickHouseExport
+import Foundation
 import Primitives
 import HTTPServer
 import ReportStore
@@ -14,6 +16,7 @@ struct OperationsRoutes: Sendable {
     let tokenKeys: TokenKeyBook?
     let tokenChecks: TokenChecks?
     var appleAds: AppleAdsOutbox? = nil
+    var exporter: ClickHouseExporter? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -31,7 +34,12 @@ struct OperationsRoutes: Sendable {
         if metrics.storeIsFailing(store), let error = store.writeError {
             throw Problem.storeFailed(error, "reports cannot be stored right now")
         }
-        return JSONResponse.make(200, "{\"status\":\"ok\",\"node\":\"\(node)\",\"reports\":\(store.count(of: .report))}")
+        var body = "{\"status\":\"ok\",\"node\":\"\(node)\",\"reports\":\(store.count(of: .report))"
+        if let exporter {
+            body += ",\"export\":"
+            exporter.status.healthJSON.write(to: &body)
+        }
+        return JSONResponse.make(200, body + "}")
     }
 
     func prometheus(_ request: HTTPRequest) -> HTTPResponse {
@@ -41,7 +49,8 @@ struct OperationsRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
-                                         + (appleAds?.prometheusText(now: clock.now()) ?? "")).utf8))
+                                         + (appleAds?.prometheusText(now: clock.now()) ?? "")
+                                         + (exporter?.status.prometheusText() ?? "")).utf8))
     }
 
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch

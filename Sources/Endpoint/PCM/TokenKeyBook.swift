@@ -1,3 +1,4 @@
+import DurableFiles
 import Dispatch
 import Foundation
 import Locking
@@ -46,7 +47,7 @@ final class TokenKeyBook: Sendable {
 
     static let fileName = "token-keys.json"
 
-    private let file: RegistryFile<File>
+    private let file: DurableJSONFile<File>
     private let keys: Locked<[Key]>
     let foreignKeys: [String: TokenPublicKey]
     let servedSites: [String]
@@ -58,17 +59,17 @@ final class TokenKeyBook: Sendable {
 
     init(dataDirectory: String, servedSites: [String], foreignKeys: [String: TokenPublicKey],
          clock: @escaping @Sendable () -> Timestamp, announce: @escaping @Sendable (Key) -> Void = { _ in }) throws {
-        file = RegistryFile(path: dataDirectory + "/" + Self.fileName, empty: File(), mode: 0o600)
+        file = DurableJSONFile(path: dataDirectory + "/" + Self.fileName, empty: File(), mode: 0o600)
         var loaded: [Key] = []
         for entry in try file.load().keys {
             guard let der = Base64.decode(entry.privateKey, urlSafe: false) else {
-                throw RegistryFileError(description: "\(file.path): the key of \(entry.site) is not base64")
+                throw DurableFileError(description: "\(file.path): the key of \(entry.site) is not base64")
             }
             do {
                 loaded.append(Self.key(site: entry.site, signing: try TokenSigningKey(derRepresentation: der),
                                        createdAt: entry.createdAt, servesFrom: entry.servesFrom))
             } catch {
-                throw RegistryFileError(description: "\(file.path): the key of \(entry.site): \(error)")
+                throw DurableFileError(description: "\(file.path): the key of \(entry.site): \(error)")
             }
         }
         keys = Locked(loaded)

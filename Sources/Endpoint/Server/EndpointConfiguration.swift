@@ -1,3 +1,4 @@
+import ClickHouseExport
 import Signatures
 import Primitives
 import SiteOwners
@@ -57,6 +58,12 @@ public struct EndpointConfiguration: Sendable {
     /// rebuilding at the next start (a stop always writes one).
     public var summaryCheckpointInterval: Double = 60
     /// Apple's attribution API, which the Apple Ads outbox calls with each token.
+    /// `http://HOST:PORT/DATABASE`: export every record there (nil: the node keeps its log to itself).
+    public var clickhouse: String?
+    /// A file holding `user:password` for ClickHouse.
+    public var clickhouseCredentialsFile: String?
+    /// `CLICKHOUSE_USER` and `CLICKHOUSE_PASSWORD`, as the environment had them at start.
+    public var clickhouseEnvironment: [String: String] = [:]
     public var appleAdsAPI = "https://api-adservices.apple.com/api/v1/"
     /// Seconds to wait for Apple's answer: above the ~1 s for which Apple holds a 404.
     public var appleAdsTimeout: Double = 10
@@ -179,6 +186,7 @@ public struct EndpointConfiguration: Sendable {
             }
             i += 1
         }
+        configuration.clickhouseEnvironment = environment.filter { $0.key == "CLICKHOUSE_USER" || $0.key == "CLICKHOUSE_PASSWORD" }
         if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
             configuration.adminToken = token
         }
@@ -239,6 +247,13 @@ public struct EndpointConfiguration: Sendable {
 
     /// Refuses configurations that would silently lose reports: each option's own check (its
     /// range, or what its value must be), then what needs several.
+    /// The ClickHouse to export to, with its credentials; nil without `--clickhouse`.
+    public func resolvedClickHouse() throws -> ClickHouseTarget? {
+        guard let clickhouse else { return nil }
+        let credentials = try ClickHouseTarget.Credentials.resolve(file: clickhouseCredentialsFile, environment: clickhouseEnvironment)
+        return try ClickHouseTarget(clickhouse, credentials: credentials)
+    }
+
     public func check() throws {
         for option in Self.options {
             if let refusal = option.check(self) { throw ParseError(description: "\(option.name): \(refusal)") }

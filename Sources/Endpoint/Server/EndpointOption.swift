@@ -105,8 +105,8 @@ extension EndpointOption {
 
     /// Text that may be left unset.
     static func optionalText(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String?>, placeholder: String,
-                             _ help: String) -> EndpointOption {
-        textual(flag, key, placeholder: placeholder, help, bounds: nil, check: { _ in nil }) { $0[keyPath: path] = $1 }
+                             _ help: String, check: @escaping @Sendable (Configuration) -> String? = { _ in nil }) -> EndpointOption {
+        textual(flag, key, placeholder: placeholder, help, bounds: nil, check: check) { $0[keyPath: path] = $1 }
     }
 
     private static func textual(_ flag: String, _ key: String?, placeholder: String, _ help: String, bounds: String?,

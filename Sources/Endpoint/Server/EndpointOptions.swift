@@ -56,6 +56,14 @@ extension EndpointConfiguration {
                    }),
             .toggle("--require-tokens", "require_tokens", \.requireTokens,
                     "Quarantine PCM reports without a token pair (token_missing): for sites that put attributionsourcenonce on every link."),
+            .optionalText("--clickhouse", "clickhouse", \.clickhouse, placeholder: "URL",
+                          "Export every record to ClickHouse at http://HOST:PORT/DATABASE (its HTTP interface), from a cursor kept in DATA; the tables are created if missing (deploy/clickhouse/schema.sql). The user and password come from --clickhouse-credentials or CLICKHOUSE_USER and CLICKHOUSE_PASSWORD, never from the URL.",
+                          check: { configuration in
+                              do { _ = try configuration.resolvedClickHouse() } catch { return "\(error)" }
+                              return nil
+                          }),
+            .optionalText("--clickhouse-credentials", "clickhouse_credentials", \.clickhouseCredentialsFile, placeholder: "FILE",
+                          "A file whose first line is user:password for ClickHouse (keep it 0600)."),
             .text("--apple-ads-api", "apple_ads_api", \.appleAdsAPI, placeholder: "URL",
                   "Apple's attribution API, called with each Apple Ads token an app posts.",
                   check: { configuration in

@@ -1,3 +1,4 @@
+import ClickHouseExport
 import Foundation
 import HTTPServer
 import PCM
@@ -26,6 +27,8 @@ public final class EndpointServer: Sendable {
     let appleAds: AppleAdsOutbox
     let tokenKeys: TokenKeyBook
     let summaryRebuild: SummaryRebuild
+    /// The ClickHouse export, with `--clickhouse`.
+    let exporter: ClickHouseExporter?
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -98,6 +101,13 @@ public final class EndpointServer: Sendable {
                                                                       connections: AppleAdsOutbox.maxInFlight),
                                   clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns)
 
+        let store = self.store
+        exporter = try configuration.resolvedClickHouse().map { target in
+            ClickHouseExporter(store: store, schema: ClickHouseTables.schema, client: ClickHouseClient(target: target),
+                               node: configuration.node, dataDirectory: configuration.dataDirectory, clock: { clock.now() },
+                               announce: { EventLog.write($0, $1) })
+        }
+
         // The surfaces, and the route table they make.
         let servedSite = ServedSite(sites: sites, developmentMode: configuration.developmentMode, trustedProxies: context.trustedProxies)
         let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
@@ -122,7 +132,7 @@ public final class EndpointServer: Sendable {
             + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks, appleAds: appleAds).routes(bearer: bearer)
+                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -159,6 +169,7 @@ public final class EndpointServer: Sendable {
         let port = try http.start()
         appleAds.start()
         summaryRebuild.start()
+        exporter?.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
             ("data", .string(configuration.dataDirectory)),
@@ -167,6 +178,7 @@ public final class EndpointServer: Sendable {
             // Where the summary page comes from; null only with --no-page.
             ("page", publicDirectory.map { .string($0) } ?? .null),
         ]
+        if let exporter { fields.append(("clickhouse", .string(exporter.status.target))) }
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
         // The keys each site serves now; a site without one yet logs `token_key_created` when it is made.
         fields.append(("token_keys", .object(configuration.sites.compactMap { site in
@@ -189,6 +201,8 @@ public final class EndpointServer: Sendable {
         signingPool.stop()
         tokenKeys.stop()
         summaryRebuild.stop()
+        // Before the store closes: it reads the log. What it had not sent goes after the restart.
+        exporter?.stop()
         store.close()
         checkpointer.finish()
         EventLog.write("stopped", ["reports": .number(String(store.count(of: .report)))])

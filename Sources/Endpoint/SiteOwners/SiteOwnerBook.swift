@@ -1,3 +1,4 @@
+import DurableFiles
 import PCM
 import Primitives
 import SiteOwners
@@ -12,7 +13,7 @@ import PCMRecords
 final class SiteOwnerBook: RegistryKeeper {
     let model: TimingModel
     let siteRules: SiteRules
-    private let file: RegistryFile<Registry>
+    private let file: DurableJSONFile<Registry>
     private let state: Locked<State>
 
     private struct State {
@@ -25,7 +26,7 @@ final class SiteOwnerBook: RegistryKeeper {
          now: Timestamp) throws {
         self.model = model
         self.siteRules = siteRules
-        file = RegistryFile(path: dataDirectory + "/registry.json", empty: Registry())
+        file = DurableJSONFile(path: dataDirectory + "/registry.json", empty: Registry())
         var ledger = TriggerLedger()
         for trigger in replayed.triggers { ledger.record(trigger) }
         for id in replayed.consumed { ledger.consume(id) }

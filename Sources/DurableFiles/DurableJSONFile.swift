@@ -1,38 +1,38 @@
 import Foundation
 
-/// A registry's home on disk (`registry.json` for site owners, `apps.json` for app developers,
-/// in the data directory), replaced atomically (write a temporary file, flush it, rename it over
+/// A small JSON file that is replaced whole: a registry (`registry.json` for site owners,
+/// `apps.json` for app developers), the token keys, the export's cursor. Replaced atomically (write a temporary file, flush it, rename it over
 /// the old one, flush the directory) so that a crash leaves either the old registry or the new
 /// one, never half of each. `token-keys.json` holds private keys, so it is written with mode
 /// 0600.
-struct RegistryFile<Contents: Codable & Sendable>: Sendable {
-    let path: String
-    let empty: Contents
-    let mode: mode_t
+public struct DurableJSONFile<Contents: Codable & Sendable>: Sendable {
+    public let path: String
+    public let empty: Contents
+    public let mode: mode_t
 
-    init(path: String, empty: Contents, mode: mode_t = 0o644) {
+    public init(path: String, empty: Contents, mode: mode_t = 0o644) {
         self.path = path
         self.empty = empty
         self.mode = mode
     }
 
-    func load() throws -> Contents {
+    public func load() throws -> Contents {
         guard let data = FileManager.default.contents(atPath: path) else { return empty }
         do {
             return try JSONDecoder().decode(Contents.self, from: data)
         } catch {
-            throw RegistryFileError(description: "\(path) cannot be read: \(error)")
+            throw DurableFileError(description: "\(path) cannot be read: \(error)")
         }
     }
 
-    func save(_ registry: Contents) throws {
+    public func save(_ registry: Contents) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(registry)
         let temporary = path + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw RegistryFileError(description: "cannot write \(temporary): errno \(errno)") }
+        guard fd >= 0 else { throw DurableFileError(description: "cannot write \(temporary): errno \(errno)") }
         let written = data.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
@@ -47,10 +47,10 @@ struct RegistryFile<Contents: Codable & Sendable>: Sendable {
         close(fd)
         guard written && flushed else {
             unlink(temporary)
-            throw RegistryFileError(description: "cannot write \(temporary): errno \(errno)")
+            throw DurableFileError(description: "cannot write \(temporary): errno \(errno)")
         }
         guard rename(temporary, path) == 0 else {
-            throw RegistryFileError(description: "cannot replace \(path): errno \(errno)")
+            throw DurableFileError(description: "cannot replace \(path): errno \(errno)")
         }
         let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY)
         if directory >= 0 {
@@ -60,6 +60,10 @@ struct RegistryFile<Contents: Codable & Sendable>: Sendable {
     }
 }
 
-struct RegistryFileError: Error, CustomStringConvertible {
-    var description: String
+public struct DurableFileError: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }

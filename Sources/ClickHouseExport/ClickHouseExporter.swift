@@ -1,0 +1,255 @@
+import Dispatch
+import DurableFiles
+import Foundation
+import Locking
+import Primitives
+import ReportStore
+
+/// Sends every record of the log to ClickHouse, table by table, from a durable cursor, on a
+/// thread of its own. The endpoint never waits for it: the log is the buffer while ClickHouse is
+/// down or slow, and the export catches up when it returns.
+///
+/// Each turn takes, for each table, the records after its cursor up to the log's durable end (at
+/// most `limits`), sends them as one `INSERT … FORMAT JSONEachRow`, and on ClickHouse's 200 moves
+/// the cursor and saves it. What goes wrong:
+/// - no answer, a time-out, a server error: wait (`RetrySchedule`) and send the same batch again;
+/// - a missing table: create the schema, then send again;
+/// - ClickHouse refuses the rows (a schema changed by hand, a value it cannot read): that table
+///   stops, with the reason in the log, `/metrics` and `/healthz`, until the endpoint restarts.
+///   Its records stay in the log; the other tables go on.
+public final class ClickHouseExporter: Sendable {
+    public struct TableStatus: Sendable {
+        public var table: String
+        public var kind: RecordKind
+        public var exportedRows: Int
+        public var unreadable: Int
+        /// Records of the kind in the log not yet in ClickHouse.
+        public var lagRecords: Int
+        /// How old the oldest of them is, as of the exporter's last look (it looks at least every `interval`).
+        public var lagSeconds: Double
+        /// Why the table's export stopped, if it did.
+        public var paused: String?
+    }
+
+    public struct Status: Sendable {
+        public var target: String
+        public var schemaReady: Bool
+        public var tables: [TableStatus]
+        public var lastError: String?
+        public var lastErrorAt: Timestamp?
+        public var failuresInARow: Int
+        public var failures: Int
+        public var batches: Int
+        /// Set when the exporter cannot run at all (a cursor written by another node).
+        public var stopped: String?
+
+        public var lagRecords: Int { tables.reduce(0) { $0 + $1.lagRecords } }
+        public var lagSeconds: Double { tables.map(\.lagSeconds).max() ?? 0 }
+        public var isBehind: Bool { lagRecords > 0 || stopped != nil || tables.contains { $0.paused != nil } }
+    }
+
+    private struct State: Sendable {
+        var cursor: ExportCursor
+        var schemaReady = false
+        var paused: [String: String] = [:]
+        var oldestPending: [String: Timestamp] = [:]
+        var lastError: String?
+        var lastErrorAt: Timestamp?
+        var failuresInARow = 0
+        var failures = 0
+        var batches = 0
+        var stopped: String?
+        var stopping = false
+    }
+
+    private let store: ReportStore
+    private let schema: ClickHouseSchema
+    private let client: ClickHouseClient
+    private let node: String
+    private let file: DurableJSONFile<ExportCursor?>
+    private let clock: @Sendable () -> Timestamp
+    private let limits: ExportBatch.Limits
+    private let interval: Double
+    private let retry: RetrySchedule
+    private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
+    private let state: Locked<State>
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchGroup()
+
+    public init(store: ReportStore, schema: ClickHouseSchema, client: ClickHouseClient, node: String, dataDirectory: String,
+                clock: @escaping @Sendable () -> Timestamp, limits: ExportBatch.Limits = .standard, interval: Double = 0.25,
+                retry: RetrySchedule = RetrySchedule(),
+                announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
+        self.store = store
+        self.schema = schema
+        self.client = client
+        self.node = node
+        file = DurableJSONFile(path: dataDirectory + "/" + ExportCursor.fileName, empty: nil)
+        self.clock = clock
+        self.limits = limits
+        self.interval = interval
+        self.retry = retry
+        self.announce = announce
+        let target = client.target.description
+        var initial = State(cursor: ExportCursor(node: node, target: target))
+        do {
+            initial.cursor = try ExportCursor.load(file, node: node, target: target, logEnd: store.durablePrefix.end)
+        } catch {
+            initial.stopped = error.description
+        }
+        state = Locked(initial)
+    }
+
+    public func start() {
+        if let reason = state.withLock({ $0.stopped }) {
+            announce("export_stopped", [("reason", .string(reason))])
+            return
+        }
+        finished.startThread(named: "clickhouse-export") { [self] in run() }
+    }
+
+    /// Stops after the statement in flight (cancelled), without moving the cursor past anything unsent.
+    public func stop() {
+        state.withLock { $0.stopping = true }
+        wake.signal()
+        client.stop()
+        finished.wait()
+    }
+
+    public var status: Status {
+        let s = state.withLock { $0 }
+        let now = clock()
+        let tables = schema.tables.map { table -> TableStatus in
+            let position = s.cursor.position(of: table.name)
+            let lag = max(0, store.count(of: table.kind) - position.rows - position.unreadable)
+            let oldest = lag > 0 ? s.oldestPending[table.name] : nil
+            let seconds = oldest.map { max(0, Double(now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 1000) } ?? 0
+            return TableStatus(table: table.name, kind: table.kind, exportedRows: position.rows, unreadable: position.unreadable,
+                               lagRecords: lag, lagSeconds: seconds, paused: s.paused[table.name])
+        }
+        return Status(target: s.cursor.target, schemaReady: s.schemaReady, tables: tables, lastError: s.lastError,
+                      lastErrorAt: s.lastErrorAt, failuresInARow: s.failuresInARow, failures: s.failures, batches: s.batches,
+                      stopped: s.stopped)
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func run() {
+        while !stopping {
+            let outcome = state.withLock({ $0.schemaReady }) ? exportTurn() : createSchema()
+            switch outcome {
+            case .sent: continue
+            case .idle: _ = wake.wait(timeout: .now() + interval)
+            case .failed:
+                let failures = state.withLock { $0.failuresInARow }
+                _ = wake.wait(timeout: .now() + retry.delay(afterFailures: failures, jitter: Double.random(in: 0..<1)))
+            }
+        }
+    }
+
+    private enum TurnOutcome { case sent, idle, failed }
+
+    /// Creates what is missing, and refuses a database whose schema is newer than this endpoint's.
+    private func createSchema() -> TurnOutcome {
+        let database = client.target.database
+        for statement in schema.statements(database: database) {
+            guard case .done = client.run(statement).failure(self) else { return .failed }
+        }
+        guard case .done(let text) = client.run("SELECT max(version) FROM \(database).schema_version FORMAT TabSeparated").failure(self) else {
+            return .failed
+        }
+        let found = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        if found > ClickHouseSchema.version {
+            let reason = "the schema in \(client.target) is version \(found), newer than this endpoint's \(ClickHouseSchema.version): upgrade the endpoint"
+            state.withLock { s in
+                for table in schema.tables { s.paused[table.name] = reason }
+            }
+            announce("export_paused", [("table", .string("*")), ("reason", .string(reason))])
+        } else if found < ClickHouseSchema.version {
+            let insert = "INSERT INTO \(database).schema_version (version, node, applied_at) VALUES (\(ClickHouseSchema.version), '\(node)', now())"
+            guard case .done = client.run(insert).failure(self) else { return .failed }
+        }
+        state.withLock { $0.schemaReady = true }
+        announce("export_schema_ready", [("clickhouse", .string(client.target.description)), ("version", .number(String(ClickHouseSchema.version)))])
+        return .sent
+    }
+
+    /// One batch for each table that has records waiting.
+    private func exportTurn() -> TurnOutcome {
+        var sent = false
+        for table in schema.tables {
+            let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
+            let end = store.durablePrefix.end
+            guard !paused, position.offset < end, !stopping else { continue }
+            let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits)
+            if batch.unreadable > 0 {
+                announce("export_unreadable_records", [("table", .string(table.name)), ("records", .number(String(batch.unreadable)))])
+            }
+            guard batch.rows > 0 else {
+                // Only other kinds' records, or unreadable ones: nothing to send, and nothing lost by
+                // reading them again after a crash, so the cursor moves without a write.
+                state.withLock { s in
+                    s.cursor.advance(past: batch)
+                    s.oldestPending[table.name] = nil
+                }
+                continue
+            }
+            state.withLock { $0.oldestPending[table.name] = batch.firstTime }
+            let insert = "INSERT INTO \(client.target.database).\(table.name) FORMAT JSONEachRow"
+            switch client.run(insert, body: batch.body) {
+            case .done:
+                let (cursor, recovered) = state.withLock { s -> (ExportCursor, Bool) in
+                    s.cursor.advance(past: batch)
+                    s.oldestPending[table.name] = nil
+                    defer { s.failuresInARow = 0 }
+                    s.batches += 1
+                    return (s.cursor, s.failuresInARow > 0)
+                }
+                if recovered { announce("export_resumed", [("table", .string(table.name))]) }
+                do {
+                    try file.save(cursor)
+                } catch {
+                    // The batch is in ClickHouse; if the node stops before the next save, it goes again.
+                    noteFailure("the export's cursor cannot be saved: \(error)")
+                }
+                sent = true
+            case .refused(let reason):
+                state.withLock { $0.paused[table.name] = reason }
+                noteFailure("ClickHouse refused a batch of \(table.name): \(reason)", countsInARow: false)
+                announce("export_paused", [("table", .string(table.name)), ("reason", .string(reason)),
+                                           ("rows", .number(String(batch.rows)))])
+            case .missingTable(let reason):
+                state.withLock { $0.schemaReady = false }
+                noteFailure(reason)
+                return .failed
+            case .unavailable(let reason):
+                noteFailure(reason)
+                return .failed
+            }
+        }
+        return sent ? .sent : .idle
+    }
+
+    fileprivate func noteFailure(_ reason: String, countsInARow: Bool = true) {
+        let first = state.withLock { s -> Bool in
+            s.lastError = reason
+            s.lastErrorAt = clock()
+            s.failures += 1
+            if countsInARow { s.failuresInARow += 1 }
+            return s.failuresInARow <= 1
+        }
+        // The first failure of a run is logged; the rest show in /metrics until one succeeds.
+        if first { announce("export_failed", [("reason", .string(reason))]) }
+    }
+}
+
+private extension ClickHouseClient.Outcome {
+    /// The outcome, with a failure noted on `exporter`.
+    func failure(_ exporter: ClickHouseExporter) -> Self {
+        switch self {
+        case .done: break
+        case .refused(let reason), .missingTable(let reason), .unavailable(let reason): exporter.noteFailure(reason)
+        }
+        return self
+    }
+}

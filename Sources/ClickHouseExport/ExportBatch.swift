@@ -1,0 +1,119 @@
+import Primitives
+import ReportStore
+
+/// One `INSERT … FORMAT JSONEachRow` worth of a table's records: the rows, and where in the log
+/// the next batch starts. Built from the log alone, so building it again from the same offset
+/// gives the same rows: what makes a resend after a crash a true duplicate.
+public struct ExportBatch: Sendable {
+    public var table: String
+    /// NDJSON, one row per line.
+    public var body: [UInt8] = []
+    public var rows = 0
+    /// Records of the table's kind that its codec could not read: counted, logged, never sent.
+    public var unreadable = 0
+    /// The log offset just after the last record this batch looked at.
+    public var end: Int
+    /// The time of the batch's first row: how far behind the export is.
+    public var firstTime: Timestamp?
+
+    public struct Limits: Sendable {
+        public var rows: Int
+        public var bytes: Int
+
+        public init(rows: Int, bytes: Int) {
+            self.rows = rows
+            self.bytes = bytes
+        }
+
+        public static let standard = Limits(rows: 50_000, bytes: 16 << 20)
+    }
+
+    /// Reads `table`'s records from `start` (a record boundary) up to `through` (the durable end
+    /// of the log), until `limits` are met.
+    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
+                            limits: Limits = .standard) -> ExportBatch {
+        var batch = ExportBatch(table: table.name, end: start)
+        guard start < end else { return batch }
+        let read = table.codec.reader()
+        var writer = RowWriter(table: table, node: node)
+        var reachedLimit = false
+        store.scanRecords(of: table.kind, from: start, through: end) { view in
+            if batch.rows >= limits.rows || batch.body.count >= limits.bytes {
+                reachedLimit = true
+                return false
+            }
+            if let row = read(view) {
+                writer.write(row, id: view.id, time: view.time, into: &batch.body)
+                if batch.firstTime == nil { batch.firstTime = view.time }
+                batch.rows += 1
+            } else {
+                batch.unreadable += 1
+            }
+            batch.end = view.end
+            return true
+        }
+        // The whole range was read: the next batch starts at its end, past any records of other kinds.
+        if !reachedLimit { batch.end = end }
+        return batch
+    }
+}
+
+/// Writes one table's rows: its columns looked up by name once, each row's members placed in
+/// them, what no column takes kept under `extra`.
+struct RowWriter {
+    private let columns: [ClickHouseColumn]
+    /// Each column's `"name":`, written once.
+    private let keys: [String]
+    private let slotOf: [String: Int]
+    private let nodeLiteral: String
+    private var slots: [String?]
+
+    init(table: ClickHouseTable, node: String) {
+        columns = table.columns
+        keys = table.columns.map { ClickHouseType.quoted($0.name) + ":" }
+        var slotOf: [String: Int] = [:]
+        for (i, column) in table.columns.enumerated() { slotOf[column.name] = i }
+        // The envelope's own, and what is never exported: not taken from the row, not kept under `extra`.
+        for name in ["node", "id", "received_at", "received_at_ms"] { slotOf[name] = -1 }
+        for name in table.omitted { slotOf[name] = -1 }
+        self.slotOf = slotOf
+        nodeLiteral = ClickHouseType.quoted(node)
+        slots = Array(repeating: nil, count: table.columns.count)
+    }
+
+    mutating func write(_ row: ExportRow, id: UInt64, time: Timestamp, into out: inout [UInt8]) {
+        for i in slots.indices { slots[i] = nil }
+        var extra: [JSONMember] = []
+        for member in row.members {
+            guard let slot = slotOf[member.key] else {
+                extra.append(member)
+                continue
+            }
+            switch slot {
+            case -1: continue
+            default:
+                if let literal = columns[slot].type.literal(member.value) {
+                    slots[slot] = literal
+                } else if member.value != .null {
+                    extra.append(member)
+                }
+            }
+        }
+        var line = "{\"node\":\(nodeLiteral),\"id\":\(id)"
+        if let seconds = ClickHouseType.dateTime(time) {
+            line += ",\"received_at\":\(seconds),\"received_at_ms\":\(max(0, time.millisecondsSinceEpoch))"
+        }
+        for (i, literal) in slots.enumerated() {
+            guard let literal else { continue }
+            line += ","
+            line += keys[i]
+            line += literal
+        }
+        if !extra.isEmpty {
+            line += ",\"extra\":"
+            line += ClickHouseType.quoted(JSONValue.object(extra).serialized())
+        }
+        line += "}\n"
+        out.append(contentsOf: line.utf8)
+    }
+}

@@ -1,0 +1,56 @@
+import AppleAds
+import AppleAdsRecords
+import ClickHouseExport
+import PCMRecords
+import Postbacks
+
+/// Every kind of record the log holds, and its table in ClickHouse: one table per kind, its
+/// columns under the protocols' own words, as the NDJSON export names them. A member no column
+/// takes is kept in `extra`. `deploy/clickhouse/schema.sql` is this list written out.
+///
+/// Never exported: the PCM secret tokens and their signatures (the key ids that verified them
+/// are), the Apple Ads token and its public id. Nothing the log holds is an IP address, a
+/// User-Agent or a device identifier.
+enum ClickHouseTables {
+    static let schema = ClickHouseSchema(tables: [
+        ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec(), columns: [
+            .init("protocol", .string), .init("role", .string), .init("site", .string), .init("verdict", .string),
+            .init("reasons", .arrayOfStrings), .init("campaign", .string), .init("trigger_id", .nullable(.uint64)),
+            .init("source_engagement_type", .string), .init("source_site", .string), .init("source_id", .nullable(.uint8)),
+            .init("attributed_on_site", .string), .init("trigger_data", .nullable(.uint8)), .init("version", .nullable(.uint8)),
+            .init("source_token_key_id", .string), .init("destination_token_key_id", .string),
+        ], omitted: ["source_secret_token", "source_secret_token_signature", "destination_secret_token", "destination_secret_token_signature"]),
+        ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
+            .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
+            .init("attribution_source", .nullable(.string)),
+        ]),
+        ClickHouseTable(name: "postbacks", codec: PostbackExportCodec.withoutLedger, columns: [
+            .init("protocol", .string), .init("site", .string), .init("verdict", .string), .init("reasons", .arrayOfStrings),
+            .init("signature", .string), .init("test_key", .string), .init("kid", .string), .init("unsigned_fields", .arrayOfStrings),
+            .init("duplicate_key", .string), .init("content_hash", .uint64),
+            .init("version", .string), .init("ad-network-id", .string), .init("campaign-id", .nullable(.uint32)),
+            .init("source-identifier", .string), .init("app-id", .nullable(.uint64)), .init("transaction-id", .string),
+            .init("redownload", .nullable(.uint8)), .init("source-app-id", .nullable(.uint64)), .init("source-domain", .string),
+            .init("fidelity-type", .nullable(.uint8)), .init("did-win", .nullable(.uint8)),
+            .init("postback-sequence-index", .nullable(.uint8)), .init("ad-network-identifier", .string),
+            .init("advertised-item-identifier", .nullable(.uint64)), .init("conversion-type", .string),
+            .init("postback-identifier", .string), .init("impression-type", .string), .init("marketplace-identifier", .string),
+            .init("publisher-item-identifier", .nullable(.uint64)), .init("conversion-value", .nullable(.uint8)),
+            .init("coarse-conversion-value", .string), .init("ad-interaction-type", .string), .init("country-code", .string),
+            .init("attribution-signature", .string), .init("jws-string", .string),
+        ]),
+        ClickHouseTable(name: "postback_retries", codec: PostbackRetryExportCodec(), columns: [
+            .init("protocol", .string), .init("retry_of", .uint64),
+        ]),
+        ClickHouseTable(name: "apple_ads_tokens", codec: AppleAdsTokenExportCodec(), columns: [
+            .init("site", .string),
+        ]),
+        ClickHouseTable(name: "apple_ads_calls", codec: AppleAdsCallExportCodec(), columns: [
+            .init("token_id", .uint64), .init("called", .uint8), .init("http_status", .nullable(.uint16)), .init("status", .string),
+            .init("next_attempt", .nullable(.dateTime)), .init("attribution", .nullable(.uint8)), .init("orgId", .nullable(.int64)),
+            .init("campaignId", .nullable(.int64)), .init("adGroupId", .nullable(.int64)), .init("keywordId", .nullable(.int64)),
+            .init("adId", .nullable(.int64)), .init("conversionType", .string), .init("claimType", .string),
+            .init("countryOrRegion", .string), .init("clickDate", .string),
+        ]),
+    ])
+}
