@@ -57,9 +57,15 @@ final class TokenKeyBook: Sendable {
     /// Called with each key made at start, for the log.
     private let announce: @Sendable (Key) -> Void
 
-    init(dataDirectory: String, servedSites: [String], foreignKeys: [String: TokenPublicKey],
+    /// Whether this book makes keys itself: a served site without one at start, a rotation from
+    /// the admin API. Not in a cluster, where every node must serve the same bytes and the keys
+    /// come from the one file every node has (`attribution-endpoint token-keys`).
+    let makesKeys: Bool
+
+    init(path: String, makesKeys: Bool = true, servedSites: [String], foreignKeys: [String: TokenPublicKey],
          clock: @escaping @Sendable () -> Timestamp, announce: @escaping @Sendable (Key) -> Void = { _ in }) throws {
-        file = DurableJSONFile(path: dataDirectory + "/" + Self.fileName, empty: File(), mode: 0o600)
+        self.makesKeys = makesKeys
+        file = DurableJSONFile(path: path, empty: File(), mode: 0o600)
         var loaded: [Key] = []
         for entry in try file.load().keys {
             guard let der = Base64.decode(entry.privateKey, urlSafe: false) else {
@@ -83,8 +89,8 @@ final class TokenKeyBook: Sendable {
     /// takes a second or more, which the start does not wait for. A request that needs one first
     /// waits for it (`servedKey(for:waiting:)`).
     func generateMissing() {
-        let missing = keys.withLock { keys in servedSites.filter { site in !keys.contains { $0.site == site } } }
-        guard !missing.isEmpty else { return }
+        guard makesKeys, !missingSites.isEmpty else { return }
+        let missing = missingSites
         generating.startThread(named: "token-keys") { [self] in
             for site in missing {
                 if stopping.withLock({ $0 }) { return }
@@ -97,6 +103,11 @@ final class TokenKeyBook: Sendable {
                 }
             }
         }
+    }
+
+    /// Served sites that have no key.
+    var missingSites: [String] {
+        keys.withLock { keys in servedSites.filter { site in !keys.contains { $0.site == site } } }
     }
 
     /// Waits for the keys being made at start, if any.

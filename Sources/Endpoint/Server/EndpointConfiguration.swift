@@ -58,6 +58,11 @@ public struct EndpointConfiguration: Sendable {
     /// rebuilding at the next start (a stop always writes one).
     public var summaryCheckpointInterval: Double = 60
     /// Apple's attribution API, which the Apple Ads outbox calls with each token.
+    /// One node of several behind one front: registrations only from the config file, token keys
+    /// only from `tokenKeys`, both the same on every node; the admin API changes neither.
+    public var cluster = false
+    /// The served sites' PCM token keys; nil for DATA/token-keys.json.
+    public var tokenKeys: String?
     /// `http://HOST:PORT/DATABASE`: export every record there (nil: the node keeps its log to itself).
     public var clickhouse: String?
     /// A file holding `user:password` for ClickHouse.
@@ -247,6 +252,8 @@ public struct EndpointConfiguration: Sendable {
 
     /// Refuses configurations that would silently lose reports: each option's own check (its
     /// range, or what its value must be), then what needs several.
+    var tokenKeysPath: String { tokenKeys ?? dataDirectory + "/" + TokenKeyBook.fileName }
+
     /// The ClickHouse to export to, with its credentials; nil without `--clickhouse`.
     public func resolvedClickHouse() throws -> ClickHouseTarget? {
         guard let clickhouse else { return nil }

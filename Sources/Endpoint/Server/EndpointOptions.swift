@@ -56,6 +56,10 @@ extension EndpointConfiguration {
                    }),
             .toggle("--require-tokens", "require_tokens", \.requireTokens,
                     "Quarantine PCM reports without a token pair (token_missing): for sites that put attributionsourcenonce on every link."),
+            .toggle("--cluster", "cluster", \.cluster,
+                    "This node is one of several behind one front (deploy/nginx/cluster.conf): registrations come only from --config and token keys only from --token-keys, the same files on every node, and the admin API refuses to change them (409 registrations_are_shared). A served site without a key in the file stops the start."),
+            .optionalText("--token-keys", "token_keys", \.tokenKeys, placeholder: "FILE",
+                          "The served sites' PCM token keys (0600). Default DATA/token-keys.json, where a missing key is made on first start. With --cluster, the one file every node has, made with `attribution-endpoint token-keys add`."),
             .optionalText("--clickhouse", "clickhouse", \.clickhouse, placeholder: "URL",
                           "Export every record to ClickHouse at http://HOST:PORT/DATABASE (its HTTP interface), from a cursor kept in DATA; the tables are created if missing (deploy/clickhouse/schema.sql). The user and password come from --clickhouse-credentials or CLICKHOUSE_USER and CLICKHOUSE_PASSWORD, never from the URL.",
                           check: { configuration in

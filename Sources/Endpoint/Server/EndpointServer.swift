@@ -51,13 +51,16 @@ public final class EndpointServer: Sendable {
         // The log, and what replay rebuilds from it on the way: the trigger ledger, the postback
         // ledger, the verified tokens. The summary's checkpoint names the log prefix it was
         // built from; replay fingerprints the log there, so that it is checked without a second pass.
-        let tokenKeys = try TokenKeyBook(dataDirectory: configuration.dataDirectory, servedSites: configuration.sites,
+        let tokenKeys = try TokenKeyBook(path: configuration.tokenKeysPath, makesKeys: !configuration.cluster, servedSites: configuration.sites,
                                          foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
                                          announce: { key in
                                              EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
                                                                                   "serves_from": .string(key.servesFrom.rfc3339)])
                                          })
         self.tokenKeys = tokenKeys
+        if configuration.cluster, let site = tokenKeys.missingSites.first {
+            throw EndpointConfiguration.ParseError(description: "--cluster: \(configuration.tokenKeysPath) has no token key for \(site). Every node must serve the same key: make it once with `attribution-endpoint token-keys add \(site) --file FILE` and give every node that file with --token-keys FILE (docs/DEPLOYMENT.md)")
+        }
         let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() })
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
         var replayed = ReplayedTriggers()
@@ -118,17 +121,19 @@ public final class EndpointServer: Sendable {
                                    sites: servedSite, developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = AdminToken.gate(adminToken)
+        // In a cluster, what every node must agree on comes from the files they share.
+        let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
         let surfaces = PCMRoutes(reports: reports,
                                  triggers: TriggerIntake(book: book, store: store, servedSites: sites, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
-            + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: bearer)
+            + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
             + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics).routes
-            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: bearer)
-            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: bearer)
+            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
+            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: registrationGate)
             + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
