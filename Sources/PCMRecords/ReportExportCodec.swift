@@ -18,14 +18,31 @@ public struct ReportExportCodec: RecordCodec {
                           "source_token_key_id", "destination_token_key_id"]
     static let reportKeys = PCMReportValidator.Fields.names
 
-    public init() {}
+    /// Whether rows also carry what the summary counts but the export never showed:
+    /// `has_tokens` (the body held a secret token) and `trigger_recorded_at_ms` (when the
+    /// matching trigger was recorded: the report's delay).
+    let forWarehouse: Bool
+
+    public init() {
+        forWarehouse = false
+    }
+
+    /// For ClickHouse, where the cluster's summary is counted from these rows.
+    public static var forWarehouse: ReportExportCodec { ReportExportCodec(forWarehouse: true) }
+
+    private init(forWarehouse: Bool) {
+        self.forWarehouse = forWarehouse
+    }
 
     public func reader() -> (ReportStore.RecordView) -> ExportRow? {
         var strings = InternedStrings()
-        return { view in StoredReport.decode(view, strings: &strings).map(Self.row) }
+        let forWarehouse = self.forWarehouse
+        return { view in StoredReport.decode(view, strings: &strings).map { Self.row($0, forWarehouse: forWarehouse) } }
     }
 
-    public static func row(_ report: StoredReport) -> ExportRow {
+    public static func row(_ report: StoredReport) -> ExportRow { row(report, forWarehouse: false) }
+
+    static func row(_ report: StoredReport, forWarehouse: Bool) -> ExportRow {
         var fields: [String: JSONValue] = [:]
         var extra: [JSONMember] = []
         // The body was valid when stored; read as plain JSON, without today's site rules.
@@ -54,6 +71,13 @@ public struct ReportExportCodec: RecordCodec {
             if let value = fields[key] { members.append(JSONMember(key: key, value: value)) }
         }
         if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
+        if forWarehouse {
+            // As the summary reads them (ReportFacts): a token on either side.
+            let hasTokens = fields["source_secret_token"] != nil || fields["destination_secret_token"] != nil
+            members.append(JSONMember(key: "has_tokens", value: .bool(hasTokens)))
+            members.append(JSONMember(key: "trigger_recorded_at_ms",
+                                      value: report.triggerRecordedAt.map { .number(String($0.millisecondsSinceEpoch)) } ?? .null))
+        }
 
         func text(_ key: String) -> String {
             switch fields[key] {

@@ -87,32 +87,56 @@ struct AppsSummaryRoutes: Sendable {
     let book: AppBook
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
+    /// With `--clickhouse`: `?scope=cluster`.
+    var cluster: ClusterScope? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("apps summary", gate: bearer, routes: [
-                Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], answer: summary),
-                Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], answer: appleAdsSummary),
+                Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
+                    try scoped(request, responder, node: { summary($0) }) { cluster, query, registry in
+                        try ClusterAppsSummary.summary(cluster, query: query).json(registry, query: query)
+                    }
+                }),
+                Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
+                    try scoped(request, responder, node: { appleAdsSummary($0) }) { cluster, query, registry in
+                        try ClusterAppleAdsSummary.summary(cluster, query: query).json(registry, query: query)
+                    }
+                }),
             ]),
         ]
     }
 
-    func summary(_ request: HTTPRequest) throws -> HTTPResponse {
-        let query = try query(request).get()
-        return JSONResponse.make(200, AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query))
+    func summary(_ query: AppsSummary.Query) -> String {
+        AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
-    func appleAdsSummary(_ request: HTTPRequest) throws -> HTTPResponse {
-        let query = try query(request).get()
-        return JSONResponse.make(200, AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query))
+    func appleAdsSummary(_ query: AppsSummary.Query) -> String {
+        AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query)
+    }
+
+    /// The node's numbers (`node`, at once), or with `scope=cluster` the cluster's (`cluster`, on
+    /// the cluster scope's worker), each marked with its scope.
+    private func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, node: (AppsSummary.Query) -> String,
+                        cluster: @escaping @Sendable (ClusterScope, AppsSummary.Query, AppRegistry) throws -> String) throws {
+        let (scope, items) = try ClusterScope.split(request.queryItems)
+        let query = try query(items).get()
+        guard scope == .cluster else {
+            return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil, node(query))))
+        }
+        guard let scopeOfCluster = self.cluster else { throw ClusterScope.unavailable }
+        let registry = book.registry
+        scopeOfCluster.answer(responder) {
+            JSONResponse.make(200, SummaryRoutes.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
+        }
     }
 
     /// `site`, `from` and `to` (the 30 days up to today by default).
-    private func query(_ request: HTTPRequest) -> Result<AppsSummary.Query, Problem> {
+    private func query(_ items: [(name: String, value: String)]) -> Result<AppsSummary.Query, Problem> {
         let today = SummaryAggregates.day(of: clock.now())
         var query = AppsSummary.Query(site: nil, from: today - 29, to: today)
-        for (name, value) in request.queryItems {
+        for (name, value) in items {
             switch name {
             case "site": query.site = value.isEmpty ? nil : value
             case "from", "to":

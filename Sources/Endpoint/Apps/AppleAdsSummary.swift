@@ -20,6 +20,9 @@ struct AppleAdsSummary {
     var calls = 0
     var installs: [Key: (downloads: Int, redownloads: Int, other: Int)] = [:]
 
+    /// Counts filled in elsewhere (the cluster's, from ClickHouse).
+    init() {}
+
     init(_ entries: [AppleAdsOutbox.Entry], query: AppsSummary.Query) {
         for entry in entries {
             let day = SummaryAggregates.day(of: entry.receivedAt)

@@ -42,48 +42,84 @@ struct AppsSummary {
         while let postback = cursor.next() {
             sites.insert(postback.draft.site)
             if let site = query.site, postback.draft.site != site { continue }
-            add(postback, retries: ledger.retries(of: postback.id))
+            add(Facts(postback), retries: ledger.retries(of: postback.id))
         }
     }
 
-    private mutating func add(_ postback: StoredPostback, retries: Int) {
-        let d = postback.draft
-        stored += 1
-        duplicates += retries
-        signatures[d.signature.name, default: 0] += 1
-        if d.signature == .appleDevelopment { development += 1 }
-        guard d.verdict == .accepted else {
-            for reason in d.reasons { reasons[reason, default: 0] += 1 }
-            return
+    /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
+    init(sites: Set<String>) {
+        self.sites = sites
+    }
+
+    /// What the view reads of a stored postback: its verdict and signature, and its fields as text.
+    struct Facts {
+        var skadnetwork: Bool
+        var accepted: Bool
+        var reasons: [String]
+        var signature: String
+        var development: Bool
+        /// A field's value as text (booleans "true" and "false"); nil when absent.
+        var text: (String) -> String?
+
+        init(skadnetwork: Bool, accepted: Bool, reasons: [String], signature: String, development: Bool, text: @escaping (String) -> String?) {
+            self.skadnetwork = skadnetwork
+            self.accepted = accepted
+            self.reasons = reasons
+            self.signature = signature
+            self.development = development
+            self.text = text
         }
-        accepted += 1
-        let f = PostbackFields(postback)
-        func text(_ key: String) -> String? {
-            switch f.value(key) {
-            case .string(let s)?: s
-            case .number(let n)?: n
-            case .bool(let b)?: b ? "true" : "false"
-            default: nil
+
+        init(_ postback: StoredPostback) {
+            let d = postback.draft
+            let f = PostbackFields(postback)
+            self.init(skadnetwork: postback.protocol == .skadnetwork, accepted: d.verdict == .accepted, reasons: d.reasons,
+                      signature: d.signature.name, development: d.signature == .appleDevelopment) { key in
+                switch f.value(key) {
+                case .string(let s)?: s
+                case .number(let n)?: n
+                case .bool(let b)?: b ? "true" : "false"
+                default: nil
+                }
             }
         }
-        let skadnetwork = postback.protocol == .skadnetwork
+    }
+
+    /// Deliveries that came again, counted apart from the postbacks they repeat.
+    mutating func addDuplicates(_ n: Int) {
+        duplicates += n
+    }
+
+    /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came again.
+    mutating func add(_ facts: Facts, retries: Int, count: Int = 1) {
+        stored += count
+        duplicates += retries
+        signatures[facts.signature, default: 0] += count
+        if facts.development { development += count }
+        guard facts.accepted else {
+            for reason in facts.reasons { reasons[reason, default: 0] += count }
+            return
+        }
+        accepted += count
+        let text = facts.text
+        let skadnetwork = facts.skadnetwork
         let index = Int(text("postback-sequence-index") ?? "0") ?? 0
-        windows[index, default: 0] += 1
+        windows[index, default: 0] += count
         let sourceIdentifier = text("source-identifier")
-        if let sourceIdentifier { digits[sourceIdentifier.utf8.count, default: 0] += 1 }
+        if let sourceIdentifier { digits[sourceIdentifier.utf8.count, default: 0] += count }
         if let value = text("conversion-value").flatMap({ Int($0) }) {
-            fine[value, default: 0] += 1
-            valueTiers["fine", default: 0] += 1
+            fine[value, default: 0] += count
+            valueTiers["fine", default: 0] += count
         } else if let value = text("coarse-conversion-value") {
-            coarse[value, default: 0] += 1
-            valueTiers["coarse", default: 0] += 1
+            coarse[value, default: 0] += count
+            valueTiers["coarse", default: 0] += count
         } else {
-            valueTiers["none", default: 0] += 1
+            valueTiers["none", default: 0] += count
         }
         if skadnetwork {
-            if let type = text("fidelity-type") { fidelity[type == "1" ? "storekit_or_web" : "view", default: 0] += 1 }
+            if let type = text("fidelity-type") { fidelity[type == "1" ? "storekit_or_web" : "view", default: 0] += count }
         } else if let type = text("ad-interaction-type") {
-            fidelity[type, default: 0] += 1
+            fidelity[type, default: 0] += count
         }
         guard index == 0, text("did-win") != "false" else { return }
         let kind: String
@@ -99,7 +135,7 @@ struct AppsSummary {
         let key = ConversionKey(adNetwork: text(skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
                                 campaign: sourceIdentifier ?? text("campaign-id") ?? "",
                                 appID: text(skadnetwork ? "app-id" : "advertised-item-identifier") ?? "")
-        conversions[key, default: [:]][kind, default: 0] += 1
+        conversions[key, default: [:]][kind, default: 0] += count
     }
 
     func json(_ registry: AppRegistry, query: Query) -> String {

@@ -13,12 +13,13 @@ import Postbacks
 /// User-Agent or a device identifier.
 enum ClickHouseTables {
     static let schema = ClickHouseSchema(tables: [
-        ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec(), columns: [
+        ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec.forWarehouse, columns: [
             .init("protocol", .string), .init("role", .string), .init("site", .string), .init("verdict", .string),
             .init("reasons", .arrayOfStrings), .init("campaign", .string), .init("trigger_id", .nullable(.uint64)),
             .init("source_engagement_type", .string), .init("source_site", .string), .init("source_id", .nullable(.uint8)),
             .init("attributed_on_site", .string), .init("trigger_data", .nullable(.uint8)), .init("version", .nullable(.uint8)),
             .init("source_token_key_id", .string), .init("destination_token_key_id", .string),
+            .init("has_tokens", .uint8), .init("trigger_recorded_at_ms", .nullable(.uint64)),
         ], omitted: ["source_secret_token", "source_secret_token_signature", "destination_secret_token", "destination_secret_token_signature"]),
         ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),

@@ -29,6 +29,8 @@ public final class EndpointServer: Sendable {
     let summaryRebuild: SummaryRebuild
     /// The ClickHouse export, with `--clickhouse`.
     let exporter: ClickHouseExporter?
+    /// The summary APIs' `?scope=cluster`, with `--clickhouse`.
+    let clusterScope: ClusterScope?
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -105,7 +107,12 @@ public final class EndpointServer: Sendable {
                                   clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns)
 
         let store = self.store
-        exporter = try configuration.resolvedClickHouse().map { target in
+        let clickhouse = try configuration.resolvedClickHouse()
+        // The cluster's summaries are read on a thread of their own, one query at a time.
+        clusterScope = clickhouse.map { target in
+            ClusterScope(client: ClickHouseClient(target: target), pool: WorkerPool(named: "cluster-summary", threads: 1, priority: .normal, maxWaiting: 8))
+        }
+        exporter = clickhouse.map { target in
             ClickHouseExporter(store: store, schema: ClickHouseTables.schema, client: ClickHouseClient(target: target),
                                node: configuration.node, dataDirectory: configuration.dataDirectory, clock: { clock.now() },
                                announce: { EventLog.write($0, $1) })
@@ -128,13 +135,13 @@ public final class EndpointServer: Sendable {
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock).routes(bearer: bearer)
+            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics).routes
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: registrationGate)
-            + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock).routes(bearer: bearer)
+            + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock, cluster: clusterScope).routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter).routes(bearer: bearer)
@@ -208,6 +215,7 @@ public final class EndpointServer: Sendable {
         summaryRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
+        clusterScope?.pool.stop()
         store.close()
         checkpointer.finish()
         EventLog.write("stopped", ["reports": .number(String(store.count(of: .report)))])

@@ -53,15 +53,15 @@ struct SummaryAggregates: Sendable {
         /// Reports with a token that verified (`source_token_verified`, `destination_token_verified`).
         var verified = 0
 
-        mutating func count(accepted: Bool, late: Bool, hasTokens: Bool, verifiedToken: Bool) {
+        mutating func count(accepted: Bool, late: Bool, hasTokens: Bool, verifiedToken: Bool, times n: Int = 1) {
             if accepted {
-                self.accepted += 1
-                if late { self.late += 1 }
+                self.accepted += n
+                if late { self.late += n }
             } else {
-                quarantined += 1
+                quarantined += n
             }
-            if hasTokens { withTokens += 1 }
-            if verifiedToken { verified += 1 }
+            if hasTokens { withTokens += n }
+            if verifiedToken { verified += n }
         }
     }
 
@@ -99,24 +99,25 @@ struct SummaryAggregates: Sendable {
     }
 
     struct Day: Sendable {
-        mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, verifiedToken: Bool, reasons: [Name], delayBucket: Int?) {
-            groups[group, default: 0] += 1
+        mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, verifiedToken: Bool, reasons: [Name], delayBucket: Int?,
+                             count n: Int = 1) {
+            groups[group, default: 0] += n
             // Updated in place: one lookup, where reading and writing back took two.
             totals[owner, default: Totals()].count(accepted: group.accepted, late: group.late, hasTokens: hasTokens,
-                                                   verifiedToken: verifiedToken)
+                                                   verifiedToken: verifiedToken, times: n)
             if group.accepted {
                 let campaign = CampaignKey(owner: owner, sourceSite: group.sourceSite, sourceID: group.sourceID, campaign: group.campaign)
                 let conversion = ConversionKey(owner: owner, destination: group.destination, triggerData: group.triggerData)
-                campaigns[campaign, default: 0] += 1
-                conversions[conversion, default: 0] += 1
+                campaigns[campaign, default: 0] += n
+                conversions[conversion, default: 0] += n
                 if verifiedToken {
-                    verifiedCampaigns[campaign, default: 0] += 1
-                    verifiedConversions[conversion, default: 0] += 1
+                    verifiedCampaigns[campaign, default: 0] += n
+                    verifiedConversions[conversion, default: 0] += n
                 }
             } else {
-                for reason in reasons { quarantineReasons[ReasonKey(owner: owner, reason: reason), default: 0] += 1 }
+                for reason in reasons { quarantineReasons[ReasonKey(owner: owner, reason: reason), default: 0] += n }
             }
-            if let delayBucket { delays[DelayKey(owner: owner, bucket: delayBucket), default: 0] += 1 }
+            if let delayBucket { delays[DelayKey(owner: owner, bucket: delayBucket), default: 0] += n }
         }
 
         var groups: [Group: Int] = [:]
@@ -177,25 +178,33 @@ struct SummaryAggregates: Sendable {
     }
 
     mutating func add(_ report: StoredReport, _ facts: ReportFacts) {
-        let sourceSite = intern(facts.sourceSite), destination = intern(facts.attributedOnSite)
-        let owner = SiteRole(site: report.role == .source ? sourceSite : destination, role: report.role)
-        let accepted = report.verdict == .accepted
-        let late = report.reasons.contains("late")
-        let verifiedToken = report.reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
-        let campaign = report.campaign.map { intern($0) }
-        var delayBucket: Int?
+        var delayHours: Int?
         if let trigger = report.triggerRecordedAt {
-            let hours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
-            delayBucket = Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
+            delayHours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
         }
-        let reasons = accepted ? [] : report.reasons.map { intern($0) }
+        add(day: Self.day(of: report.receivedAt), role: report.role, accepted: report.verdict == .accepted, reasons: report.reasons,
+            campaign: report.campaign, delayHours: delayHours, facts: facts)
+    }
+
+    /// Adds `count` reports alike in everything the summary keeps: one stored report, or a group
+    /// of them as the cluster's summary reads them from ClickHouse.
+    mutating func add(day: Int32, role: ReportRole, accepted: Bool, reasons: [String], campaign campaignName: String?, delayHours: Int?,
+                      facts: ReportFacts, count: Int = 1) {
+        let sourceSite = intern(facts.sourceSite), destination = intern(facts.attributedOnSite)
+        let owner = SiteRole(site: role == .source ? sourceSite : destination, role: role)
+        let late = reasons.contains("late")
+        let verifiedToken = reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
+        let campaign = campaignName.map { intern($0) }
+        let delayBucket = delayHours.map { hours in
+            Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
+        }
+        let reasonNames = accepted ? [] : reasons.map { intern($0) }
         let group = Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
                           campaign: campaign, destination: destination, triggerData: facts.triggerData, late: late)
         // One lookup of the day, updated in place: taking it out and putting it back would copy
         // its dictionaries on every report.
-        days[Self.day(of: report.receivedAt), default: Day()].record(group, owner: owner, hasTokens: facts.hasTokens,
-                                                                    verifiedToken: verifiedToken, reasons: reasons,
-                                                                    delayBucket: delayBucket)
+        days[day, default: Day()].record(group, owner: owner, hasTokens: facts.hasTokens, verifiedToken: verifiedToken,
+                                         reasons: reasonNames, delayBucket: delayBucket, count: count)
         if !sites.contains(owner.site) { sites.insert(owner.site) }
     }
 

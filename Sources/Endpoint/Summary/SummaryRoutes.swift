@@ -7,18 +7,30 @@ struct SummaryRoutes: Sendable {
     let book: SiteOwnerBook
     let rejections: RejectionLog
     let clock: EndpointClock
+    /// With `--clickhouse`: `?scope=cluster`.
+    let cluster: ClusterScope?
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("summary", gate: bearer, routes: [
-                Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { try summary($0, csv: false) },
-                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try summary($0, csv: true) },
+                Route(.exact("/api/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
+                    let (scope, items) = try ClusterScope.split(request.queryItems)
+                    guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: false)) }
+                    guard let cluster else { throw ClusterScope.unavailable }
+                    let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+                    let registry = book.registry
+                    cluster.answer(responder) {
+                        let report = SummaryReport(try ClusterSummary.aggregates(cluster, from: query.from, to: query.to), query)
+                        return JSONResponse.make(200, Self.scoped("cluster", available: true, report.json(registry: registry, rejections: [:])))
+                    }
+                }),
+                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try summary($0, items: $0.queryItems, csv: true) },
             ]),
         ]
     }
 
-    func summary(_ request: HTTPRequest, csv: Bool) throws -> HTTPResponse {
-        let query = try SummaryQuery.parse(request.queryItems, today: SummaryAggregates.day(of: clock.now())).get()
+    func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool) throws -> HTTPResponse {
+        let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
         let registry = book.registry
         func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
@@ -30,6 +42,12 @@ struct SummaryRoutes: Sendable {
                                                       "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
         }
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
-        return JSONResponse.make(200, report.json(registry: registry, rejections: rejections.counts))
+        return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, report.json(registry: registry, rejections: rejections.counts)))
+    }
+
+    /// `json` (an object) with `"scope"` and `"cluster_available"` first: which numbers the page
+    /// shows, and whether it can switch.
+    static func scoped(_ scope: String, available: Bool, _ json: String) -> String {
+        "{\"scope\":\"\(scope)\",\"cluster_available\":\(available)," + json.dropFirst()
     }
 }

@@ -1,0 +1,42 @@
+import AppleAds
+import ClickHouseExport
+
+/// The Apple Ads view of every node, counted in ClickHouse: each token (by the day it came) with
+/// where its latest call left it, as a node's outbox keeps it, read into `AppleAdsSummary`.
+enum ClusterAppleAdsSummary {
+    static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppleAdsSummary {
+        let db = scope.database
+        let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
+        // A token's calls are its node's: (node, token id) names it. Before its first call it is pending.
+        let rows = try scope.rows("""
+            SELECT status, campaign, ad_group, keyword, conversion, sum(calls) AS calls, count() AS n
+            FROM (SELECT node, id, site FROM \(db).apple_ads_tokens FINAL WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site))
+            ANY LEFT JOIN (
+                SELECT node, token_id AS id, argMax(status, received_at_ms) AS status, countIf(called = 1) AS calls,
+                       argMax(campaignId, received_at_ms) AS campaign, argMax(adGroupId, received_at_ms) AS ad_group,
+                       argMax(keywordId, received_at_ms) AS keyword, argMax(conversionType, received_at_ms) AS conversion
+                FROM \(db).apple_ads_calls FINAL GROUP BY node, token_id
+            ) USING (node, id)
+            GROUP BY status, campaign, ad_group, keyword, conversion
+            """)
+        var summary = AppleAdsSummary()
+        for row in rows {
+            let count = row.int("n") ?? 0
+            let text = row.string("status") ?? ""
+            let status = AppleAdsCallPolicy.Status.allCases.first { $0.name == text } ?? .pending
+            summary.byStatus[status, default: 0] += count
+            summary.calls += row.int("calls") ?? 0
+            guard status == .attributed else { continue }
+            let key = AppleAdsSummary.Key(campaign: row.string("campaign").flatMap { Int64($0) }, adGroup: row.string("ad_group").flatMap { Int64($0) },
+                                          keyword: row.string("keyword").flatMap { Int64($0) })
+            var installs = summary.installs[key] ?? (0, 0, 0)
+            switch row.string("conversion") {
+            case "Download": installs.downloads += count
+            case "Redownload": installs.redownloads += count
+            default: installs.other += count
+            }
+            summary.installs[key] = installs
+        }
+        return summary
+    }
+}

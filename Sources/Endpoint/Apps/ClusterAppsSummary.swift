@@ -1,0 +1,52 @@
+import ClickHouseExport
+
+/// The Apps view of every node, counted in ClickHouse and read into `AppsSummary`, so that it
+/// counts as a node's view does.
+///
+/// A device retries a postback until one delivery is answered; during a failover two deliveries
+/// of one postback can reach two nodes, and each stores it. Across the cluster it is one
+/// postback: the same duplicate key and content, stored first on one node, and the later copy is
+/// a duplicate received, as a retry on one node is.
+enum ClusterAppsSummary {
+    static let fields = [("postback-sequence-index", "psi"), ("source-identifier", "sident"), ("conversion-value", "cv"),
+                         ("coarse-conversion-value", "ccv"), ("fidelity-type", "ft"), ("ad-interaction-type", "ait"),
+                         ("did-win", "dw"), ("redownload", "rd"), ("conversion-type", "ct"), ("ad-network-id", "anid"),
+                         ("ad-network-identifier", "anident"), ("campaign-id", "cid"), ("app-id", "aid"),
+                         ("advertised-item-identifier", "aii")]
+    /// Stored as 0 and 1 (ClickHouse 18.16 has no Bool); read back as the text a body's `true` gives.
+    static let booleans: Set<String> = ["did-win", "redownload"]
+
+    static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
+        let db = scope.database
+        let period = ClusterScope.period(from: query.from, to: query.to)
+        let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
+        let columns = fields.map { "`\($0.0)` AS \($0.1)" }.joined(separator: ", ")
+        let keys = fields.map(\.1).joined(separator: ", ")
+        let grouped = try scope.rows("""
+            SELECT protocol, site, verdict, reasons, signature, \(columns), count() AS n
+            FROM (SELECT * FROM \(db).postbacks FINAL WHERE \(period) ORDER BY received_at_ms, node, id LIMIT 1 BY duplicate_key, content_hash)
+            GROUP BY protocol, site, verdict, reasons, signature, \(keys)
+            """)
+        var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }))
+        for row in grouped where query.site == nil || row.string("site") == query.site {
+            let facts = AppsSummary.Facts(skadnetwork: row.string("protocol") == "skadnetwork", accepted: row.string("verdict") == "accepted",
+                                          reasons: row.strings("reasons"), signature: row.string("signature") ?? "",
+                                          development: row.string("signature") == "apple_development") { key in
+                guard let alias = fields.first(where: { $0.0 == key })?.1, let value = row.string(alias), !value.isEmpty else { return nil }
+                return booleans.contains(key) ? (value == "1" ? "true" : "false") : value
+            }
+            summary.add(facts, retries: 0, count: row.int("n") ?? 0)
+        }
+        // Deliveries that came again: retries on the node that stored the postback, and copies
+        // stored by another node.
+        let retries = try scope.rows("""
+            SELECT count() AS n FROM \(db).postback_retries FINAL
+            WHERE (node, retry_of) IN (SELECT node, id FROM \(db).postbacks FINAL WHERE \(period)\(site))
+            """).first?.int("n") ?? 0
+        let copies = try scope.rows("""
+            SELECT count() - uniqExact(duplicate_key, content_hash) AS n FROM \(db).postbacks FINAL WHERE \(period)\(site)
+            """).first?.int("n") ?? 0
+        summary.addDuplicates(retries + copies)
+        return summary
+    }
+}
