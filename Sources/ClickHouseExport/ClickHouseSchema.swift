@@ -1,5 +1,5 @@
 /// The export's schema: its version and its tables. `deploy/clickhouse/schema.sql` is this,
-/// written out (`attribution-endpoint clickhouse-schema`; a test keeps the file equal to it), and
+/// written out (`attribution-endpoint clickhouse schema`; a test keeps the file equal to it), and
 /// the exporter creates what is missing from the same statements when it starts.
 ///
 /// A change to a table is a new version: the exporter refuses a database whose schema is newer
@@ -35,7 +35,7 @@ public struct ClickHouseSchema: Sendable {
     public func file(database: String = "attribution") -> String {
         var text = """
             -- The attribution endpoint's tables in ClickHouse, schema version \(Self.version).
-            -- Written by `attribution-endpoint clickhouse-schema`; the endpoint creates whatever is
+            -- Written by `attribution-endpoint clickhouse schema`; the endpoint creates whatever is
             -- missing itself when started with --clickhouse. Runs on ClickHouse 18.16 (Debian) and
             -- on current releases. Read with FINAL (or argMax by (node, id)): a batch sent twice
             -- leaves two copies of its rows until ClickHouse merges them.

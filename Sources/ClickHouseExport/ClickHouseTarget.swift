@@ -70,7 +70,7 @@ public struct ClickHouseTarget: Sendable, CustomStringConvertible {
         self.credentials = credentials
     }
 
-    static func isIdentifier(_ text: String) -> Bool {
+    public static func isIdentifier(_ text: String) -> Bool {
         guard let first = text.utf8.first, text.utf8.count <= 64, !(48...57).contains(first) else { return false }
         return text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) || $0 == 95 }
     }

@@ -9,7 +9,7 @@ switch arguments.first {
 case "demo": exit(Demo.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "check-plist": exit(CheckPlistCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
-case "clickhouse-schema": exit(ClickHouseSchemaCommand.main(arguments: Array(arguments.dropFirst())))
+case "clickhouse": exit(ClickHouseCommand.main(arguments: Array(arguments.dropFirst())))
 case "token-keys": exit(TokenKeysCommand.main(arguments: Array(arguments.dropFirst())))
 default: exit(EndpointCommand.main(arguments: arguments, environment: environment))
 }

@@ -1,5 +1,5 @@
 -- The attribution endpoint's tables in ClickHouse, schema version 1.
--- Written by `attribution-endpoint clickhouse-schema`; the endpoint creates whatever is
+-- Written by `attribution-endpoint clickhouse schema`; the endpoint creates whatever is
 -- missing itself when started with --clickhouse. Runs on ClickHouse 18.16 (Debian) and
 -- on current releases. Read with FINAL (or argMax by (node, id)): a batch sent twice
 -- leaves two copies of its rows until ClickHouse merges them.
@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS attribution.pcm_reports
     `version` Nullable(UInt8),
     `source_token_key_id` String,
     `destination_token_key_id` String,
+    `has_tokens` UInt8,
+    `trigger_recorded_at_ms` Nullable(UInt64),
     `extra` String
 )
 ENGINE = ReplacingMergeTree()

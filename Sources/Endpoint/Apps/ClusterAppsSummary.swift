@@ -16,17 +16,28 @@ enum ClusterAppsSummary {
     /// Stored as 0 and 1 (ClickHouse 18.16 has no Bool); read back as the text a body's `true` gives.
     static let booleans: Set<String> = ["did-win", "redownload"]
 
-    static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
-        let db = scope.database
+    /// The statements, in order: the postbacks grouped (one per duplicate key and content), the
+    /// retries of those stored in the period, the copies stored on a second node.
+    static func sql(database db: String, query: AppsSummary.Query) -> [String] {
         let period = ClusterScope.period(from: query.from, to: query.to)
         let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
         let columns = fields.map { "`\($0.0)` AS \($0.1)" }.joined(separator: ", ")
         let keys = fields.map(\.1).joined(separator: ", ")
-        let grouped = try scope.rows("""
+        return ["""
             SELECT protocol, site, verdict, reasons, signature, \(columns), count() AS n
             FROM (SELECT * FROM \(db).postbacks FINAL WHERE \(period) ORDER BY received_at_ms, node, id LIMIT 1 BY duplicate_key, content_hash)
             GROUP BY protocol, site, verdict, reasons, signature, \(keys)
-            """)
+            """, """
+            SELECT count() AS n FROM \(db).postback_retries FINAL
+            WHERE (node, retry_of) IN (SELECT node, id FROM \(db).postbacks FINAL WHERE \(period)\(site))
+            """, """
+            SELECT count() - uniqExact(duplicate_key, content_hash) AS n FROM \(db).postbacks FINAL WHERE \(period)\(site)
+            """]
+    }
+
+    static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
+        let statements = sql(database: scope.database, query: query)
+        let grouped = try scope.rows(statements[0])
         var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }))
         for row in grouped where query.site == nil || row.string("site") == query.site {
             let facts = AppsSummary.Facts(skadnetwork: row.string("protocol") == "skadnetwork", accepted: row.string("verdict") == "accepted",
@@ -39,13 +50,8 @@ enum ClusterAppsSummary {
         }
         // Deliveries that came again: retries on the node that stored the postback, and copies
         // stored by another node.
-        let retries = try scope.rows("""
-            SELECT count() AS n FROM \(db).postback_retries FINAL
-            WHERE (node, retry_of) IN (SELECT node, id FROM \(db).postbacks FINAL WHERE \(period)\(site))
-            """).first?.int("n") ?? 0
-        let copies = try scope.rows("""
-            SELECT count() - uniqExact(duplicate_key, content_hash) AS n FROM \(db).postbacks FINAL WHERE \(period)\(site)
-            """).first?.int("n") ?? 0
+        let retries = try scope.rows(statements[1]).first?.int("n") ?? 0
+        let copies = try scope.rows(statements[2]).first?.int("n") ?? 0
         summary.addDuplicates(retries + copies)
         return summary
     }

@@ -11,16 +11,8 @@ import Primitives
 /// own, on its own page.
 enum ClusterSummary {
     static func aggregates(_ scope: ClusterScope, from: Int32, to: Int32) throws -> SummaryAggregates {
-        let sql = """
-            SELECT intDiv(received_at_ms, 86400000) AS day, role, verdict, reasons, source_site, ifNull(source_id, 0) AS sid, campaign,
-                   attributed_on_site, ifNull(trigger_data, 0) AS td, has_tokens, isNotNull(trigger_recorded_at_ms) AS triggered,
-                   intDiv(toInt64(received_at_ms) - toInt64(ifNull(trigger_recorded_at_ms, 0)), 3600000) AS delay, count() AS n
-            FROM \(scope.database).pcm_reports FINAL
-            WHERE \(ClusterScope.period(from: from, to: to))
-            GROUP BY day, role, verdict, reasons, source_site, sid, campaign, attributed_on_site, td, has_tokens, triggered, delay
-            """
         var aggregates = SummaryAggregates()
-        for row in try scope.rows(sql) {
+        for row in try scope.rows(sql(database: scope.database, from: from, to: to)) {
             guard let day = row.int("day").flatMap(Int32.init(exactly:)), let role = row.string("role").flatMap(ReportRole.init(rawValue:)),
                   let sourceID = row.int("sid").flatMap(UInt8.init(exactly:)), let triggerData = row.int("td").flatMap(UInt8.init(exactly:)),
                   let count = row.int("n") else { continue }
@@ -34,8 +26,15 @@ enum ClusterSummary {
         return aggregates
     }
 
-    /// The nodes whose rows the period holds.
-    static func nodes(_ scope: ClusterScope) throws -> [String] {
-        try scope.rows("SELECT DISTINCT node FROM \(scope.database).pcm_reports ORDER BY node").compactMap { $0.string("node") }
+    /// The reports of days `from...to`, grouped by everything the summary keeps.
+    static func sql(database: String, from: Int32, to: Int32) -> String {
+        """
+        SELECT intDiv(received_at_ms, 86400000) AS day, role, verdict, reasons, source_site, ifNull(source_id, 0) AS sid, campaign,
+               attributed_on_site, ifNull(trigger_data, 0) AS td, has_tokens, isNotNull(trigger_recorded_at_ms) AS triggered,
+               intDiv(toInt64(received_at_ms) - toInt64(ifNull(trigger_recorded_at_ms, 0)), 3600000) AS delay, count() AS n
+        FROM \(database).pcm_reports FINAL
+        WHERE \(ClusterScope.period(from: from, to: to))
+        GROUP BY day, role, verdict, reasons, source_site, sid, campaign, attributed_on_site, td, has_tokens, triggered, delay
+        """
     }
 }
