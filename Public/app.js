@@ -35,13 +35,19 @@ async function api(path, body) {
   return response;
 }
 
+// The cluster's numbers (counted in ClickHouse) when chosen; a node that exports nowhere has only its own.
+function scope(params) {
+  if (!$("scope-choice").hidden && $("scope").value === "cluster") params.set("scope", "cluster");
+  return params;
+}
+
 function query() {
   const params = new URLSearchParams();
   for (const name of ["site", "from", "to", "role"]) {
     const value = $(name).value;
     if (value) params.set(name, value);
   }
-  return params.toString();
+  return scope(params).toString();
 }
 
 function text(node, value) { node.textContent = String(value); }
@@ -225,7 +231,7 @@ function appsQuery() {
     const value = $(id).value;
     if (value) params.set(name, value);
   }
-  return params.toString();
+  return scope(params).toString();
 }
 
 function period() {
@@ -276,9 +282,12 @@ async function load() {
     // The period defaults to the 30 days up to the endpoint's today (its clock may be a test's).
     $("from").value = summary.from;
     $("to").value = summary.to;
+    $("scope-choice").hidden = !summary.cluster_available;
     render(summary);
     const copies = summary.role ? ` (${summary.role} copies only)` : "";
-    $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + ".";
+    const whose = summary.scope === "cluster" ? " Every node's numbers, counted in ClickHouse (refusals are each node's own)." : " This node's own numbers.";
+    $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + "." +
+      (summary.cluster_available ? whose : "");
     await loadApps();
   } catch (error) {
     if (error.login) return showLogin(error.message);
@@ -363,6 +372,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + period(), "postbacks.csv"));
   $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + period(), "apple-ads.csv"));
   $("app-site").addEventListener("change", loadApps);
+  $("scope").addEventListener("change", load);
   $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
   load();
 });

@@ -10,13 +10,13 @@ enum ClusterAppleAdsSummary {
         let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
         return """
             SELECT status, campaign, ad_group, keyword, conversion, sum(calls) AS call_count, count() AS n
-            FROM (SELECT node, id, site FROM \(db).apple_ads_tokens FINAL WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens
+            FROM (SELECT node, id AS token_id, site FROM \(db).apple_ads_tokens FINAL WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens
             ANY LEFT JOIN (
-                SELECT node, token_id AS id, argMax(status, id) AS status, countIf(called = 1) AS calls,
+                SELECT node, token_id, argMax(status, id) AS status, countIf(called = 1) AS calls,
                        argMax(campaignId, id) AS campaign, argMax(adGroupId, id) AS ad_group,
                        argMax(keywordId, id) AS keyword, argMax(conversionType, id) AS conversion
                 FROM \(db).apple_ads_calls FINAL GROUP BY node, token_id
-            ) AS latest_calls USING (node, id)
+            ) AS latest_calls USING (node, token_id)
             GROUP BY status, campaign, ad_group, keyword, conversion
             """
     }

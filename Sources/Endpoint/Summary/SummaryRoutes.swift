@@ -13,20 +13,31 @@ struct SummaryRoutes: Sendable {
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("summary", gate: bearer, routes: [
-                Route(.exact("/api/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
-                    let (scope, items) = try ClusterScope.split(request.queryItems)
-                    guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: false)) }
-                    guard let cluster else { throw ClusterScope.unavailable }
-                    let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
-                    let registry = book.registry
-                    cluster.answer(responder) {
-                        let report = SummaryReport(try ClusterSummary.aggregates(cluster, from: query.from, to: query.to), query)
-                        return JSONResponse.make(200, Self.scoped("cluster", available: true, report.json(registry: registry, rejections: [:])))
-                    }
-                }),
-                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try summary($0, items: $0.queryItems, csv: true) },
+                Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: false) },
+                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: true) },
             ]),
         ]
+    }
+
+    /// The node's own numbers at once, or with `scope=cluster` every node's, counted in ClickHouse
+    /// on the cluster scope's worker.
+    func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, csv: Bool) throws {
+        let (scope, items) = try ClusterScope.split(request.queryItems)
+        guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv)) }
+        guard let cluster else { throw ClusterScope.unavailable }
+        let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let registry = book.registry
+        cluster.answer(responder) {
+            let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
+            if csv { return Self.csv(SummaryReport.csv(aggregates, query, registry: registry)) }
+            return JSONResponse.make(200, Self.scoped("cluster", available: true,
+                                                      SummaryReport(aggregates, query).json(registry: registry, rejections: [:])))
+        }
+    }
+
+    static func csv(_ text: String) -> HTTPResponse {
+        HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                           "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
     }
 
     func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool) throws -> HTTPResponse {
@@ -37,9 +48,7 @@ struct SummaryRoutes: Sendable {
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
         }
         if csv {
-            let text = try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get()
-            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                      "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
+            return Self.csv(try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get())
         }
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, report.json(registry: registry, rejections: rejections.counts)))
