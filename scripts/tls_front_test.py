@@ -211,6 +211,12 @@ def exercise(front, ca, tls_port, endpoint):
         status, headers, _, _ = curl(ca, tls_port, "shop.example", path, method, BODY if method == "POST" else None)
         check(not 300 <= status < 400 and "location" not in headers,
               "%s: %s %s answered %d without a redirect" % (front, method, path, status))
+    # What an app calls on its site reaches the endpoint too: its Apple Ads token, and where it stands.
+    status, headers, content, _ = curl(ca, tls_port, "shop.example", "/apple-ads/attribution", "POST", "front-test-token-" + front)
+    check(status == 202 and "location" in headers, "%s: an Apple Ads token through the front: %d %s" % (front, status, content))
+    if "location" in headers:
+        status, _, content, _ = curl(ca, tls_port, "shop.example", headers["location"])
+        check(status == 200, "%s: the token's answer through the front: %d %s" % (front, status, content))
     status, headers, _, _ = curl(ca, tls_port, "shop.example", "/about")
     check(status == 301 and headers.get("location", "").startswith("https://www.shop.example"),
           "%s: the site's own redirect still works elsewhere: %d %s" % (front, status, headers.get("location")))
