@@ -27,7 +27,18 @@ def read_response(sock, buffer):
         if not chunk:
             raise ConnectionError("closed")
         rest += chunk
+    if re.search(rb"(?i)\r\nconnection: *close", head):
+        raise ServerClosing(status, rest[:length])
     return status, rest[:length], rest[length:]
+
+
+class ServerClosing(Exception):
+    """The answer said `Connection: close` (nginx does after 1000 requests on a connection)."""
+
+    def __init__(self, status, body):
+        super().__init__(status)
+        self.status = status
+        self.body = body
 
 
 def report(n, site="shop.example"):
@@ -52,7 +63,7 @@ class Tally:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.acknowledged = {"report": set(), "postback": set(), "trigger": set()}
+        self.acknowledged = {"report": set(), "postback": set(), "trigger": set(), "token": set()}
         self.deliveries = {}
         self.statuses = {}
         self.refused_connections = 0
@@ -80,13 +91,19 @@ def send(port, requests, tally, stop=None, host_header=None):
         data = body.encode() if body else b""
         head = "%s %s HTTP/1.1\r\nHost: %s\r\n" % (method, path, host_header or site)
         if body:
-            head += "Content-Type: application/json\r\nContent-Length: %d\r\n" % len(data)
+            kind_type = "text/plain" if kind == "token" else "application/json"
+            head += "Content-Type: %s\r\nContent-Length: %d\r\n" % (kind_type, len(data))
         try:
             if sock is None:
                 sock = socket.create_connection(("127.0.0.1", port), timeout=10)
                 buffer = b""
             sock.sendall(head.encode() + b"\r\n" + data)
             status, _, buffer = read_response(sock, buffer)
+        except ServerClosing as closing:
+            sock.close()
+            sock = None
+            tally.note(kind, n, closing.status)
+            continue
         except (OSError, ConnectionError, ValueError, IndexError):
             if sock is not None:
                 sock.close()
