@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import Endpoint
+
+/// What the endpoint makes of `--clickhouse`: the option and its credentials, `/healthz` and
+/// `/metrics` while ClickHouse cannot be reached, and `scope=` on the summary APIs. The export
+/// against a real ClickHouse is scripts/clickhouse_export_test.py's.
+@Suite struct ClickHouseEndpointTests {
+    static let summaries = ["/api/summary", "/api/summary.csv", "/api/apps/summary", "/api/apple-ads/summary"]
+
+    /// A port nothing listens on: connections are refused at once.
+    static func closedPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        close(fd)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    @Test func theServerIsOneURLAndCredentialsNeverComeFromTheCommandLine() throws {
+        guard case .run(let c) = try EndpointConfiguration.parse(arguments: ["--dev", "--clickhouse", "http://10.0.0.5:8123/attribution"],
+                                                                 environment: ["CLICKHOUSE_USER": "writer", "CLICKHOUSE_PASSWORD": "s3cret"]) else {
+            Issue.record("expected a configuration")
+            return
+        }
+        let target = try #require(try c.resolvedClickHouse())
+        #expect(target.credentials?.user == "writer")
+        #expect(target.description == "http://10.0.0.5:8123/attribution")
+        #expect(!target.description.contains("s3cret"))
+        for bad in ["http://writer:s3cret@10.0.0.5:8123/attribution", "http://10.0.0.5:8123/", "http://10.0.0.5:8123/db?password=x",
+                    "10.0.0.5:8123", "http://10.0.0.5:8123/db name", "http://10.0.0.5:8123/" + String(repeating: "d", count: 1000)] {
+            #expect(throws: EndpointConfiguration.ParseError.self, "\(bad)") {
+                try EndpointConfiguration.parse(arguments: ["--dev", "--clickhouse", bad], environment: [:])
+            }
+        }
+        #expect(throws: EndpointConfiguration.ParseError.self) {
+            try EndpointConfiguration.parse(arguments: ["--dev", "--clickhouse", "http://h:1/db", "--clickhouse-credentials", "/nonexistent"],
+                                            environment: [:])
+        }
+    }
+
+    @Test func whileClickHouseCannotBeReachedTheNodeIsHealthyAndSaysTheExportIsBehind() throws {
+        let endpoint = try LiveEndpoint { $0.clickhouse = "http://127.0.0.1:\(Self.closedPort())/attribution" }
+        defer { endpoint.stop() }
+        #expect(try endpoint.post(reportBody(), host: "news.example").status == 201)
+        var health: [String: Any] = [:]
+        // The exporter's thread first tries within a fraction of a second.
+        let deadline = Date().addingTimeInterval(60)
+        repeat {
+            health = json(try endpoint.get("/healthz", token: nil))
+            if (health["export"] as? [String: Any])?["last_error"] != nil { break }
+            usleep(10_000)  // polling the exporter's own report, bounded by the deadline
+        } while Date() < deadline
+        let export = try #require(health["export"] as? [String: Any])
+        #expect(health["status"] as? String == "ok")
+        #expect(export["state"] as? String == "behind")
+        #expect(export["lag_records"] as? Int == 1)
+        #expect((export["clickhouse"] as? String)?.hasSuffix("/attribution") == true)
+        let metrics = try endpoint.get("/metrics").bodyText
+        #expect(metrics.contains("attribution_export_lag_records{table=\"pcm_reports\"} 1"))
+        #expect(metrics.contains("attribution_export_last_error_info{error=\""))
+        #expect(metrics.contains("attribution_export_paused{table=\"postbacks\"} 0"))
+        // The cluster's numbers need ClickHouse: a 503 that says so, the node's own still there.
+        for path in Self.summaries {
+            let cluster = try endpoint.get(path + "?scope=cluster")
+            #expect(cluster.status == 503, "\(path)")
+            #expect(json(cluster)["rule"] as? String == "cluster_summary_unavailable", "\(path)")
+            #expect(try endpoint.get(path + "?scope=node").status == 200, "\(path)")
+        }
+        #expect(json(try endpoint.get("/api/summary"))["cluster_available"] as? Bool == true)
+    }
+
+    @Test func aNodeWithoutClickHouseHasOnlyItsOwnNumbersAndSaysSo() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        #expect(json(try endpoint.get("/healthz", token: nil))["export"] == nil)
+        #expect(!(try endpoint.get("/metrics").bodyText.contains("attribution_export_")))
+        for path in Self.summaries {
+            #expect(json(try endpoint.get(path + "?scope=cluster"))["rule"] as? String == "cluster_scope_unavailable", "\(path)")
+            #expect(try endpoint.get(path + "?scope=cluster").status == 409)
+            for bad in ["everything", "CLUSTER", "node%00", "%FF"] {
+                let response = try endpoint.get(path + "?scope=" + bad)
+                #expect(response.status == 400 && json(response)["field"] as? String == "scope", "\(path) \(bad)")
+            }
+        }
+        let own = json(try endpoint.get("/api/apps/summary"))
+        #expect(own["scope"] as? String == "node")
+        #expect(own["cluster_available"] as? Bool == false)
+    }
+}
