@@ -1,0 +1,234 @@
+"""The ClickHouse export's cost and speed, against Debian's clickhouse-server on this machine.
+
+    python3 benchmarks/export.py [--rounds 3] [--seconds 10] [--backlog 10000000] [--steady 60]
+
+1. Paired ingest rounds (as benchmarks/ab.sh: the endpoint pinned to core 0, wrk on core 1, 64
+   keep-alive connections posting the 140-byte report), without and with --clickhouse: req/s
+   each, and with the export the lag sampled every 0.5 s during the run, and how long it takes
+   to reach zero after. ClickHouse runs on the same two cores, unpinned.
+2. A steady 10,000 reports/s for --steady seconds (a pipelining client that paces itself): the
+   export's lag in seconds, sampled every 50 ms from /healthz: p50, p99, max.
+3. A backlog: --backlog reports written into a log (benchmarks' log-generator, through the real
+   store), then the endpoint started with --clickhouse on it: rows/s until the lag is zero.
+4. The cluster's summary over those rows: /api/summary?scope=cluster (30 days), 20 times: p50, p95.
+
+Builds the release binary and the log generator first. Prints a Markdown block for
+docs/PERFORMANCE.md.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from clickhouse_server import ClickHouse, free_port  # noqa: E402
+
+BINARY = os.path.join(ROOT, ".build/release/attribution-endpoint")
+BODY = '{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}'
+PATH = "/.well-known/private-click-measurement/report-attribution/"
+
+
+def get(port, path):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), headers={"Authorization": "Bearer bench"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.read().decode()
+
+
+def export_state(port):
+    return json.loads(get(port, "/healthz")).get("export", {})
+
+
+def start(data, keys, clickhouse=None, pin="0"):
+    port = free_port()
+    command = ["taskset", "-c", pin, BINARY, "--port", str(port), "--site", "news.example", "--site", "shop.example",
+               "--data", data, "--token", "bench", "--no-access-log", "--token-keys", keys, "--node", "bench"]
+    if clickhouse:
+        command += ["--clickhouse", clickhouse]
+    log = open(data + ".log", "a")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            get(port, "/healthz")
+            return process, port
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("endpoint did not start")
+
+
+def stop(process):
+    process.terminate()
+    process.wait(timeout=120)
+
+
+def wrk(port, seconds, work):
+    script = os.path.join(work, "post.lua")
+    with open(script, "w") as f:
+        f.write('wrk.method = "POST"\nwrk.body = \'%s\'\nwrk.headers["Content-Type"] = "application/json"\n'
+                'wrk.headers["Host"] = "shop.example"\n' % BODY)
+    out = subprocess.run(["taskset", "-c", "1", "wrk", "-t2", "-c64", "-d%ds" % seconds, "--latency", "-s", script,
+                          "http://127.0.0.1:%d%s" % (port, PATH)], capture_output=True, text=True).stdout
+    if "Non-2xx" in out:
+        raise RuntimeError("answers that were not 2xx:\n" + out)
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def paired(args, ch, keys, work):
+    rows = []
+    for r in range(args.rounds):
+        for export in (False, True):
+            data = tempfile.mkdtemp(dir=work)
+            url = ch.url + "/ingest%d" % r if export else None
+            process, port = start(data, keys, url)
+            samples = []
+            done = threading.Event()
+
+            def sample():
+                t0 = time.time()
+                while not done.is_set():
+                    if export:
+                        samples.append((time.time() - t0, export_state(port).get("lag_records", 0)))
+                    done.wait(0.5)
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            rps = wrk(port, args.seconds, work)
+            done.set()
+            sampler.join()
+            drain = None
+            if export:
+                t0 = time.time()
+                while export_state(port).get("lag_records", 1) > 0 and time.time() - t0 < 300:
+                    time.sleep(0.05)
+                drain = time.time() - t0
+            stop(process)
+            half = [lag for t, lag in samples if t >= args.seconds / 2]
+            first = [lag for t, lag in samples if 1 <= t < args.seconds / 2]
+            rows.append({"round": r + 1, "export": export, "rps": rps, "drain": drain,
+                         "lag_first_half_max": max(first) if first else 0, "lag_second_half_max": max(half) if half else 0})
+            shutil.rmtree(data, ignore_errors=True)
+            print(rows[-1], flush=True)
+    return rows
+
+
+def steady(args, ch, keys, work, rate=10_000):
+    data = tempfile.mkdtemp(dir=work)
+    process, port = start(data, keys, ch.url + "/steady", pin="0")
+    request = ("POST %s HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+               % (PATH, len(BODY), BODY)).encode()
+    lags, answered = [], [0]
+    stop_load = threading.Event()
+
+    def load():
+        sock = socket.create_connection(("127.0.0.1", port))
+        batch, interval = 50, 50 / rate
+        next_at = time.time()
+        pending = b""
+        while not stop_load.is_set():
+            sock.sendall(request * batch)
+            got = 0
+            while got < batch:
+                pending += sock.recv(1 << 16)
+                n = pending.count(b"HTTP/1.1 201")
+                got += n
+                pending = pending[pending.rfind(b"HTTP/1.1 201") + 12:] if n else pending
+            answered[0] += batch
+            next_at += interval
+            delay = next_at - time.time()
+            if delay > 0:
+                time.sleep(delay)  # pacing the load at the chosen rate
+        sock.close()
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    t0 = time.time()
+    time.sleep(2)  # the first batches before sampling: the run's own schedule
+    while time.time() - t0 < args.steady:
+        lags.append(export_state(port).get("lag_seconds", 0))
+        time.sleep(0.05)  # sampling the lag every 50 ms
+    stop_load.set()
+    loader.join()
+    achieved = answered[0] / (time.time() - t0)
+    stop(process)
+    lags.sort()
+    return {"rate": achieved, "samples": len(lags), "p50": lags[len(lags) // 2], "p99": lags[int(len(lags) * 0.99)], "max": lags[-1]}
+
+
+def backlog(args, ch, keys, work):
+    data = os.path.join(work, "backlog")
+    generator = os.path.join(HERE, ".build/release/log-generator")
+    t0 = time.time()
+    subprocess.run([generator, data, str(args.backlog), str(24 * 20)], check=True, stdout=subprocess.DEVNULL)
+    generated = time.time() - t0
+    process, port = start(data, keys, ch.url + "/backlog", pin="0")
+    t0 = time.time()
+    while True:
+        state = export_state(port)
+        if state.get("state") == "current":
+            break
+        time.sleep(0.1)
+    seconds = time.time() - t0
+    rows = int(ch.query("SELECT count() FROM backlog.pcm_reports FINAL"))
+    # The cluster's summary over them: 30 days up to today.
+    latencies = []
+    for _ in range(20):
+        t1 = time.time()
+        get(port, "/api/summary?scope=cluster")
+        latencies.append(time.time() - t1)
+    own = []
+    for _ in range(5):
+        t1 = time.time()
+        get(port, "/api/summary")
+        own.append(time.time() - t1)
+    stop(process)
+    latencies.sort()
+    return {"generated_seconds": generated, "rows": rows, "seconds": seconds, "rows_per_second": rows / seconds,
+            "summary_p50": latencies[len(latencies) // 2], "summary_p95": latencies[int(len(latencies) * 0.95) - 1],
+            "node_summary_p50": sorted(own)[2]}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--backlog", type=int, default=10_000_000)
+    parser.add_argument("--steady", type=int, default=60)
+    parser.add_argument("--skip", action="append", default=[], choices=["paired", "steady", "backlog"])
+    args = parser.parse_args()
+    subprocess.run(["swift", "build", "-c", "release", "--product", "attribution-endpoint"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["swift", "build", "-c", "release", "--product", "log-generator"], cwd=HERE, check=True, stdout=subprocess.DEVNULL)
+    if not shutil.which("wrk"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True, stdout=subprocess.DEVNULL)
+    work = tempfile.mkdtemp(prefix="export-bench-")
+    keys = os.path.join(work, "token-keys.json")
+    for site in ("news.example", "shop.example"):
+        subprocess.run([BINARY, "token-keys", "add", site, "--file", keys], check=True, stdout=subprocess.DEVNULL)
+    ch = ClickHouse.start(os.path.join(work, "clickhouse"))
+    results = {}
+    try:
+        if "paired" not in args.skip:
+            results["paired"] = paired(args, ch, keys, work)
+        if "steady" not in args.skip:
+            results["steady"] = steady(args, ch, keys, work)
+            print(results["steady"], flush=True)
+        if "backlog" not in args.skip:
+            results["backlog"] = backlog(args, ch, keys, work)
+            print(results["backlog"], flush=True)
+    finally:
+        ch.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
