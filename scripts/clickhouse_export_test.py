@@ -6,9 +6,11 @@
    cluster's summaries (`scope=cluster`, counted in ClickHouse) equal the node's own, for every
    view, period and site asked.
 1. Every record acknowledged is in ClickHouse once (with FINAL), of every kind.
-2. Killed inside the window: a relay between the endpoint and ClickHouse lets an INSERT reach
-   ClickHouse, and SIGKILLs the endpoint as ClickHouse's 200 comes back, before the endpoint can
-   save its cursor. Restarted, the endpoint sends the batch again; FINAL still counts each once.
+2. Killed inside the window: a relay between the endpoint and ClickHouse lets a batch of reports
+   and its counts reach ClickHouse, and SIGKILLs the endpoint as ClickHouse's 200 for the counts
+   comes back, before the endpoint can save its cursor. Restarted, the endpoint sends the batch
+   again; FINAL still counts each report once, and the cluster's summary (read from the counts)
+   counts what ClickHouse holds.
 3. ClickHouse stopped for 30 s under load: the endpoint answers every request, /healthz stays 200
    and says the export is behind, /metrics has the lag and the last error; when ClickHouse is back
    the backlog drains (its rate is printed) and every acknowledged record is there once.
@@ -70,7 +72,9 @@ class Relay:
                     if not data:
                         return
                     if s is client:
-                        if b"query=INSERT" in data:
+                        # The batch's last insert: its counts, after its reports. Both are in
+                        # ClickHouse when the endpoint dies, and both are sent again.
+                        if b"query=INSERT" in data and b"pcm_report_counts" in data:
                             insert_in_flight = True
                         upstream.sendall(data)
                     else:
@@ -121,6 +125,16 @@ def counts(ch, final=True):
     f = " FINAL" if final else ""
     return {t: int(ch.query("SELECT count() FROM attribution.%s%s" % (t, f)))
             for t in ("pcm_reports", "pcm_triggers", "postbacks", "postback_retries")}
+
+
+def check_counts(port, ch, failures, label):
+    """The cluster's PCM summary (read from the counts kept per batch) counts every report once."""
+    status, body = get(port, "/api/summary?scope=cluster")
+    summary = json.loads(body)
+    counted = sum(summary[k][r] for k in ("accepted", "quarantined") for r in ("source", "destination")) if status == 200 else -1
+    stored = int(ch.query("SELECT count() FROM attribution.pcm_reports FINAL"))
+    if counted != stored:
+        failures.append("%s: the cluster's summary counts %d reports, ClickHouse holds %d" % (label, counted, stored))
 
 
 def check_exactly_once(ch, tally, failures, label):
@@ -207,6 +221,7 @@ def main():
         endpoint = Endpoint(binary, data, TOKEN, extra=extra)
         wait_current(endpoint.port)
         check_exactly_once(ch, tally, failures, "after the kill and restart")
+        check_counts(endpoint.port, ch, failures, "after the kill and restart")
 
         # 3: ClickHouse down for 30 s under load.
         ch.stop()
@@ -252,6 +267,7 @@ def main():
               "and drained them in %.1f s (%.0f records/s)" % (backlog, first_progress - started, done - first_progress,
                                                              backlog / max(done - first_progress, 0.05)))
         check_exactly_once(ch, tally, failures, "after ClickHouse came back")
+        check_counts(endpoint.port, ch, failures, "after ClickHouse came back")
 
         # 4: a refused table stops alone.
         ch.query("ALTER TABLE attribution.pcm_triggers DROP COLUMN priority")

@@ -20,7 +20,7 @@ from endpoint_process import finish  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "Tests/EndpointTests/Resources/log-2026-11-25")
-TABLES = ["pcm_reports", "pcm_triggers", "postbacks", "postback_retries", "apple_ads_tokens", "apple_ads_calls"]
+TABLES = ["pcm_reports", "pcm_report_counts", "pcm_triggers", "postbacks", "postback_retries", "apple_ads_tokens", "apple_ads_calls"]
 
 
 def statements(text):

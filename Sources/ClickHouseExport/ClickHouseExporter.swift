@@ -60,6 +60,8 @@ public final class ClickHouseExporter: Sendable {
         var batches = 0
         var stopped: String?
         var stopping = false
+        /// Rollups whose counts from an earlier cursor were deleted in this run.
+        var clearedRollups: Set<String> = []
     }
 
     private let store: ReportStore
@@ -195,8 +197,8 @@ public final class ClickHouseExporter: Sendable {
                 continue
             }
             state.withLock { $0.oldestPending[table.name] = batch.firstTime }
-            let insert = "INSERT INTO \(client.target.database).\(table.name) FORMAT JSONEachRow"
-            switch client.run(insert, body: batch.body) {
+            if let rollup = table.rollup, position.rows == 0, !clearedRollups(rollup) { return .failed }
+            switch insert(batch, into: table) {
             case .done:
                 let (cursor, recovered) = state.withLock { s -> (ExportCursor, Bool) in
                     s.cursor.advance(past: batch)
@@ -228,6 +230,24 @@ public final class ClickHouseExporter: Sendable {
             }
         }
         return sent ? .sent : .idle
+    }
+
+    /// The batch's rows, then its rollup's counts: both or, on a failure, the whole batch again later.
+    private func insert(_ batch: ExportBatch, into table: ClickHouseTable) -> ClickHouseClient.Outcome {
+        let database = client.target.database
+        let rows = client.run("INSERT INTO \(database).\(table.name) FORMAT JSONEachRow", body: batch.body)
+        guard case .done = rows, let rollup = table.rollup, !batch.rollupBody.isEmpty else { return rows }
+        return client.run("INSERT INTO \(database).\(rollup.name) FORMAT JSONEachRow", body: batch.rollupBody)
+    }
+
+    /// Before a cursor's first batch: counts this node sent from an earlier cursor were batched
+    /// otherwise, and would be counted beside the new ones. Deleting none is the usual case.
+    private func clearedRollups(_ rollup: ClickHouseRollup) -> Bool {
+        if state.withLock({ $0.clearedRollups.contains(rollup.name) }) { return true }
+        let delete = "ALTER TABLE \(client.target.database).\(rollup.name) DELETE WHERE node = \(ClickHouseClient.quoted(node))"
+        guard case .done = client.run(delete).failure(self) else { return false }
+        state.withLock { _ = $0.clearedRollups.insert(rollup.name) }
+        return true
     }
 
     fileprivate func noteFailure(_ reason: String, countsInARow: Bool = true) {

@@ -28,7 +28,7 @@ public struct ClickHouseSchema: Sendable {
     /// Every statement, in order; each can run again without harm.
     public func statements(database: String) -> [String] {
         ["CREATE DATABASE IF NOT EXISTS \(database)", Self.versionTable(database: database)]
-            + tables.map { $0.createStatement(database: database) }
+            + tables.flatMap { table in [table.createStatement(database: database)] + (table.rollup.map { [$0.createStatement(database: database)] } ?? []) }
     }
 
     /// `deploy/clickhouse/schema.sql`.

@@ -16,16 +16,20 @@ public struct ClickHouseTable: Sendable {
     public let columns: [ClickHouseColumn]
     /// Members of the codec's rows that are never exported, not even under `extra`.
     public let omitted: Set<String>
+    /// Counts of the table's records kept beside it, for summaries.
+    public let rollup: ClickHouseRollup?
 
     public static let keyColumns = [ClickHouseColumn("node", .string), ClickHouseColumn("id", .uint64),
                                     ClickHouseColumn("received_at", .dateTime), ClickHouseColumn("received_at_ms", .uint64)]
     public static let extraColumn = ClickHouseColumn("extra", .string)
 
-    public init(name: String, codec: any RecordCodec, columns: [ClickHouseColumn], omitted: Set<String> = []) {
+    public init(name: String, codec: any RecordCodec, columns: [ClickHouseColumn], omitted: Set<String> = [],
+                rollup: ClickHouseRollup? = nil) {
         self.name = name
         self.codec = codec
         self.columns = columns
         self.omitted = omitted
+        self.rollup = rollup
     }
 
     public var kind: RecordKind { codec.kind }

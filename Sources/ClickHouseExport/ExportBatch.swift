@@ -15,6 +15,11 @@ public struct ExportBatch: Sendable {
     public var end: Int
     /// The time of the batch's first row: how far behind the export is.
     public var firstTime: Timestamp?
+    /// The ids of its first and last rows.
+    public var firstID: UInt64?
+    public var lastID: UInt64?
+    /// The table's rollup rows for these records, if it has a rollup.
+    public var rollupBody: [UInt8] = []
 
     public struct Limits: Sendable {
         public var rows: Int
@@ -36,6 +41,7 @@ public struct ExportBatch: Sendable {
         guard start < end else { return batch }
         let read = table.codec.reader()
         var writer = RowWriter(table: table, node: node)
+        var counts = table.rollup.map(RollupCounts.init)
         var reachedLimit = false
         store.scanRecords(of: table.kind, from: start, through: end) { view in
             if batch.rows >= limits.rows || batch.body.count >= limits.bytes {
@@ -44,7 +50,12 @@ public struct ExportBatch: Sendable {
             }
             if let row = read(view) {
                 writer.write(row, id: view.id, time: view.time, into: &batch.body)
-                if batch.firstTime == nil { batch.firstTime = view.time }
+                counts?.add(row, time: view.time)
+                if batch.firstTime == nil {
+                    batch.firstTime = view.time
+                    batch.firstID = view.id
+                }
+                batch.lastID = view.id
                 batch.rows += 1
             } else {
                 batch.unreadable += 1
@@ -54,6 +65,9 @@ public struct ExportBatch: Sendable {
         }
         // The whole range was read: the next batch starts at its end, past any records of other kinds.
         if !reachedLimit { batch.end = end }
+        if let counts, !counts.isEmpty, let first = batch.firstID, let last = batch.lastID {
+            batch.rollupBody = counts.body(node: node, firstID: first, lastID: last)
+        }
         return batch
     }
 }

@@ -75,9 +75,11 @@ final class ClickHouseStandIn: Sendable {
                 return .text(status, body)
             default:
                 for line in request.body.split(separator: UInt8(ascii: "\n")) {
+                    // A record's key is its id; a row of counts is named by its batch's first record.
                     guard case .object(let members)? = try? JSONParser().parse(Array(line)),
                           case .string(let node)? = members.first(where: { $0.key == "node" })?.value,
-                          case .number(let id)? = members.first(where: { $0.key == "id" })?.value, let number = UInt64(id) else {
+                          case .number(let id)? = members.first(where: { $0.key == "id" || $0.key == "batch_first_id" })?.value,
+                          let number = UInt64(id) else {
                         return .text(500, "Code: 27, e.displayText() = DB::Exception: Cannot parse input")
                     }
                     s.rows[table, default: []].append((node, number, String(decoding: line, as: UTF8.self)))

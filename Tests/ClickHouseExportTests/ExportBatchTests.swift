@@ -104,6 +104,47 @@ import Testing
         #expect(calls.first?["token_id"] == .number("1"))
     }
 
+    @Test func aBatchCountsItsGroupsAndTheSameStartGivesTheSameBatchOrALargerOne() throws {
+        let log = try ExportTestLog()
+        defer { log.close() }
+        log.reports(0..<40)
+        let table = ExportTestLog.schema.tables[0]
+        let first = ExportBatch.read(table, node: "n", from: 0, through: log.store.durablePrefix.end, in: log.store)
+        func counts(_ batch: ExportBatch) -> [String: Int] {
+            var out: [String: Int] = [:]
+            for line in lines(ExportBatch(table: "", body: batch.rollupBody, end: 0)) {
+                #expect(line["batch_first_id"] == .number("1"))
+                guard case .string(let role)? = line["role"], case .number(let data)? = line["trigger_data"],
+                      case .number(let n)? = line["records"] else { continue }
+                out["\(role)/\(data)"] = Int(n)
+            }
+            return out
+        }
+        let before = counts(first)
+        #expect(before.count == 16)
+        #expect(before.values.reduce(0, +) == 40)
+        #expect(before["destination/0"] == 3)
+        #expect(lines(ExportBatch(table: "", body: first.rollupBody, end: 0)).allSatisfy { $0["batch_last_id"] == .number("40") })
+        // Sent again after a crash, once the log has grown: the same first record, every group at least as large.
+        log.reports(40..<50)
+        let again = ExportBatch.read(table, node: "n", from: 0, through: log.store.durablePrefix.end, in: log.store)
+        let after = counts(again)
+        #expect(after.values.reduce(0, +) == 50)
+        #expect(before.allSatisfy { after[$0.key, default: 0] >= $0.value })
+        // Cut by a limit, the same records each time, and so the same bytes.
+        let cut = ExportBatch.read(table, node: "n", from: 0, through: log.store.durablePrefix.end, in: log.store, limits: .init(rows: 7, bytes: 1 << 20))
+        let cutAgain = ExportBatch.read(table, node: "n", from: 0, through: log.store.durablePrefix.end, in: log.store, limits: .init(rows: 7, bytes: 1 << 20))
+        #expect(cut.rollupBody == cutAgain.rollupBody && !cut.rollupBody.isEmpty)
+    }
+
+    @Test func aRollupsSortingKeyHoldsNoNullableColumn() {
+        let rollup = ExportTestLog.schema.tables[0].rollup!
+        let ddl = rollup.createStatement(database: "db")
+        #expect(ddl.contains("ENGINE = ReplacingMergeTree(batch_last_id)"))
+        #expect(ddl.contains("ORDER BY (`node`, `batch_first_id`, `role`, `trigger_data`)"))
+        #expect(!rollup.keys.contains { if case .nullable = $0.type { true } else { false } })
+    }
+
     @Test func aValueThatFitsNoColumnIsKeptUnderExtraAndTheColumnLeftOut() throws {
         let table = ClickHouseTable(name: "t", codec: ReportExportCodecStandIn(), columns: [.init("small", .uint8), .init("maybe", .nullable(.uint8))])
         var writer = RowWriter(table: table, node: "n")

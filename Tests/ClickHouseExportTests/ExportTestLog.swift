@@ -78,7 +78,13 @@ final class ExportTestLog: Sendable {
         ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec(), columns: [
             .init("role", .string), .init("site", .string), .init("source_id", .nullable(.uint8)),
             .init("trigger_data", .nullable(.uint8)), .init("version", .nullable(.uint8)),
-        ], omitted: ["source_secret_token"]),
+        ], omitted: ["source_secret_token"], rollup: ClickHouseRollup(name: "pcm_report_counts", keys: [
+            .init("role", .string), .init("trigger_data", .uint8),
+        ]) { row, _ in
+            let fields = Dictionary(row.members.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+            guard let role = fields["role"], let data = fields["trigger_data"] else { return nil }
+            return [role, data]
+        }),
         ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
         ]),

@@ -115,6 +115,11 @@ import Testing
         second.stop()
         // Only the new reports were sent again.
         #expect(standIn.rows("pcm_reports").count == 15)
+        // The node's counts from an earlier cursor were deleted once, before the first cursor's
+        // first batch; the second run went on from its cursor and deleted nothing.
+        let deletes = standIn.state.withLock { $0.statements.filter { $0.hasPrefix("ALTER TABLE attribution.pcm_report_counts DELETE WHERE node = 'node-a'") } }
+        #expect(deletes.count == 1)
+        #expect(Set(standIn.rows("pcm_report_counts").map(\.id)) == [1, 13])
         #expect(second.status.tables.first { $0.table == "pcm_reports" }?.exportedRows == 15)
 
         let events = Events()

@@ -45,6 +45,29 @@ ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(received_at)
 ORDER BY (node, id);
 
+CREATE TABLE IF NOT EXISTS attribution.pcm_report_counts
+(
+    `node` String,
+    `batch_first_id` UInt64,
+    `batch_last_id` UInt64,
+    `day` Int64,
+    `role` String,
+    `accepted` UInt8,
+    `late` UInt8,
+    `verified` UInt8,
+    `has_tokens` UInt8,
+    `quarantine_reasons` String,
+    `source_site` String,
+    `source_id` UInt8,
+    `campaign` String,
+    `attributed_on_site` String,
+    `trigger_data` UInt8,
+    `delay_bucket` Int64,
+    `records` UInt64
+)
+ENGINE = ReplacingMergeTree(batch_last_id)
+ORDER BY (`node`, `batch_first_id`, `day`, `role`, `accepted`, `late`, `verified`, `has_tokens`, `quarantine_reasons`, `source_site`, `source_id`, `campaign`, `attributed_on_site`, `trigger_data`, `delay_bucket`);
+
 CREATE TABLE IF NOT EXISTS attribution.pcm_triggers
 (
     `node` String,

@@ -15,7 +15,8 @@ public enum ClickHouseCommand {
         queries  every query the cluster's summaries run, for that period and site, one per
                  statement ending ';'
         rows     TABLE's rows from the log in DIR (a stopped node's, or a copy), as the export
-                 sends them: INSERT INTO DATABASE.TABLE FORMAT JSONEachRow
+                 sends them: INSERT INTO DATABASE.TABLE FORMAT JSONEachRow (a table of counts,
+                 pcm_report_counts, from the batches the export would send)
         """
 
     public static func main(arguments: [String]) -> Int32 {
@@ -50,9 +51,12 @@ public enum ClickHouseCommand {
                 + ClusterAppsSummary.sql(database: database, query: query) + [ClusterAppleAdsSummary.sql(database: database, query: query)]
             for statement in statements { print(statement + ";\n") }
         case "rows":
-            guard let name = positional.first, let table = schema.tables.first(where: { $0.name == name }) else {
-                return fail("name one of the tables: " + schema.tables.map(\.name).joined(separator: ", "))
+            // A rollup's rows come from its table's batches.
+            guard let name = positional.first,
+                  let table = schema.tables.first(where: { $0.name == name || $0.rollup?.name == name }) else {
+                return fail("name one of the tables: " + schema.tables.flatMap { [$0.name] + ($0.rollup.map { [$0.name] } ?? []) }.joined(separator: ", "))
             }
+            let counts = table.name != name
             guard let data = options["--data"], let node = options["--node"] else { return fail("rows needs --data DIR and --node NAME") }
             guard EndpointConfiguration.isNodeName(node) else { return fail("--node: 1 to 64 letters, digits, '.', '_' or '-'") }
             do {
@@ -62,7 +66,7 @@ public enum ClickHouseCommand {
                 var offset = 0
                 while offset < end {
                     let batch = ExportBatch.read(table, node: node, from: offset, through: end, in: store)
-                    FileHandle.standardOutput.write(Data(batch.body))
+                    FileHandle.standardOutput.write(Data(counts ? batch.rollupBody : batch.body))
                     offset = batch.end
                 }
             } catch {

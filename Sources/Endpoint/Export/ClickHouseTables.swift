@@ -3,6 +3,7 @@ import AppleAdsRecords
 import ClickHouseExport
 import PCMRecords
 import Postbacks
+import Primitives
 
 /// Every kind of record the log holds, and its table in ClickHouse: one table per kind, its
 /// columns under the protocols' own words, as the NDJSON export names them. A member no column
@@ -12,6 +13,32 @@ import Postbacks
 /// are), the Apple Ads token and its public id. Nothing the log holds is an IP address, a
 /// User-Agent or a device identifier.
 enum ClickHouseTables {
+    /// The PCM summary's groups, counted per batch: what the cluster's page reads (ClusterSummary).
+    static let reportCounts = ClickHouseRollup(name: "pcm_report_counts", keys: [
+        .init("day", .int64), .init("role", .string), .init("accepted", .uint8), .init("late", .uint8), .init("verified", .uint8),
+        .init("has_tokens", .uint8), .init("quarantine_reasons", .string), .init("source_site", .string), .init("source_id", .uint8),
+        .init("campaign", .string), .init("attributed_on_site", .string), .init("trigger_data", .uint8), .init("delay_bucket", .int64),
+    ]) { row, time in
+        var fields: [String: JSONValue] = [:]
+        for member in row.members { fields[member.key] = member.value }
+        guard case .string(let role)? = fields["role"], case .string(let verdict)? = fields["verdict"],
+              case .string(let sourceSite)? = fields["source_site"], case .string(let destination)? = fields["attributed_on_site"],
+              let sourceID = fields["source_id"], let triggerData = fields["trigger_data"] else { return nil }
+        var reasons: [String] = []
+        if case .array(let items)? = fields["reasons"] { reasons = items.compactMap { if case .string(let s) = $0 { s } else { nil } } }
+        let accepted = verdict == "accepted"
+        var delayBucket = -1
+        if case .number(let text)? = fields["trigger_recorded_at_ms"], let trigger = Int64(text) {
+            delayBucket = SummaryAggregates.delayBucket(hours: Int((time.millisecondsSinceEpoch - trigger) / 3_600_000))
+        }
+        var campaign = ""
+        if case .string(let name)? = fields["campaign"] { campaign = name }
+        return [.number(String(SummaryAggregates.day(of: time))), .string(role), .bool(accepted), .bool(reasons.contains("late")),
+                .bool(SummaryAggregates.hasVerifiedToken(reasons)), fields["has_tokens"] ?? .bool(false),
+                .string(accepted ? "" : reasons.joined(separator: ",")), .string(sourceSite), sourceID, .string(campaign),
+                .string(destination), triggerData, .number(String(delayBucket))]
+    }
+
     static let schema = ClickHouseSchema(tables: [
         ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec.forWarehouse, columns: [
             .init("protocol", .string), .init("role", .string), .init("site", .string), .init("verdict", .string),
@@ -20,7 +47,8 @@ enum ClickHouseTables {
             .init("attributed_on_site", .string), .init("trigger_data", .nullable(.uint8)), .init("version", .nullable(.uint8)),
             .init("source_token_key_id", .string), .init("destination_token_key_id", .string),
             .init("has_tokens", .uint8), .init("trigger_recorded_at_ms", .nullable(.uint64)),
-        ], omitted: ["source_secret_token", "source_secret_token_signature", "destination_secret_token", "destination_secret_token_signature"]),
+        ], omitted: ["source_secret_token", "source_secret_token_signature", "destination_secret_token", "destination_secret_token_signature"],
+           rollup: reportCounts),
         ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
             .init("attribution_source", .nullable(.string)),

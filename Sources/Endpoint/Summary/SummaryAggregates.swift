@@ -182,23 +182,30 @@ struct SummaryAggregates: Sendable {
         if let trigger = report.triggerRecordedAt {
             delayHours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
         }
-        add(day: Self.day(of: report.receivedAt), role: report.role, accepted: report.verdict == .accepted, reasons: report.reasons,
-            campaign: report.campaign, delayHours: delayHours, facts: facts)
+        let accepted = report.verdict == .accepted
+        add(day: Self.day(of: report.receivedAt), role: report.role, accepted: accepted, late: report.reasons.contains("late"),
+            verifiedToken: Self.hasVerifiedToken(report.reasons), quarantineReasons: accepted ? [] : report.reasons,
+            campaign: report.campaign, delayBucket: delayHours.map { Self.delayBucket(hours: $0) }, facts: facts)
+    }
+
+    /// Whether a report's reasons say one of its tokens verified.
+    static func hasVerifiedToken(_ reasons: [String]) -> Bool {
+        reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
+    }
+
+    /// The index in `delayBuckets` of a delay in hours (a negative one, from a clock set back, in the first).
+    static func delayBucket(hours: Int) -> Int {
+        delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
     }
 
     /// Adds `count` reports alike in everything the summary keeps: one stored report, or a group
     /// of them as the cluster's summary reads them from ClickHouse.
-    mutating func add(day: Int32, role: ReportRole, accepted: Bool, reasons: [String], campaign campaignName: String?, delayHours: Int?,
-                      facts: ReportFacts, count: Int = 1) {
+    mutating func add(day: Int32, role: ReportRole, accepted: Bool, late: Bool, verifiedToken: Bool, quarantineReasons: [String],
+                      campaign campaignName: String?, delayBucket: Int?, facts: ReportFacts, count: Int = 1) {
         let sourceSite = intern(facts.sourceSite), destination = intern(facts.attributedOnSite)
         let owner = SiteRole(site: role == .source ? sourceSite : destination, role: role)
-        let late = reasons.contains("late")
-        let verifiedToken = reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
         let campaign = campaignName.map { intern($0) }
-        let delayBucket = delayHours.map { hours in
-            Self.delayBuckets.firstIndex { hours >= $0.from && ($0.to.map { hours < $0 } ?? true) } ?? 0
-        }
-        let reasonNames = accepted ? [] : reasons.map { intern($0) }
+        let reasonNames = quarantineReasons.map { intern($0) }
         let group = Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
                           campaign: campaign, destination: destination, triggerData: facts.triggerData, late: late)
         // One lookup of the day, updated in place: taking it out and putting it back would copy

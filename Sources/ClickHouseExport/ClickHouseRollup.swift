@@ -1,0 +1,81 @@
+import Primitives
+import ReportStore
+
+/// Counts kept beside a table of records, so that a summary over a year of them reads thousands
+/// of rows, not millions: each batch's records grouped by `keys` and counted, one row per group.
+///
+/// A batch can reach ClickHouse twice (see `ClickHouseTable`), and rows of counts cannot be told
+/// apart by a record's id. They are keyed instead by the batch they came from, named by its
+/// first record's id: a batch sent again starts at the same record (the cursor never moves past a
+/// record before its batch is accepted) and holds the same records, or those and more (the log
+/// grew meanwhile). The table is a ReplacingMergeTree ordered by (node, batch_first_id, keys) and
+/// versioned by `batch_last_id`, so with `FINAL` the later, larger batch's counts replace the
+/// earlier's, group by group. A cursor started over (its file lost) would batch the log anew:
+/// the exporter then deletes the node's counts before it sends the first batch.
+public struct ClickHouseRollup: Sendable {
+    public let name: String
+    /// Never nullable: ClickHouse 18.16 refuses a nullable column in a sorting key.
+    public let keys: [ClickHouseColumn]
+    /// A record's values for `keys`, in order; nil leaves it out of the counts.
+    public let key: @Sendable (ExportRow, Timestamp) -> [JSONValue]?
+
+    public init(name: String, keys: [ClickHouseColumn], key: @escaping @Sendable (ExportRow, Timestamp) -> [JSONValue]?) {
+        self.name = name
+        self.keys = keys
+        self.key = key
+    }
+
+    public static let batchColumns = [ClickHouseColumn("node", .string), ClickHouseColumn("batch_first_id", .uint64),
+                                      ClickHouseColumn("batch_last_id", .uint64)]
+    public static let countColumn = ClickHouseColumn("records", .uint64)
+
+    public var allColumns: [ClickHouseColumn] { Self.batchColumns + keys + [Self.countColumn] }
+
+    public func createStatement(database: String) -> String {
+        let columnLines = allColumns.map { "    \($0.quotedName) \($0.type.sql)" }.joined(separator: ",\n")
+        let order = (["node", "batch_first_id"] + keys.map(\.name)).map { "`\($0)`" }.joined(separator: ", ")
+        return """
+            CREATE TABLE IF NOT EXISTS \(database).\(name)
+            (
+            \(columnLines)
+            )
+            ENGINE = ReplacingMergeTree(batch_last_id)
+            ORDER BY (\(order))
+            """
+    }
+}
+
+/// One batch's counts, as they are gathered while its records are read.
+struct RollupCounts {
+    private let rollup: ClickHouseRollup
+    private var counts: [String: Int] = [:]
+    private var order: [String] = []
+
+    init(_ rollup: ClickHouseRollup) {
+        self.rollup = rollup
+    }
+
+    var isEmpty: Bool { counts.isEmpty }
+
+    mutating func add(_ row: ExportRow, time: Timestamp) {
+        guard let values = rollup.key(row, time), values.count == rollup.keys.count else { return }
+        var literals = ""
+        for (column, value) in zip(rollup.keys, values) {
+            // A value that fits no column leaves the record out rather than miscount it.
+            guard let literal = column.type.literal(value) else { return }
+            literals += ",\(ClickHouseType.quoted(column.name)):\(literal)"
+        }
+        if counts[literals] == nil { order.append(literals) }
+        counts[literals, default: 0] += 1
+    }
+
+    /// The rows, in the order their groups first appeared: the same batch gives the same bytes.
+    func body(node: String, firstID: UInt64, lastID: UInt64) -> [UInt8] {
+        var out = ""
+        let prefix = "{\"node\":\(ClickHouseType.quoted(node)),\"batch_first_id\":\(firstID),\"batch_last_id\":\(lastID)"
+        for literals in order {
+            out += prefix + literals + ",\"records\":\(counts[literals] ?? 0)}\n"
+        }
+        return Array(out.utf8)
+    }
+}
