@@ -45,11 +45,12 @@ public struct ClickHouseRollup: Sendable {
     }
 }
 
-/// One batch's counts, as they are gathered while its records are read.
+/// One batch's counts, as they are gathered while its records are read: by the key's values,
+/// written as literals once per group when the batch is sent.
 struct RollupCounts {
     private let rollup: ClickHouseRollup
-    private var counts: [String: Int] = [:]
-    private var order: [String] = []
+    private var counts: [[JSONValue]: Int] = [:]
+    private var order: [[JSONValue]] = []
 
     init(_ rollup: ClickHouseRollup) {
         self.rollup = rollup
@@ -59,23 +60,29 @@ struct RollupCounts {
 
     mutating func add(_ row: ExportRow, time: Timestamp) {
         guard let values = rollup.key(row, time), values.count == rollup.keys.count else { return }
-        var literals = ""
-        for (column, value) in zip(rollup.keys, values) {
-            // A value that fits no column leaves the record out rather than miscount it.
-            guard let literal = column.type.literal(value) else { return }
-            literals += ",\(ClickHouseType.quoted(column.name)):\(literal)"
+        if let n = counts[values] {
+            counts[values] = n + 1
+            return
         }
-        if counts[literals] == nil { order.append(literals) }
-        counts[literals, default: 0] += 1
+        // A value that fits no column leaves the record out rather than miscount it.
+        for (column, value) in zip(rollup.keys, values) where column.type.literal(value) == nil { return }
+        counts[values] = 1
+        order.append(values)
     }
 
     /// The rows, in the order their groups first appeared: the same batch gives the same bytes.
     func body(node: String, firstID: UInt64, lastID: UInt64) -> [UInt8] {
-        var out = ""
-        let prefix = "{\"node\":\(ClickHouseType.quoted(node)),\"batch_first_id\":\(firstID),\"batch_last_id\":\(lastID)"
-        for literals in order {
-            out += prefix + literals + ",\"records\":\(counts[literals] ?? 0)}\n"
+        var out: [UInt8] = []
+        let prefix = Array("{\"node\":\(ClickHouseType.quoted(node)),\"batch_first_id\":\(firstID),\"batch_last_id\":\(lastID)".utf8)
+        let keys = rollup.keys.map { Array(("," + ClickHouseType.quoted($0.name) + ":").utf8) }
+        for values in order {
+            out.append(contentsOf: prefix)
+            for (i, (column, value)) in zip(rollup.keys, values).enumerated() {
+                out.append(contentsOf: keys[i])
+                _ = column.type.appendLiteral(value, to: &out)
+            }
+            out.append(contentsOf: ",\"records\":\(counts[values] ?? 0)}\n".utf8)
         }
-        return Array(out.utf8)
+        return out
     }
 }

@@ -26,6 +26,55 @@ public indirect enum ClickHouseType: Sendable, Equatable {
         }
     }
 
+    /// Appends `value`'s literal (see `literal`); false, with `out` as it was, when it does not fit.
+    public func appendLiteral(_ value: JSONValue, to out: inout [UInt8]) -> Bool {
+        switch (self, value) {
+        case (.nullable, .null):
+            out.append(contentsOf: "null".utf8)
+            return true
+        case (.nullable(let inner), _): return inner.appendLiteral(value, to: &out)
+        case (_, .null): return false
+        case (.string, .string(let text)):
+            Self.appendQuoted(text, to: &out)
+            return true
+        case (.dateTime, .string(let text)):
+            guard let time = Timestamp(rfc3339: text) else { return false }
+            return Self.appendDateTime(time, to: &out)
+        default:
+            guard let text = literal(value) else { return false }
+            out.append(contentsOf: text.utf8)
+            return true
+        }
+    }
+
+    /// `"YYYY-MM-DD hh:mm:ss"`, from the RFC 3339 form's first 19 bytes; false outside DateTime's range.
+    public static func appendDateTime(_ time: Timestamp, to out: inout [UInt8]) -> Bool {
+        guard time.millisecondsSinceEpoch >= 0, time.millisecondsSinceEpoch < 4_294_967_296_000 else { return false }
+        out.append(UInt8(ascii: "\""))
+        let start = out.count
+        time.appendRFC3339(to: &out)
+        out.removeLast(out.count - start - 19)
+        out[start + 10] = UInt8(ascii: " ")
+        out.append(UInt8(ascii: "\""))
+        return true
+    }
+
+    /// `text` as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
+    public static func appendQuoted(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
     /// `value` as this type's JSON literal for `JSONEachRow`, or nil when it does not fit (a
     /// number out of range, an object for a number): the row then keeps it under `extra` and the
     /// column takes its default, so that one odd value never makes ClickHouse refuse a batch.
@@ -71,15 +120,15 @@ public indirect enum ClickHouseType: Sendable, Equatable {
 
     /// `"YYYY-MM-DD hh:mm:ss"`: the text form both versions read for `DateTime('UTC')`.
     public static func dateTime(_ time: Timestamp) -> String? {
-        let text = time.rfc3339  // YYYY-MM-DDThh:mm:ss.sssZ
-        guard text.utf8.count >= 19, time.millisecondsSinceEpoch >= 0, time.millisecondsSinceEpoch < 4_294_967_296_000 else { return nil }
-        return "\"" + String(text.prefix(19).map { $0 == "T" ? " " : $0 }) + "\""
+        var out: [UInt8] = []
+        guard appendDateTime(time, to: &out) else { return nil }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func quoted(_ text: String) -> String {
-        var out = ""
-        JSONValue.writeString(text, to: &out)
-        return out
+        var out: [UInt8] = []
+        appendQuoted(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -72,62 +72,72 @@ public struct ExportBatch: Sendable {
     }
 }
 
-/// Writes one table's rows: its columns looked up by name once, each row's members placed in
-/// them, what no column takes kept under `extra`.
+/// Writes one table's rows: each row's members placed in the columns of the same name, what no
+/// column takes kept under `extra`. Straight into the batch's bytes: this runs for every record
+/// exported, at the node's full ingest rate.
 struct RowWriter {
     private let columns: [ClickHouseColumn]
-    /// Each column's `"name":`, written once.
-    private let keys: [String]
-    private let slotOf: [String: Int]
-    private let nodeLiteral: String
-    private var slots: [String?]
+    /// Each column's `,"name":`, written once.
+    private let keys: [[UInt8]]
+    /// Column names by their length (-1: taken from the envelope, or never exported): a member's
+    /// slot is found by a few byte compares, not a hash of its name.
+    private let slotsByLength: [Int: [(name: String, slot: Int)]]
+    private let prefix: [UInt8]
+    private var slots: [Range<Int>?]
+    private var scratch: [UInt8] = []
 
     init(table: ClickHouseTable, node: String) {
         columns = table.columns
-        keys = table.columns.map { ClickHouseType.quoted($0.name) + ":" }
-        var slotOf: [String: Int] = [:]
-        for (i, column) in table.columns.enumerated() { slotOf[column.name] = i }
+        keys = table.columns.map { Array(("," + ClickHouseType.quoted($0.name) + ":").utf8) }
+        var byLength: [Int: [(name: String, slot: Int)]] = [:]
+        for (i, column) in table.columns.enumerated() { byLength[column.name.utf8.count, default: []].append((column.name, i)) }
         // The envelope's own, and what is never exported: not taken from the row, not kept under `extra`.
-        for name in ["node", "id", "received_at", "received_at_ms"] { slotOf[name] = -1 }
-        for name in table.omitted { slotOf[name] = -1 }
-        self.slotOf = slotOf
-        nodeLiteral = ClickHouseType.quoted(node)
+        for name in ["node", "id", "received_at", "received_at_ms"] + table.omitted { byLength[name.utf8.count, default: []].append((name, -1)) }
+        slotsByLength = byLength
+        prefix = Array("{\"node\":\(ClickHouseType.quoted(node)),\"id\":".utf8)
         slots = Array(repeating: nil, count: table.columns.count)
+    }
+
+    private func slot(of key: String) -> Int? {
+        slotsByLength[key.utf8.count]?.first { $0.name == key }?.slot
     }
 
     mutating func write(_ row: ExportRow, id: UInt64, time: Timestamp, into out: inout [UInt8]) {
         for i in slots.indices { slots[i] = nil }
+        scratch.removeAll(keepingCapacity: true)
         var extra: [JSONMember] = []
         for member in row.members {
-            guard let slot = slotOf[member.key] else {
+            guard let slot = slot(of: member.key) else {
                 extra.append(member)
                 continue
             }
-            switch slot {
-            case -1: continue
-            default:
-                if let literal = columns[slot].type.literal(member.value) {
-                    slots[slot] = literal
-                } else if member.value != .null {
-                    extra.append(member)
-                }
+            guard slot >= 0 else { continue }
+            let start = scratch.count
+            if columns[slot].type.appendLiteral(member.value, to: &scratch) {
+                slots[slot] = start..<scratch.count
+            } else if member.value != .null {
+                extra.append(member)
             }
         }
-        var line = "{\"node\":\(nodeLiteral),\"id\":\(id)"
-        if let seconds = ClickHouseType.dateTime(time) {
-            line += ",\"received_at\":\(seconds),\"received_at_ms\":\(max(0, time.millisecondsSinceEpoch))"
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: String(id).utf8)
+        let mark = out.count
+        out.append(contentsOf: ",\"received_at\":".utf8)
+        if ClickHouseType.appendDateTime(time, to: &out) {
+            out.append(contentsOf: ",\"received_at_ms\":".utf8)
+            out.append(contentsOf: String(max(0, time.millisecondsSinceEpoch)).utf8)
+        } else {
+            out.removeLast(out.count - mark)
         }
-        for (i, literal) in slots.enumerated() {
-            guard let literal else { continue }
-            line += ","
-            line += keys[i]
-            line += literal
+        for (i, range) in slots.enumerated() {
+            guard let range else { continue }
+            out.append(contentsOf: keys[i])
+            out.append(contentsOf: scratch[range])
         }
         if !extra.isEmpty {
-            line += ",\"extra\":"
-            line += ClickHouseType.quoted(JSONValue.object(extra).serialized())
+            out.append(contentsOf: ",\"extra\":".utf8)
+            ClickHouseType.appendQuoted(JSONValue.object(extra).serialized(), to: &out)
         }
-        line += "}\n"
-        out.append(contentsOf: line.utf8)
+        out.append(contentsOf: "}\n".utf8)
     }
 }

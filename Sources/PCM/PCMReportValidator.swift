@@ -45,7 +45,7 @@ public struct PCMReportValidator: Sendable {
 
         /// The slot of a known key. The known keys all differ in length, so the length picks
         /// the one candidate and a single compare confirms it: cheaper than hashing every key.
-        static func slot(_ key: String) -> Int? {
+        public static func slot(_ key: String) -> Int? {
             let i: Int
             switch key.utf8.count {
             case 22: i = 0

@@ -43,22 +43,25 @@ public struct ReportExportCodec: RecordCodec {
     public static func row(_ report: StoredReport) -> ExportRow { row(report, forWarehouse: false) }
 
     static func row(_ report: StoredReport, forWarehouse: Bool) -> ExportRow {
-        var fields: [String: JSONValue] = [:]
+        // The known fields by their slot (`Fields.slot`: a length and one compare, no hashing):
+        // this runs for every report the ClickHouse export sends.
+        var known = [JSONValue?](repeating: nil, count: reportKeys.count)
         var extra: [JSONMember] = []
         // The body was valid when stored; read as plain JSON, without today's site rules.
         if case .object(let members)? = try? JSONParser(maxDepth: 64).parse(report.body) {
             for member in members {
-                let key = PCMReportValidator.dashKeys[member.key] ?? member.key
-                if reportKeys.contains(key) { fields[key] = member.value } else { extra.append(member) }
+                let key = member.key.utf8.contains(UInt8(ascii: "-")) ? PCMReportValidator.dashKeys[member.key] ?? member.key : member.key
+                if let slot = PCMReportValidator.Fields.slot(key) { known[slot] = member.value } else { extra.append(member) }
             }
         }
+        func field(_ key: String) -> JSONValue? { PCMReportValidator.Fields.slot(key).flatMap { known[$0] } }
         let siteKey = report.role == .source ? "source_site" : "attributed_on_site"
         var members: [JSONMember] = [
             JSONMember(key: "id", value: .number(String(report.id))),
             JSONMember(key: "received_at", value: .string(report.receivedAt.rfc3339)),
             JSONMember(key: "protocol", value: .string(report.protocol.name)),
             JSONMember(key: "role", value: .string(report.role.rawValue)),
-            JSONMember(key: "site", value: fields[siteKey] ?? .null),
+            JSONMember(key: "site", value: field(siteKey) ?? .null),
             JSONMember(key: "verdict", value: .string(report.verdict.name)),
             JSONMember(key: "reasons", value: .array(report.reasons.map { .string($0) })),
         ]
@@ -67,20 +70,20 @@ public struct ReportExportCodec: RecordCodec {
         // Which key verified each token: a rotation shows here first.
         if let id = report.tokenKeyIDs.source { members.append(JSONMember(key: "source_token_key_id", value: .string(id))) }
         if let id = report.tokenKeyIDs.destination { members.append(JSONMember(key: "destination_token_key_id", value: .string(id))) }
-        for key in reportKeys {
-            if let value = fields[key] { members.append(JSONMember(key: key, value: value)) }
+        for (slot, key) in reportKeys.enumerated() {
+            if let value = known[slot] { members.append(JSONMember(key: key, value: value)) }
         }
         if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
         if forWarehouse {
             // As the summary reads them (ReportFacts): a token on either side.
-            let hasTokens = fields["source_secret_token"] != nil || fields["destination_secret_token"] != nil
+            let hasTokens = field("source_secret_token") != nil || field("destination_secret_token") != nil
             members.append(JSONMember(key: "has_tokens", value: .bool(hasTokens)))
             members.append(JSONMember(key: "trigger_recorded_at_ms",
                                       value: report.triggerRecordedAt.map { .number(String($0.millisecondsSinceEpoch)) } ?? .null))
         }
 
         func text(_ key: String) -> String {
-            switch fields[key] {
+            switch field(key) {
             case .string(let s)?: s
             case .number(let n)?: n
             default: ""

@@ -2,7 +2,7 @@
 ///
 /// Numbers keep their literal text: a report's `source_id` must be an *integer literal*, and a
 /// 10,000-digit number has to be rejected by its shape, never by overflowing a machine integer.
-public enum JSONValue: Sendable, Equatable {
+public enum JSONValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case number(String)
@@ -121,7 +121,7 @@ public enum JSONValue: Sendable, Equatable {
 }
 
 /// One `"key": value` pair of a JSON object, in the order it was received.
-public struct JSONMember: Sendable, Equatable {
+public struct JSONMember: Sendable, Hashable {
     public var key: String
     public var value: JSONValue
 

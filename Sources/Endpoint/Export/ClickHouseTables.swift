@@ -19,22 +19,31 @@ enum ClickHouseTables {
         .init("has_tokens", .uint8), .init("quarantine_reasons", .string), .init("source_site", .string), .init("source_id", .uint8),
         .init("campaign", .string), .init("attributed_on_site", .string), .init("trigger_data", .uint8), .init("delay_bucket", .int64),
     ]) { row, time in
-        var fields: [String: JSONValue] = [:]
-        for member in row.members { fields[member.key] = member.value }
-        guard case .string(let role)? = fields["role"], case .string(let verdict)? = fields["verdict"],
-              case .string(let sourceSite)? = fields["source_site"], case .string(let destination)? = fields["attributed_on_site"],
-              let sourceID = fields["source_id"], let triggerData = fields["trigger_data"] else { return nil }
-        var reasons: [String] = []
-        if case .array(let items)? = fields["reasons"] { reasons = items.compactMap { if case .string(let s) = $0 { s } else { nil } } }
-        let accepted = verdict == "accepted"
-        var delayBucket = -1
-        if case .number(let text)? = fields["trigger_recorded_at_ms"], let trigger = Int64(text) {
-            delayBucket = SummaryAggregates.delayBucket(hours: Int((time.millisecondsSinceEpoch - trigger) / 3_600_000))
+        // One pass over the row: this runs for every report exported.
+        var role: String?, verdict: String?, sourceSite: String?, destination: String?, sourceID: JSONValue?, triggerData: JSONValue?
+        var reasons: [String] = [], campaign = "", hasTokens = JSONValue.bool(false), delayBucket = -1
+        for member in row.members {
+            switch (member.key, member.value) {
+            case ("role", .string(let s)): role = s
+            case ("verdict", .string(let s)): verdict = s
+            case ("source_site", .string(let s)): sourceSite = s
+            case ("attributed_on_site", .string(let s)): destination = s
+            case ("source_id", let v): sourceID = v
+            case ("trigger_data", let v): triggerData = v
+            case ("campaign", .string(let s)): campaign = s
+            case ("has_tokens", let v): hasTokens = v
+            case ("reasons", .array(let items)): reasons = items.compactMap { if case .string(let s) = $0 { s } else { nil } }
+            case ("trigger_recorded_at_ms", .number(let text)):
+                if let trigger = Int64(text) {
+                    delayBucket = SummaryAggregates.delayBucket(hours: Int((time.millisecondsSinceEpoch - trigger) / 3_600_000))
+                }
+            default: continue
+            }
         }
-        var campaign = ""
-        if case .string(let name)? = fields["campaign"] { campaign = name }
+        guard let role, let verdict, let sourceSite, let destination, let sourceID, let triggerData else { return nil }
+        let accepted = verdict == "accepted"
         return [.number(String(SummaryAggregates.day(of: time))), .string(role), .bool(accepted), .bool(reasons.contains("late")),
-                .bool(SummaryAggregates.hasVerifiedToken(reasons)), fields["has_tokens"] ?? .bool(false),
+                .bool(SummaryAggregates.hasVerifiedToken(reasons)), hasTokens,
                 .string(accepted ? "" : reasons.joined(separator: ",")), .string(sourceSite), sourceID, .string(campaign),
                 .string(destination), triggerData, .number(String(delayBucket))]
     }
