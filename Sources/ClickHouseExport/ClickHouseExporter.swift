@@ -25,7 +25,7 @@ public final class ClickHouseExporter: Sendable {
         public var unreadable: Int
         /// Records of the kind in the log not yet in ClickHouse.
         public var lagRecords: Int
-        /// How old the oldest of them is, as of the exporter's last look (it looks at least every `interval`).
+        /// How old the oldest of them is, as of the exporter's last look (it looks every `interval`).
         public var lagSeconds: Double
         /// Why the table's export stopped, if it did.
         public var paused: String?
@@ -79,7 +79,7 @@ public final class ClickHouseExporter: Sendable {
     private let finished = DispatchGroup()
 
     public init(store: ReportStore, schema: ClickHouseSchema, client: ClickHouseClient, node: String, dataDirectory: String,
-                clock: @escaping @Sendable () -> Timestamp, limits: ExportBatch.Limits = .standard, interval: Double = 0.25,
+                clock: @escaping @Sendable () -> Timestamp, limits: ExportBatch.Limits = .standard, interval: Double = 1,
                 retry: RetrySchedule = RetrySchedule(),
                 announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
         self.store = store
@@ -140,8 +140,11 @@ public final class ClickHouseExporter: Sendable {
         while !stopping {
             let outcome = state.withLock({ $0.schemaReady }) ? exportTurn() : createSchema()
             switch outcome {
-            case .sent: continue
-            case .idle: _ = wake.wait(timeout: .now() + interval)
+            // A backlog goes out batch after full batch. Caught up, the export sends what came
+            // in the last `interval` as one batch a table: ClickHouse makes a part of every
+            // insert, and many small ones cost it far more than the rows do.
+            case .sentFull: continue
+            case .sent, .idle: _ = wake.wait(timeout: .now() + interval)
             case .failed:
                 let failures = state.withLock { $0.failuresInARow }
                 _ = wake.wait(timeout: .now() + retry.delay(afterFailures: failures, jitter: Double.random(in: 0..<1)))
@@ -149,7 +152,7 @@ public final class ClickHouseExporter: Sendable {
         }
     }
 
-    private enum TurnOutcome { case sent, idle, failed }
+    private enum TurnOutcome { case sent, sentFull, idle, failed }
 
     /// Creates what is missing, and refuses a database whose schema is newer than this endpoint's.
     private func createSchema() -> TurnOutcome {
@@ -173,12 +176,12 @@ public final class ClickHouseExporter: Sendable {
         }
         state.withLock { $0.schemaReady = true }
         announce("export_schema_ready", [("clickhouse", .string(client.target.description)), ("version", .number(String(ClickHouseSchema.version)))])
-        return .sent
+        return .sentFull
     }
 
     /// One batch for each table that has records waiting.
     private func exportTurn() -> TurnOutcome {
-        var sent = false
+        var sent = false, full = false
         for table in schema.tables {
             let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
             let end = store.durablePrefix.end
@@ -215,6 +218,7 @@ public final class ClickHouseExporter: Sendable {
                     noteFailure("the export's cursor cannot be saved: \(error)")
                 }
                 sent = true
+                full = full || batch.isFull
             case .refused(let reason):
                 state.withLock { $0.paused[table.name] = reason }
                 noteFailure("ClickHouse refused a batch of \(table.name): \(reason)", countsInARow: false)
@@ -229,7 +233,7 @@ public final class ClickHouseExporter: Sendable {
                 return .failed
             }
         }
-        return sent ? .sent : .idle
+        return full ? .sentFull : sent ? .sent : .idle
     }
 
     /// The batch's rows, then its rollup's counts: both or, on a failure, the whole batch again later.

@@ -60,8 +60,8 @@ struct RollupCounts {
 
     mutating func add(_ row: ExportRow, time: Timestamp) {
         guard let values = rollup.key(row, time), values.count == rollup.keys.count else { return }
-        if let n = counts[values] {
-            counts[values] = n + 1
+        if let index = counts.index(forKey: values) {
+            counts.values[index] += 1
             return
         }
         // A value that fits no column leaves the record out rather than miscount it.

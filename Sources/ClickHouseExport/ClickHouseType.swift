@@ -40,6 +40,11 @@ public indirect enum ClickHouseType: Sendable, Equatable {
         case (.dateTime, .string(let text)):
             guard let time = Timestamp(rfc3339: text) else { return false }
             return Self.appendDateTime(time, to: &out)
+        // A JSON integer in range is its own literal: no text made again.
+        case (.uint8, .number(let text)), (.uint16, .number(let text)), (.uint32, .number(let text)), (.uint64, .number(let text)):
+            guard let number = UInt64(text), number <= maxUnsigned else { return false }
+            out.append(contentsOf: text.utf8)
+            return true
         default:
             guard let text = literal(value) else { return false }
             out.append(contentsOf: text.utf8)
@@ -66,6 +71,9 @@ public indirect enum ClickHouseType: Sendable, Equatable {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
                 out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
@@ -104,6 +112,15 @@ public indirect enum ClickHouseType: Sendable, Equatable {
                 return Self.quoted(item.serialized())
             }.joined(separator: ",") + "]"
         case (.arrayOfStrings, _): return nil
+        }
+    }
+
+    private var maxUnsigned: UInt64 {
+        switch self {
+        case .uint8: UInt64(UInt8.max)
+        case .uint16: UInt64(UInt16.max)
+        case .uint32: UInt64(UInt32.max)
+        default: UInt64.max
         }
     }
 

@@ -13,6 +13,8 @@ public struct ExportBatch: Sendable {
     public var unreadable = 0
     /// The log offset just after the last record this batch looked at.
     public var end: Int
+    /// Whether a limit cut it: more records wait after it.
+    public var isFull = false
     /// The time of the batch's first row: how far behind the export is.
     public var firstTime: Timestamp?
     /// The ids of its first and last rows.
@@ -65,6 +67,7 @@ public struct ExportBatch: Sendable {
         }
         // The whole range was read: the next batch starts at its end, past any records of other kinds.
         if !reachedLimit { batch.end = end }
+        batch.isFull = reachedLimit
         if let counts, !counts.isEmpty, let first = batch.firstID, let last = batch.lastID {
             batch.rollupBody = counts.body(node: node, firstID: first, lastID: last)
         }

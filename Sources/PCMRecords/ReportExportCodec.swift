@@ -56,9 +56,14 @@ public struct ReportExportCodec: RecordCodec {
         }
         func field(_ key: String) -> JSONValue? { PCMReportValidator.Fields.slot(key).flatMap { known[$0] } }
         let siteKey = report.role == .source ? "source_site" : "attributed_on_site"
-        var members: [JSONMember] = [
-            JSONMember(key: "id", value: .number(String(report.id))),
-            JSONMember(key: "received_at", value: .string(report.receivedAt.rfc3339)),
+        var members: [JSONMember] = []
+        members.reserveCapacity(20)
+        // A warehouse takes the id and the time from the log's envelope.
+        if !forWarehouse {
+            members.append(JSONMember(key: "id", value: .number(String(report.id))))
+            members.append(JSONMember(key: "received_at", value: .string(report.receivedAt.rfc3339)))
+        }
+        members += [
             JSONMember(key: "protocol", value: .string(report.protocol.name)),
             JSONMember(key: "role", value: .string(report.role.rawValue)),
             JSONMember(key: "site", value: field(siteKey) ?? .null),
