@@ -137,8 +137,9 @@ public final class ClickHouseExporter: Sendable {
     private var stopping: Bool { state.withLock { $0.stopping } }
 
     private func run() {
+        var buffer: [UInt8] = []
         while !stopping {
-            let outcome = state.withLock({ $0.schemaReady }) ? exportTurn() : createSchema()
+            let outcome = state.withLock({ $0.schemaReady }) ? exportTurn(&buffer) : createSchema()
             switch outcome {
             // A backlog goes out batch after full batch. Caught up, the export sends what came
             // in the last `interval` as one batch a table: ClickHouse makes a part of every
@@ -180,13 +181,16 @@ public final class ClickHouseExporter: Sendable {
     }
 
     /// One batch for each table that has records waiting.
-    private func exportTurn() -> TurnOutcome {
+    /// `buffer`: the last batch's bytes, for the next batch's memory.
+    private func exportTurn(_ buffer: inout [UInt8]) -> TurnOutcome {
         var sent = false, full = false
         for table in schema.tables {
             let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
             let end = store.durablePrefix.end
             guard !paused, position.offset < end, !stopping else { continue }
-            let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits)
+            let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits,
+                                         reusing: buffer)
+            defer { buffer = batch.body }
             if batch.unreadable > 0 {
                 announce("export_unreadable_records", [("table", .string(table.name)), ("records", .number(String(batch.unreadable)))])
             }

@@ -59,7 +59,12 @@ struct RollupCounts {
     var isEmpty: Bool { counts.isEmpty }
 
     mutating func add(_ row: ExportRow, time: Timestamp) {
-        guard let values = rollup.key(row, time), values.count == rollup.keys.count else { return }
+        guard let values = rollup.key(row, time) else { return }
+        add(values: values)
+    }
+
+    mutating func add(values: [JSONValue]) {
+        guard values.count == rollup.keys.count else { return }
         if let index = counts.index(forKey: values) {
             counts.values[index] += 1
             return

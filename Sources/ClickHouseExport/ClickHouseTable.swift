@@ -18,18 +18,21 @@ public struct ClickHouseTable: Sendable {
     public let omitted: Set<String>
     /// Counts of the table's records kept beside it, for summaries.
     public let rollup: ClickHouseRollup?
+    /// A faster writer of the same rows, for a kind exported at ingest rate.
+    public let encoder: (@Sendable () -> any ClickHouseRowEncoder)?
 
     public static let keyColumns = [ClickHouseColumn("node", .string), ClickHouseColumn("id", .uint64),
                                     ClickHouseColumn("received_at", .dateTime), ClickHouseColumn("received_at_ms", .uint64)]
     public static let extraColumn = ClickHouseColumn("extra", .string)
 
     public init(name: String, codec: any RecordCodec, columns: [ClickHouseColumn], omitted: Set<String> = [],
-                rollup: ClickHouseRollup? = nil) {
+                rollup: ClickHouseRollup? = nil, encoder: (@Sendable () -> any ClickHouseRowEncoder)? = nil) {
         self.name = name
         self.codec = codec
         self.columns = columns
         self.omitted = omitted
         self.rollup = rollup
+        self.encoder = encoder
     }
 
     public var kind: RecordKind { codec.kind }

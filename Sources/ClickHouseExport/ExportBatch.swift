@@ -36,13 +36,18 @@ public struct ExportBatch: Sendable {
     }
 
     /// Reads `table`'s records from `start` (a record boundary) up to `through` (the durable end
-    /// of the log), until `limits` are met.
+    /// of the log), until `limits` are met; `buffer` is an earlier batch's body, for its memory.
     public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
-                            limits: Limits = .standard) -> ExportBatch {
+                            limits: Limits = .standard, encoding: Bool = true, reusing buffer: [UInt8] = []) -> ExportBatch {
         var batch = ExportBatch(table: table.name, end: start)
+        // The last batch's bytes, kept: a fresh 16 MB array costs its page faults and its growth copies again.
+        batch.body = buffer
+        batch.body.removeAll(keepingCapacity: true)
         guard start < end else { return batch }
         let read = table.codec.reader()
         var writer = RowWriter(table: table, node: node)
+        var encoder = encoding ? table.encoder?() : nil
+        let prefix = writer.prefix
         var counts = table.rollup.map(RollupCounts.init)
         var reachedLimit = false
         store.scanRecords(of: table.kind, from: start, through: end) { view in
@@ -50,9 +55,16 @@ public struct ExportBatch: Sendable {
                 reachedLimit = true
                 return false
             }
-            if let row = read(view) {
+            var written = false
+            if let key = encoder?.encode(view, prefix: prefix, into: &batch.body) {
+                counts?.add(values: key)
+                written = true
+            } else if let row = read(view) {
                 writer.write(row, id: view.id, time: view.time, into: &batch.body)
                 counts?.add(row, time: view.time)
+                written = true
+            }
+            if written {
                 if batch.firstTime == nil {
                     batch.firstTime = view.time
                     batch.firstID = view.id
@@ -85,7 +97,7 @@ struct RowWriter {
     /// Column names by their length (-1: taken from the envelope, or never exported): a member's
     /// slot is found by a few byte compares, not a hash of its name.
     private let slotsByLength: [Int: [(name: String, slot: Int)]]
-    private let prefix: [UInt8]
+    let prefix: [UInt8]
     private var slots: [Range<Int>?]
     private var scratch: [UInt8] = []
 

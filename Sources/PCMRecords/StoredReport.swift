@@ -130,7 +130,7 @@ public struct StoredReport: Sendable, Equatable {
     /// The report a stored record holds; nil if its protocol is not one this release knows, or
     /// its layout is wrong. `strings` reuses the Strings of reasons and campaigns seen before (a
     /// log holds a few of them millions of times).
-    static func decode(_ record: ReportStore.RecordView, strings: inout InternedStrings) -> StoredReport? {
+    public static func decode(_ record: ReportStore.RecordView, strings: inout InternedStrings) -> StoredReport? {
         let p = record.payload
         guard p.count >= 7, let recordProtocol = AttributionProtocol(logTag: record.tag),
               let role: ReportRole = p[0] == 1 ? .source : p[0] == 2 ? .destination : nil,

@@ -64,8 +64,10 @@ public enum ClickHouseCommand {
                 defer { store.close() }
                 let end = store.durablePrefix.end
                 var offset = 0
+                var buffer: [UInt8] = []
                 while offset < end {
-                    let batch = ExportBatch.read(table, node: node, from: offset, through: end, in: store)
+                    let batch = ExportBatch.read(table, node: node, from: offset, through: end, in: store, reusing: buffer)
+                    defer { buffer = batch.body }
                     FileHandle.standardOutput.write(Data(counts ? batch.rollupBody : batch.body))
                     offset = batch.end
                 }

@@ -57,7 +57,7 @@ enum ClickHouseTables {
             .init("source_token_key_id", .string), .init("destination_token_key_id", .string),
             .init("has_tokens", .uint8), .init("trigger_recorded_at_ms", .nullable(.uint64)),
         ], omitted: ["source_secret_token", "source_secret_token_signature", "destination_secret_token", "destination_secret_token_signature"],
-           rollup: reportCounts),
+           rollup: reportCounts, encoder: { ReportRowEncoder() }),
         ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
             .init("attribution_source", .nullable(.string)),

@@ -1,0 +1,32 @@
+import Primitives
+import ReportStore
+
+/// A table's own writer of its rows, for a kind exported at the node's full ingest rate: the same
+/// bytes its codec's rows give through the table's columns (a test holds the two equal, record by
+/// record, on the recorded logs), without building members. A record it does not take (one with
+/// fields it does not know) goes through the codec.
+public protocol ClickHouseRowEncoder {
+    /// Appends the row of `view`, which begins with `prefix` (`{"node":…,"id":`), and returns its
+    /// rollup key's values (empty without a rollup); nil, with `out` as it was, for a record left
+    /// to the codec.
+    mutating func encode(_ view: ReportStore.RecordView, prefix: [UInt8], into out: inout [UInt8]) -> [JSONValue]?
+}
+
+extension ClickHouseRowEncoder {
+    /// `,"name":` as the rows write a column's key.
+    public static func key(_ name: String) -> [UInt8] { Array(("," + ClickHouseType.quoted(name) + ":").utf8) }
+
+    /// The envelope: id, received_at, received_at_ms, as `RowWriter` writes them.
+    public static func appendEnvelope(_ view: ReportStore.RecordView, prefix: [UInt8], to out: inout [UInt8]) {
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: String(view.id).utf8)
+        let mark = out.count
+        out.append(contentsOf: ",\"received_at\":".utf8)
+        if ClickHouseType.appendDateTime(view.time, to: &out) {
+            out.append(contentsOf: ",\"received_at_ms\":".utf8)
+            out.append(contentsOf: String(max(0, view.time.millisecondsSinceEpoch)).utf8)
+        } else {
+            out.removeLast(out.count - mark)
+        }
+    }
+}
