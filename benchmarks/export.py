@@ -12,8 +12,9 @@
    store), then the endpoint started with --clickhouse on it: rows/s until the lag is zero.
 4. The cluster's summary over those rows: /api/summary?scope=cluster (30 days), 20 times: p50, p95.
 
-Builds the release binary and the log generator first. Prints a Markdown block for
-docs/PERFORMANCE.md.
+Builds the release binary and the log generator first. Writes the "ClickHouse export" section of
+docs/PERFORMANCE.md (benchmarks/EXPORT.md, which bench.py keeps when it rewrites the page);
+`--results FILE` writes it from the JSON an earlier run printed, without measuring again.
 """
 import argparse
 import json
@@ -72,6 +73,12 @@ def stop(process):
     process.wait(timeout=120)
 
 
+def cpu_seconds(pid):
+    """User and kernel time of a process, all its threads, in seconds."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wrk(port, seconds, work):
     script = os.path.join(work, "post.lua")
     with open(script, "w") as f:
@@ -102,7 +109,9 @@ def paired(args, ch, keys, work):
                     done.wait(0.5)
             sampler = threading.Thread(target=sample)
             sampler.start()
+            cpu0, ch0 = cpu_seconds(process.pid), cpu_seconds(ch.process.pid)
             rps = wrk(port, args.seconds, work)
+            cpu1, ch1 = cpu_seconds(process.pid), cpu_seconds(ch.process.pid)
             done.set()
             sampler.join()
             drain = None
@@ -114,7 +123,10 @@ def paired(args, ch, keys, work):
             stop(process)
             half = [lag for t, lag in samples if t >= args.seconds / 2]
             first = [lag for t, lag in samples if 1 <= t < args.seconds / 2]
+            requests = rps * args.seconds
             rows.append({"round": r + 1, "export": export, "rps": rps, "drain": drain,
+                         "endpoint_us_per_request": round((cpu1 - cpu0) / requests * 1e6, 2),
+                         "clickhouse_us_per_request": round((ch1 - ch0) / requests * 1e6, 2),
                          "lag_first_half_max": max(first) if first else 0, "lag_second_half_max": max(half) if half else 0})
             shutil.rmtree(data, ignore_errors=True)
             print(rows[-1], flush=True)
@@ -197,14 +209,65 @@ def backlog(args, ch, keys, work):
             "node_summary_p50": sorted(own)[2]}
 
 
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def section(results, args):
+    import platform
+    lines = ["## ClickHouse export", "",
+             "Written by `python3 benchmarks/export.py --rounds %d --seconds %d --backlog %d --steady %d` on %s, on this machine "
+             "(%s, 2 cores, Linux %s), against Debian's clickhouse-server 18.16 on the same two cores, unpinned: its CPU is "
+             "taken from the load generator's core and the endpoint's. Only ratios within the run mean much."
+             % (args.rounds, args.seconds, args.backlog, args.steady, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                platform.processor() or platform.machine(), platform.release()), ""]
+    paired = results.get("paired", [])
+    if paired:
+        off = [r for r in paired if not r["export"]]
+        on = [r for r in paired if r["export"]]
+        ratios = [b["rps"] / a["rps"] for a, b in zip(off, on)]
+        lines += ["### Ingest with the export on, paired rounds (endpoint on core 0, wrk on core 1, 64 connections)", "",
+                  "| round | without: req/s, endpoint CPU µs/req | with: req/s, endpoint CPU µs/req, ClickHouse CPU µs/req | ratio | lag, max of each half (records) | lag to zero after the load |",
+                  "|---|---|---|---:|---|---:|"]
+        for a, b, ratio in zip(off, on, ratios):
+            lines.append("| %d | %.0f, %.2f | %.0f, %.2f, %.2f | %.2f × | %d, %d | %.2f s |" % (
+                a["round"], a["rps"], a["endpoint_us_per_request"], b["rps"], b["endpoint_us_per_request"], b["clickhouse_us_per_request"],
+                ratio, b["lag_first_half_max"], b["lag_second_half_max"], b["drain"]))
+        lines += ["", "Median ratio %.2f ×. The export's own cost is the difference in the endpoint's CPU per report: %.2f µs "
+                  "(building the rows and their counts, and URLSession's sending), on the one core the event loop also uses "
+                  "in this setup." % (median(ratios), median([b["endpoint_us_per_request"] - a["endpoint_us_per_request"] for a, b in zip(off, on)])), ""]
+    steady = results.get("steady")
+    if steady:
+        lines += ["### Lag at a steady rate", "",
+                  "A pacing client at %.0f reports/s for %d s; the export's lag in seconds from `/healthz`, sampled every 50 ms "
+                  "(%d samples): p50 %.2f s, **p99 %.2f s**, max %.2f s." % (steady["rate"], args.steady, steady["samples"],
+                                                                            steady["p50"], steady["p99"], steady["max"]), ""]
+    backlog = results.get("backlog")
+    if backlog:
+        lines += ["### A backlog, and the cluster's summary over it", "",
+                  "%d reports written into a log by the log generator (%.1f s), then the endpoint started on it with "
+                  "`--clickhouse`: **%.0f rows/s** until the export was current (%.1f s; every row in ClickHouse under FINAL: %d). "
+                  "Then `/api/summary?scope=cluster` (30 days, read from `pcm_report_counts`) 20 times: p50 %.2f s, **p95 %.2f s**; "
+                  "the node's own summary: %.1f ms." % (args.backlog, backlog["generated_seconds"], backlog["rows_per_second"], backlog["seconds"],
+                                                     backlog["rows"], backlog["summary_p50"], backlog["summary_p95"], backlog["node_summary_p50"] * 1000), ""]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--results", help="write the section from this JSON (an earlier run's output)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--backlog", type=int, default=10_000_000)
     parser.add_argument("--steady", type=int, default=60)
     parser.add_argument("--skip", action="append", default=[], choices=["paired", "steady", "backlog"])
     args = parser.parse_args()
+    sys.path.insert(0, HERE)
+    from bench import write_section
+    if args.results:
+        write_section("EXPORT.md", "ClickHouse export", section(json.load(open(args.results)), args))
+        return
     subprocess.run(["swift", "build", "-c", "release", "--product", "attribution-endpoint"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["swift", "build", "-c", "release", "--product", "log-generator"], cwd=HERE, check=True, stdout=subprocess.DEVNULL)
     if not shutil.which("wrk"):
@@ -228,6 +291,7 @@ def main():
         ch.stop()
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(results, indent=1))
+    write_section("EXPORT.md", "ClickHouse export", section(results, args))
 
 
 if __name__ == "__main__":
