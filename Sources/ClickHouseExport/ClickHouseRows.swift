@@ -60,6 +60,48 @@ extension ClickHouseClient {
         return rows
     }
 
+    /// Runs `sql` (without a FORMAT clause) and reads its rows as `TabSeparated`: the columns by
+    /// position, unescaped. For answers of many rows, where JSONEachRow's keys and parsing cost
+    /// more than ClickHouse took to count them.
+    public func tabSeparatedRows(_ sql: String) throws(QueryError) -> [[String]] {
+        let text: String
+        switch run(sql + " FORMAT TabSeparated") {
+        case .done(let body): text = body
+        case .refused(let reason), .missingTable(let reason), .unavailable(let reason): throw .failed(reason)
+        }
+        var rows: [[String]] = []
+        for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
+            rows.append(line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false).map(Self.unescaped))
+        }
+        return rows
+    }
+
+    /// A TabSeparated field: `\t`, `\n`, `\\` and the other backslash escapes undone.
+    static func unescaped(_ field: Substring.UTF8View.SubSequence) -> String {
+        guard field.contains(UInt8(ascii: "\\")) else { return String(decoding: field, as: UTF8.self) }
+        var out: [UInt8] = []
+        var escaped = false
+        for byte in field {
+            if escaped {
+                switch byte {
+                case UInt8(ascii: "t"): out.append(9)
+                case UInt8(ascii: "n"): out.append(10)
+                case UInt8(ascii: "r"): out.append(13)
+                case UInt8(ascii: "0"): out.append(0)
+                case UInt8(ascii: "b"): out.append(8)
+                case UInt8(ascii: "f"): out.append(12)
+                default: out.append(byte)
+                }
+                escaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaped = true
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// `text` as a SQL string literal.
     public static func quoted(_ text: String) -> String {
         var out = "'"

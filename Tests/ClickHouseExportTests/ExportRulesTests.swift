@@ -161,3 +161,14 @@ import Testing
         #expect(throws: ExportCursor.LoadError.self) { try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 0) }
     }
 }
+
+@Suite struct TabSeparatedTests {
+    @Test func fieldsAreUnescapedAsClickHouseEscapesThem() {
+        func field(_ text: String) -> String { ClickHouseClient.unescaped(Substring(text).utf8[...]) }
+        #expect(field("plain") == "plain")
+        #expect(field(#"a\tb\nc\\d"#) == "a\tb\nc\\d")
+        #expect(field(#"quote\'s"#) == "quote's")
+        #expect(field("é✓") == "é✓")
+        #expect(field(#"trailing\"#) == "trailing")
+    }
+}

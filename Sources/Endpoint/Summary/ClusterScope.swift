@@ -57,6 +57,14 @@ struct ClusterScope: Sendable {
         }
     }
 
+    func tabSeparatedRows(_ sql: String) throws -> [[String]] {
+        do {
+            return try client.tabSeparatedRows(sql)
+        } catch {
+            throw Problem(status: 503, rule: "cluster_summary_unavailable", detail: error.description)
+        }
+    }
+
     /// `received_at_ms` within the days `from...to`; `received_at` too, so that ClickHouse reads
     /// only the months' partitions it needs.
     static func period(from: Int32, to: Int32) -> String {

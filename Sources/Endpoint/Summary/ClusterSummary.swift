@@ -14,19 +14,16 @@ import Primitives
 enum ClusterSummary {
     static func aggregates(_ scope: ClusterScope, from: Int32, to: Int32) throws -> SummaryAggregates {
         var aggregates = SummaryAggregates()
-        for row in try scope.rows(sql(database: scope.database, from: from, to: to)) {
-            guard let day = row.int("day").flatMap(Int32.init(exactly:)), let role = row.string("role").flatMap(ReportRole.init(rawValue:)),
-                  let sourceID = row.int("source_id").flatMap(UInt8.init(exactly:)),
-                  let triggerData = row.int("trigger_data").flatMap(UInt8.init(exactly:)), let count = row.int("n") else { continue }
-            let campaign = row.string("campaign").flatMap { $0.isEmpty ? nil : $0 }
-            let reasons = (row.string("quarantine_reasons") ?? "").split(separator: ",").map(String.init)
-            let facts = ReportFacts(sourceSite: row.string("source_site") ?? "", sourceID: sourceID,
-                                    attributedOnSite: row.string("attributed_on_site") ?? "", triggerData: triggerData,
-                                    hasTokens: row.int("has_tokens") == 1)
-            let bucket = row.int("delay_bucket") ?? -1
-            aggregates.add(day: day, role: role, accepted: row.int("accepted") == 1, late: row.int("late") == 1,
-                           verifiedToken: row.int("verified") == 1, quarantineReasons: reasons, campaign: campaign,
-                           delayBucket: bucket >= 0 ? bucket : nil, facts: facts, count: count)
+        // Positional, as `sql` selects them: the rollup's keys, then the count. TabSeparated, since
+        // a year of counts can be a hundred thousand groups.
+        for row in try scope.tabSeparatedRows(sql(database: scope.database, from: from, to: to)) where row.count == 14 {
+            guard let day = Int32(row[0]), let role = ReportRole(rawValue: row[1]), let sourceID = UInt8(row[8]),
+                  let triggerData = UInt8(row[11]), let delayBucket = Int(row[12]), let count = Int(row[13]) else { continue }
+            let facts = ReportFacts(sourceSite: row[7], sourceID: sourceID, attributedOnSite: row[10], triggerData: triggerData,
+                                    hasTokens: row[5] == "1")
+            aggregates.add(day: day, role: role, accepted: row[2] == "1", late: row[3] == "1", verifiedToken: row[4] == "1",
+                           quarantineReasons: row[6].split(separator: ",").map(String.init), campaign: row[9].isEmpty ? nil : row[9],
+                           delayBucket: delayBucket >= 0 ? delayBucket : nil, facts: facts, count: count)
         }
         return aggregates
     }
