@@ -251,6 +251,19 @@ def section(results, args):
                   "Then `/api/summary?scope=cluster` (30 days, read from `pcm_report_counts`) 20 times: p50 %.2f s, **p95 %.2f s**; "
                   "the node's own summary: %.1f ms." % (args.backlog, backlog["generated_seconds"], backlog["rows_per_second"], backlog["seconds"],
                                                      backlog["rows"], backlog["summary_p50"], backlog["summary_p95"], backlog["node_summary_p50"] * 1000), ""]
+    targets = ["### Targets (issue 29)", "", "| target | measured | |", "|---|---:|---|"]
+    if paired:
+        grew = any(b["lag_second_half_max"] > 2 * max(b["lag_first_half_max"], 1) for b in on)
+        targets.append("| the lag does not grow at full ingest | max %s records in the first half, %s in the second; zero %.2f s after the load | %s |" % (
+            ", ".join(str(b["lag_first_half_max"]) for b in on), ", ".join(str(b["lag_second_half_max"]) for b in on),
+            median([b["drain"] for b in on]), "not met" if grew else "met"))
+        targets.append("| ingest with the export on ≥ 0.9 × without, paired | %.2f × | %s |" % (median(ratios), "met" if median(ratios) >= 0.9 else "**not met**"))
+    if steady:
+        targets.append("| lag p99 ≤ 2 s at 10,000 reports/s | %.2f s | %s |" % (steady["p99"], "met" if steady["p99"] <= 2 else "**not met**"))
+    if backlog:
+        targets.append("| a 10 M backlog drains at ≥ 100,000 rows/s | %.0f rows/s | %s |" % (backlog["rows_per_second"], "met" if backlog["rows_per_second"] >= 100_000 else "**not met**"))
+        targets.append("| the cluster's summary over 10 M rows, p95 ≤ 1 s | %.2f s | %s |" % (backlog["summary_p95"], "met" if backlog["summary_p95"] <= 1 else "**not met**"))
+    lines += targets + [""]
     return "\n".join(lines) + "\n"
 
 

@@ -53,6 +53,8 @@ public final class ClickHouseExporter: Sendable {
         var schemaReady = false
         var paused: [String: String] = [:]
         var oldestPending: [String: Timestamp] = [:]
+        /// When each table's log was last read to its end: a record not yet seen came after it.
+        var readThrough: [String: Timestamp] = [:]
         var lastError: String?
         var lastErrorAt: Timestamp?
         var failuresInARow = 0
@@ -124,7 +126,9 @@ public final class ClickHouseExporter: Sendable {
         let tables = schema.tables.map { table -> TableStatus in
             let position = s.cursor.position(of: table.name)
             let lag = max(0, store.count(of: table.kind) - position.rows - position.unreadable)
-            let oldest = lag > 0 ? s.oldestPending[table.name] : nil
+            // The oldest record waiting, if the exporter has seen it; else one that came after its
+            // last read to the end: at most that old, so the figure never understates the lag.
+            let oldest = lag > 0 ? s.oldestPending[table.name] ?? s.readThrough[table.name] : nil
             let seconds = oldest.map { max(0, Double(now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 1000) } ?? 0
             return TableStatus(table: table.name, kind: table.kind, exportedRows: position.rows, unreadable: position.unreadable,
                                lagRecords: lag, lagSeconds: seconds, paused: s.paused[table.name])
@@ -186,10 +190,16 @@ public final class ClickHouseExporter: Sendable {
         var sent = false, full = false
         for table in schema.tables {
             let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
+            let readAt = clock()
             let end = store.durablePrefix.end
-            guard !paused, position.offset < end, !stopping else { continue }
+            guard !paused, !stopping else { continue }
+            guard position.offset < end else {
+                state.withLock { $0.readThrough[table.name] = readAt }
+                continue
+            }
             let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits,
                                          reusing: buffer)
+            if !batch.isFull { state.withLock { $0.readThrough[table.name] = readAt } }
             defer { buffer = batch.body }
             if batch.unreadable > 0 {
                 announce("export_unreadable_records", [("table", .string(table.name)), ("records", .number(String(batch.unreadable)))])
