@@ -91,18 +91,8 @@ class Relay:
             upstream.close()
 
 
-def get(port, path, token=TOKEN):
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n" % (path, token)).encode())
-    data = b""
-    while True:
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            break
-        data += chunk
-    sock.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), body.decode(errors="replace")
+def get(port, path):
+    return traffic.get(port, path, TOKEN)
 
 
 def export_state(port):

@@ -41,6 +41,21 @@ class ServerClosing(Exception):
         self.body = body
 
 
+def get(port, path, token, host="localhost"):
+    """One GET with the admin token on a connection of its own; (status, body text)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n" % (path, host, token)).encode())
+    data = b""
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    sock.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body.decode(errors="replace")
+
+
 def report(n, site="shop.example"):
     body = ('{"source_engagement_type":"click","source_site":"news.example","source_id":%d,'
             '"attributed_on_site":"%s","trigger_data":%d,"version":3,"n":%d}') % (n % 256, site, n % 16, n)
