@@ -192,7 +192,6 @@ def main():
         fivexx_failover = tally.count_5xx() - fivexx_before
         time.sleep(5)
         ch.stop()
-
         time.sleep(30)  # ClickHouse stays down 30 s under load
         ch.restart()
         time.sleep(5)
