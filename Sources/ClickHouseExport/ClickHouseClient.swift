@@ -11,6 +11,9 @@ public final class ClickHouseClient: Sendable {
     public let target: ClickHouseTarget
     private let session: URLSession
     private let authorization: String?
+    /// Set by `stop`: a task asked of an invalidated session is a fatal error in Foundation, so
+    /// tasks are made under this lock and never after it is set.
+    private let stopped = Locked(false)
 
     /// What became of a statement.
     public enum Outcome: Sendable, Equatable {
@@ -50,7 +53,10 @@ public final class ClickHouseClient: Sendable {
         if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
         let answered = DispatchSemaphore(value: 0)
         let outcome = Locked<Outcome>(.unavailable("no answer"))
-        session.dataTask(with: request) { data, response, error in
+        let session = self.session
+        let task = stopped.withLock { stopped -> URLSessionDataTask? in
+            guard !stopped else { return nil }
+            let task = session.dataTask(with: request) { data, response, error in
             let text = data.map { String(decoding: $0, as: UTF8.self) } ?? ""
             if let error {
                 outcome.withLock { $0 = .unavailable("\(error.localizedDescription)") }
@@ -60,7 +66,11 @@ public final class ClickHouseClient: Sendable {
                 outcome.withLock { $0 = .unavailable("no HTTP answer") }
             }
             answered.signal()
-        }.resume()
+            }
+            task.resume()
+            return task
+        }
+        guard task != nil else { return .unavailable("the export is stopping") }
         answered.wait()
         return outcome.withLock { $0 }
     }
@@ -89,6 +99,9 @@ public final class ClickHouseClient: Sendable {
     }
 
     public func stop() {
-        session.invalidateAndCancel()
+        stopped.withLock { stopped in
+            stopped = true
+            session.invalidateAndCancel()
+        }
     }
 }

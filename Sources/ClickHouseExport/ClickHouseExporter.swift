@@ -62,8 +62,8 @@ public final class ClickHouseExporter: Sendable {
         var batches = 0
         var stopped: String?
         var stopping = false
-        /// Rollups whose counts from an earlier cursor were deleted in this run.
-        var clearedRollups: Set<String> = []
+        /// Rollups whose earlier counts from this run's first batch on were deleted.
+        var preparedRollups: Set<String> = []
     }
 
     private let store: ReportStore
@@ -214,7 +214,7 @@ public final class ClickHouseExporter: Sendable {
                 continue
             }
             state.withLock { $0.oldestPending[table.name] = batch.firstTime }
-            if let rollup = table.rollup, position.rows == 0, !clearedRollups(rollup) { return .failed }
+            if let rollup = table.rollup, let first = batch.firstID, !preparedRollup(rollup, from: first) { return .failed }
             switch insert(batch, into: table) {
             case .done:
                 let (cursor, recovered) = state.withLock { s -> (ExportCursor, Bool) in
@@ -228,8 +228,11 @@ public final class ClickHouseExporter: Sendable {
                 do {
                     try file.save(cursor)
                 } catch {
-                    // The batch is in ClickHouse; if the node stops before the next save, it goes again.
+                    // Not past what is on disk: the batch goes again, as it would after a crash,
+                    // rather than later batches being cut from an offset a restart would not know.
+                    state.withLock { $0.cursor.tables[table.name] = position }
                     noteFailure("the export's cursor cannot be saved: \(error)")
+                    return .failed
                 }
                 sent = true
                 full = full || batch.isFull
@@ -258,14 +261,37 @@ public final class ClickHouseExporter: Sendable {
         return client.run("INSERT INTO \(database).\(rollup.name) FORMAT JSONEachRow", body: batch.rollupBody)
     }
 
-    /// Before a cursor's first batch: counts this node sent from an earlier cursor were batched
-    /// otherwise, and would be counted beside the new ones. Deleting none is the usual case.
-    private func clearedRollups(_ rollup: ClickHouseRollup) -> Bool {
-        if state.withLock({ $0.clearedRollups.contains(rollup.name) }) { return true }
-        let delete = "ALTER TABLE \(client.target.database).\(rollup.name) DELETE WHERE node = \(ClickHouseClient.quoted(node))"
-        guard case .done = client.run(delete).failure(self) else { return false }
-        state.withLock { _ = $0.clearedRollups.insert(rollup.name) }
+    /// Before this run's first batch of counts: counts this node sent earlier for the records
+    /// from `first` on are deleted, and the deletion waited for. Usually there are none. After a
+    /// crash in the window there is one batch's, which the resent batch would replace anyway; but
+    /// a cursor restored from a backup, lost, or cut at other places by another release would
+    /// batch the same records otherwise, and the earlier counts would be counted beside the new.
+    private func preparedRollup(_ rollup: ClickHouseRollup, from first: UInt64) -> Bool {
+        if state.withLock({ $0.preparedRollups.contains(rollup.name) }) { return true }
+        let database = client.target.database
+        let mine = "node = \(ClickHouseClient.quoted(node)) AND batch_first_id >= \(first)"
+        guard case .done(let text) = client.run("SELECT count() FROM \(database).\(rollup.name) WHERE \(mine) FORMAT TabSeparated").failure(self) else {
+            return false
+        }
+        if (Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1) > 0 {
+            guard case .done = client.run("ALTER TABLE \(database).\(rollup.name) DELETE WHERE \(mine)").failure(self) else { return false }
+            // Mutations run in the background: until this one is done, FINAL would still see the old counts.
+            let waiting = "SELECT count() FROM system.mutations WHERE database = \(ClickHouseClient.quoted(database)) AND table = \(ClickHouseClient.quoted(rollup.name)) AND is_done = 0 FORMAT TabSeparated"
+            let deadline = Date().addingTimeInterval(120)
+            while true {
+                guard case .done(let pending) = client.run(waiting).failure(self) else { return false }
+                if Int(pending.trimmingCharacters(in: .whitespacesAndNewlines)) == 0 { break }
+                guard Date() < deadline, !stopping else { return false }
+                _ = wake.wait(timeout: .now() + 0.2)  // ClickHouse signals nothing: its mutation is polled, bounded
+            }
+        }
+        state.withLock { _ = $0.preparedRollups.insert(rollup.name) }
         return true
+    }
+
+    /// A table or the database is gone: the next turn creates the schema again.
+    fileprivate func needsSchema() {
+        state.withLock { $0.schemaReady = false }
     }
 
     fileprivate func noteFailure(_ reason: String, countsInARow: Bool = true) {
@@ -286,7 +312,10 @@ private extension ClickHouseClient.Outcome {
     func failure(_ exporter: ClickHouseExporter) -> Self {
         switch self {
         case .done: break
-        case .refused(let reason), .missingTable(let reason), .unavailable(let reason): exporter.noteFailure(reason)
+        case .missingTable(let reason):
+            exporter.noteFailure(reason)
+            exporter.needsSchema()
+        case .refused(let reason), .unavailable(let reason): exporter.noteFailure(reason)
         }
         return self
     }

@@ -42,8 +42,9 @@ public indirect enum ClickHouseType: Sendable, Equatable {
             return Self.appendDateTime(time, to: &out)
         // A JSON integer in range is its own literal: no text made again.
         case (.uint8, .number(let text)), (.uint16, .number(let text)), (.uint32, .number(let text)), (.uint64, .number(let text)):
+            // Written again, not copied: JSON's `-0` reads as 0 here, and a ClickHouse refuses the minus sign.
             guard let number = UInt64(text), number <= maxUnsigned else { return false }
-            out.append(contentsOf: text.utf8)
+            out.append(contentsOf: String(number).utf8)
             return true
         default:
             guard let text = literal(value) else { return false }

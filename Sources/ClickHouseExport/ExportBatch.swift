@@ -50,7 +50,7 @@ public struct ExportBatch: Sendable {
         let prefix = writer.prefix
         var counts = table.rollup.map(RollupCounts.init)
         var reachedLimit = false
-        store.scanRecords(of: table.kind, from: start, through: end) { view in
+        let reached = store.scanRecords(of: table.kind, from: start, through: end) { view in
             if batch.rows >= limits.rows || batch.body.count >= limits.bytes {
                 reachedLimit = true
                 return false
@@ -77,8 +77,9 @@ public struct ExportBatch: Sendable {
             batch.end = view.end
             return true
         }
-        // The whole range was read: the next batch starts at its end, past any records of other kinds.
-        if !reachedLimit { batch.end = end }
+        // Read to where the scan got: past any records of other kinds, but never past what could
+        // not be read (an I/O error ends the scan early; the next turn reads from there again).
+        if !reachedLimit { batch.end = max(batch.end, reached) }
         batch.isFull = reachedLimit
         if let counts, !counts.isEmpty, let first = batch.firstID, let last = batch.lastID {
             batch.rollupBody = counts.body(node: node, firstID: first, lastID: last)

@@ -397,7 +397,10 @@ public final class ReportStore: Sendable {
     /// up to `end`, in order; stops early when `visit` returns false. For rebuilding derived state
     /// (the summary) on a thread of its own while the endpoint already serves: reads with `pread`,
     /// never writes.
-    public func scanRecords(of kind: RecordKind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) {
+    /// Returns the offset it read up to: `end`, unless `visit` stopped it or the file could not
+    /// be read there (a caller that moves a cursor must not move it past that).
+    @discardableResult
+    public func scanRecords(of kind: RecordKind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) -> Int {
         var scanner = LogScanner(file: file, end: end)
         defer { scanner.deallocate() }
         var offset = start
@@ -406,13 +409,14 @@ public final class ReportStore: Sendable {
             case .record(let at, let recordKind, let tag, let payload, let size, _):
                 offset = at + size
                 guard recordKind == kind.number, let view = RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
-                if !visit(view) { return }
+                if !visit(view) { return offset }
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:
-                return
+                return offset
             }
         }
+        return offset
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.

@@ -63,6 +63,15 @@ final class ClickHouseStandIn: Sendable {
         let answer: HTTPResponse = state.withLock { s in
             s.statements.append(statement)
             if statement.hasPrefix("SELECT max(version)") { return .text(200, s.schemaVersion + "\n") }
+            if statement.contains("FROM system.mutations") { return .text(200, "0\n") }
+            // The rows of counts a node has from a batch on: what the exporter asks before its first batch.
+            if statement.hasPrefix("SELECT count() FROM attribution."), let table = statement.split(separator: " ").dropFirst(3).first,
+               let node = statement.split(separator: "'").dropFirst().first,
+               let first = statement.split(separator: " ").last(where: { UInt64($0) != nil }).flatMap({ UInt64($0) }) {
+                let name = String(table.dropFirst("attribution.".count))
+                let n = Set((s.rows[name] ?? []).filter { $0.node == node && $0.id >= first }.map(\.id)).count
+                return .text(200, "\(n)\n")
+            }
             guard let query, query.hasPrefix("INSERT INTO attribution."), query.hasSuffix(" FORMAT JSONEachRow") else {
                 return .text(200, "")
             }

@@ -22,6 +22,12 @@ import Testing
         #expect(ClickHouseType.uint8.literal(.string("5")) == nil)
         #expect(ClickHouseType.uint8.literal(.bool(true)) == "1")
         #expect(ClickHouseType.uint8.literal(.bool(false)) == "0")
+        // JSON's -0 is 0, written without the sign a ClickHouse would refuse in an unsigned column.
+        var out: [UInt8] = []
+        #expect(ClickHouseType.uint64.appendLiteral(.number("-0"), to: &out))
+        #expect(String(decoding: out, as: UTF8.self) == "0")
+        out = []
+        #expect(ClickHouseType.nullable(.uint8).appendLiteral(.number("-0"), to: &out) && out == Array("0".utf8))
     }
 
     @Test func nullFitsOnlyANullableColumn() {

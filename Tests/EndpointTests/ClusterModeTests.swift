@@ -50,6 +50,23 @@ import Testing
         #expect(try node.get("/api/token-keys").status == 200)
     }
 
+    @Test func aNodeWhoseRegistryHoldsMoreThanTheConfigDoesNotJoinACluster() throws {
+        let directory = temporaryDirectory()
+        let alone = try LiveEndpoint(directory: directory)
+        let added = alone.request("POST", "/api/conversions", headers: Self.admin, body: Array(#"{"site":"shop.example","name":"Signup","trigger_data":3}"#.utf8))
+        #expect(added.status == 201)
+        alone.stop()
+        let keys = try sharedKeyFile(["news.example", "shop.example"])
+        #expect {
+            _ = try LiveEndpoint(directory: directory) { configuration in
+                configuration.cluster = true
+                configuration.tokenKeys = keys
+            }
+        } throws: { error in
+            "\(error)".contains("conversion shop.example/Signup") && "\(error)".contains("config file")
+        }
+    }
+
     @Test func aNodeWithoutItsSitesSharedKeyDoesNotStartAndNamesTheCommand() throws {
         let keys = try sharedKeyFile(["news.example"])
         #expect {

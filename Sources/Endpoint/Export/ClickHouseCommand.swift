@@ -16,7 +16,8 @@ public enum ClickHouseCommand {
                  statement ending ';'
         rows     TABLE's rows from the log in DIR (a stopped node's, or a copy), as the export
                  sends them: INSERT INTO DATABASE.TABLE FORMAT JSONEachRow (a table of counts,
-                 pcm_report_counts, from the batches the export would send)
+                 pcm_report_counts, from the batches the export would send: load it only where
+                 the node has no counts yet, since other batches would count its records twice)
         """
 
     public static func main(arguments: [String]) -> Int32 {

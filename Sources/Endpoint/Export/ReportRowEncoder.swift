@@ -35,7 +35,9 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
               let engagement = body.engagement, let sourceSite = body.sourceSite, let sourceID = body.sourceID,
               let destination = body.destination, let triggerData = body.triggerData, let version = body.version,
               let sourceIDValue = Self.fits(sourceID, max: 255), let triggerValue = Self.fits(triggerData, max: 255),
-              Self.fits(version, max: 255) != nil else { return nil }
+              Self.fits(version, max: 255) != nil,
+              // A trigger time before 1970 fits no UInt64 column: the codec keeps it under `extra`.
+              (report.triggerRecordedAt?.millisecondsSinceEpoch ?? 0) >= 0 else { return nil }
         Self.appendEnvelope(view, prefix: prefix, to: &out)
         func put(_ column: Column, _ bytes: some Sequence<UInt8>) {
             out.append(contentsOf: column.key)

@@ -43,4 +43,24 @@ enum ConfiguredRegistrations {
             throw EndpointConfiguration.ParseError(description: "config file registration refused: \(error.detail)")
         }
     }
+
+    /// With `--cluster`, the config file is the only source: a node whose registry holds more
+    /// (registered through its admin API before, or taken out of the file since) would count
+    /// otherwise than the others, and is refused at start with what to remove.
+    static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerBook, apps: AppBook) throws {
+        let registry = sites.registry, appRegistry = apps.registry
+        var extra: [String] = []
+        extra += registry.conversions.filter { !configuration.conversions.contains($0) }.map { "conversion \($0.site)/\($0.name)" }
+        extra += registry.campaigns.filter { !configuration.campaigns.contains($0) }.map { "campaign \($0.sourceSite)/\($0.name)" }
+        extra += appRegistry.apps.filter { !configuration.apps.contains($0) }.map { "app \($0.appID)" }
+        extra += appRegistry.adNetworks.filter { !configuration.adNetworks.contains($0) }.map { "ad network \($0.id)" }
+        extra += appRegistry.appleAdsCampaigns.filter { !configuration.appleAdsCampaigns.contains($0) }.map { "Apple Ads campaign \($0.campaignID)" }
+        guard extra.isEmpty else {
+            throw EndpointConfiguration.ParseError(description: """
+                --cluster: this node's registrations hold what the config file does not (\(extra.prefix(5).joined(separator: ", "))\(extra.count > 5 ? ", …" : "")). \
+                Every node must count alike: add them to the config file every node has, or remove them from \(configuration.dataDirectory) \
+                (registry.json, apps.json) before starting with --cluster
+                """)
+        }
+    }
 }

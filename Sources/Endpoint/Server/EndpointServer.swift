@@ -87,6 +87,7 @@ public final class EndpointServer: Sendable {
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: apps)
+        if configuration.cluster { try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps) }
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
         let turns = TurnRequester()
