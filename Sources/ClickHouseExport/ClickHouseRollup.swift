@@ -10,8 +10,9 @@ import ReportStore
 /// record before its batch is accepted) and holds the same records, or those and more (the log
 /// grew meanwhile). The table is a ReplacingMergeTree ordered by (node, batch_first_id, keys) and
 /// versioned by `batch_last_id`, so with `FINAL` the later, larger batch's counts replace the
-/// earlier's, group by group. A cursor started over (its file lost) would batch the log anew:
-/// the exporter then deletes the node's counts before it sends the first batch.
+/// earlier's, group by group. A cursor restored from a backup, lost, or cut at other places by
+/// another release would batch the same records otherwise: before each run's first batch of
+/// counts, the exporter deletes the node's counts from that batch's first record on.
 public struct ClickHouseRollup: Sendable {
     public let name: String
     /// Never nullable: ClickHouse 18.16 refuses a nullable column in a sorting key.
