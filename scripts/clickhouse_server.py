@@ -31,10 +31,19 @@ def ensure_installed():
                    stdout=subprocess.DEVNULL)
 
 
+_HANDED_OUT = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, never one this process handed out before: the kernel may give
+    the same free port to two binds in a row, and two servers asked to share it would not."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class ClickHouse:

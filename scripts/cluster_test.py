@@ -73,6 +73,10 @@ class Node:
                                          "--data", self.data, "--token", TOKEN, "--no-access-log"],
                                         stdout=subprocess.DEVNULL, stderr=log)
         wait_port(self.port)
+        # The node on that port must be this one: another answering there would be counted twice.
+        status, body = self.get("/healthz")
+        if self.process.poll() is not None or status != 200 or json.loads(body).get("node") != self.name:
+            raise RuntimeError("%s did not start on port %d (see %s.log): %s" % (self.name, self.port, self.data, body[:200]))
 
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
