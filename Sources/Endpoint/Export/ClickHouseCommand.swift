@@ -28,6 +28,8 @@ public enum ClickHouseCommand {
             let word = arguments[i]
             if word == "--help" || word == "-h" { print(usage); return 0 }
             if word.hasPrefix("--") {
+                let known: Set<String> = verb == "queries" ? ["--from", "--to", "--site"] : verb == "rows" ? ["--data", "--node"] : []
+                guard known.contains(word) else { return fail("unknown option '\(word)' for \(verb)") }
                 guard i + 1 < arguments.count else { return fail("\(word) needs a value") }
                 options[word] = arguments[i + 1]
                 i += 2
@@ -36,6 +38,7 @@ public enum ClickHouseCommand {
                 i += 1
             }
         }
+        guard positional.count <= 1 else { return fail("one \(verb == "rows" ? "table" : "database") at most, not \(positional.joined(separator: " "))") }
         let database = verb == "rows" ? "attribution" : positional.first ?? "attribution"
         guard ClickHouseTarget.isIdentifier(database) else { return fail("a database is named with letters, digits and _") }
         let schema = ClickHouseTables.schema

@@ -216,6 +216,8 @@ public final class EndpointServer: Sendable {
         summaryRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
+        // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
+        clusterScope?.client.stop()
         clusterScope?.pool.stop()
         store.close()
         checkpointer.finish()
