@@ -35,7 +35,7 @@ public indirect enum ClickHouseType: Sendable, Equatable {
         case (.nullable(let inner), _): return inner.appendLiteral(value, to: &out)
         case (_, .null): return false
         case (.string, .string(let text)):
-            Self.appendQuoted(text, to: &out)
+            JSONValue.writeString(text, to: &out)
             return true
         case (.dateTime, .string(let text)):
             guard let time = Timestamp(rfc3339: text) else { return false }
@@ -63,25 +63,6 @@ public indirect enum ClickHouseType: Sendable, Equatable {
         out[start + 10] = UInt8(ascii: " ")
         out.append(UInt8(ascii: "\""))
         return true
-    }
-
-    /// `text` as a JSON string: quotes, backslashes and control characters escaped, the rest as is.
-    public static func appendQuoted(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// `value` as this type's JSON literal for `JSONEachRow`, or nil when it does not fit (a
@@ -145,7 +126,7 @@ public indirect enum ClickHouseType: Sendable, Equatable {
 
     static func quoted(_ text: String) -> String {
         var out: [UInt8] = []
-        appendQuoted(text, to: &out)
+        JSONValue.writeString(text, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 }

@@ -152,7 +152,7 @@ struct RowWriter {
         }
         if !extra.isEmpty {
             out.append(contentsOf: ",\"extra\":".utf8)
-            ClickHouseType.appendQuoted(JSONValue.object(extra).serialized(), to: &out)
+            JSONValue.writeString(JSONValue.object(extra).serialized(), to: &out)
         }
         out.append(contentsOf: "}\n".utf8)
     }

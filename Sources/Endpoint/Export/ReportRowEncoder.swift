@@ -45,7 +45,7 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
         }
         func putString(_ column: Column, _ text: String) {
             out.append(contentsOf: column.key)
-            ClickHouseType.appendQuoted(text, to: &out)
+            JSONValue.writeString(text, to: &out)
         }
         func putRaw(_ column: Column, _ content: ArraySlice<UInt8>) {
             out.append(contentsOf: column.key)
@@ -61,7 +61,7 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
         out.append(UInt8(ascii: "["))
         for (i, reason) in report.reasons.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            ClickHouseType.appendQuoted(reason, to: &out)
+            JSONValue.writeString(reason, to: &out)
         }
         out.append(UInt8(ascii: "]"))
         if let campaign = report.campaign { putString(.campaign, campaign) }

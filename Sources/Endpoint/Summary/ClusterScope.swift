@@ -49,17 +49,16 @@ struct ClusterScope: Sendable {
         }
     }
 
-    func rows(_ sql: String) throws -> [ClickHouseRow] {
-        do {
-            return try client.rows(sql)
-        } catch {
-            throw Problem(status: 503, rule: "cluster_summary_unavailable", detail: error.description)
-        }
-    }
+    func rows(_ sql: String) throws -> [ClickHouseRow] { try asked { () throws(ClickHouseClient.QueryError) in try client.rows(sql) } }
 
     func tabSeparatedRows(_ sql: String) throws -> [[String]] {
+        try asked { () throws(ClickHouseClient.QueryError) in try client.tabSeparatedRows(sql) }
+    }
+
+    /// A query's failure as the problem the page is answered with.
+    private func asked<T>(_ query: () throws(ClickHouseClient.QueryError) -> T) throws -> T {
         do {
-            return try client.tabSeparatedRows(sql)
+            return try query()
         } catch {
             throw Problem(status: 503, rule: "cluster_summary_unavailable", detail: error.description)
         }
