@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "DurableFiles"),
         // The log's records in ClickHouse, over its HTTP interface with Foundation: tables, batches,
         // the durable cursor, the exporter's thread. Knows the store and the codecs, no protocol.
-        .target(name: "ClickHouseExport", dependencies: ["ReportStore", "Primitives", "Locking", "DurableFiles"]),
+        .target(name: "ClickHouseExport", dependencies: ["ReportStore", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
         // PCM's records in the log: reports and triggers, encoded and decoded above the store.
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
         // The application: routes, configuration, authentication, export.

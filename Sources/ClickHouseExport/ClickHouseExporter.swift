@@ -198,7 +198,7 @@ public final class ClickHouseExporter: Sendable {
                 continue
             }
             let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits,
-                                         reusing: buffer)
+                                         reusing: &buffer)
             if !batch.isFull { state.withLock { $0.readThrough[table.name] = readAt } }
             defer { buffer = batch.body }
             if batch.unreadable > 0 {

@@ -6,10 +6,11 @@ import ReportStore
 /// record, on the recorded logs), without building members. A record it does not take (one with
 /// fields it does not know) goes through the codec.
 public protocol ClickHouseRowEncoder {
-    /// Appends the row of `view`, which begins with `prefix` (`{"node":…,"id":`), and returns its
-    /// rollup key's values (empty without a rollup); nil, with `out` as it was, for a record left
-    /// to the codec.
-    mutating func encode(_ view: ReportStore.RecordView, prefix: [UInt8], into out: inout [UInt8]) -> [JSONValue]?
+    /// Appends the row of `view`, which begins with `prefix` (`{"node":…,"id":`), and writes into
+    /// `key` (empty) its rollup key's columns as the rows write them, `,"name":literal` each, in
+    /// the rollup's order (nothing without a rollup). False, with `out` as it was, for a record
+    /// left to the codec.
+    mutating func encode(_ view: ReportStore.RecordView, prefix: [UInt8], into out: inout [UInt8], key: inout [UInt8]) -> Bool
 }
 
 extension ClickHouseRowEncoder {
@@ -19,12 +20,12 @@ extension ClickHouseRowEncoder {
     /// The envelope: id, received_at, received_at_ms, as `RowWriter` writes them.
     public static func appendEnvelope(_ view: ReportStore.RecordView, prefix: [UInt8], to out: inout [UInt8]) {
         out.append(contentsOf: prefix)
-        out.append(contentsOf: String(view.id).utf8)
+        out.appendDecimal(view.id)
         let mark = out.count
         out.append(contentsOf: ",\"received_at\":".utf8)
         if ClickHouseType.appendDateTime(view.time, to: &out) {
             out.append(contentsOf: ",\"received_at_ms\":".utf8)
-            out.append(contentsOf: String(max(0, view.time.millisecondsSinceEpoch)).utf8)
+            out.appendDecimal(view.time.millisecondsSinceEpoch)
         } else {
             out.removeLast(out.count - mark)
         }

@@ -36,12 +36,20 @@ public struct ExportBatch: Sendable {
     }
 
     /// Reads `table`'s records from `start` (a record boundary) up to `through` (the durable end
-    /// of the log), until `limits` are met; `buffer` is an earlier batch's body, for its memory.
+    /// of the log), until `limits` are met.
     public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
-                            limits: Limits = .standard, encoding: Bool = true, reusing buffer: [UInt8] = []) -> ExportBatch {
+                            limits: Limits = .standard, encoding: Bool = true) -> ExportBatch {
+        var none: [UInt8] = []
+        return read(table, node: node, from: start, through: end, in: store, limits: limits, encoding: encoding, reusing: &none)
+    }
+
+    /// The same, writing into `buffer`'s memory (an earlier batch's body, which it takes, leaving
+    /// `buffer` empty): a fresh 16 MB array costs its page faults and its growth copies again.
+    /// Taken, not shared, since a shared array's `removeAll(keepingCapacity:)` allocates anew.
+    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
+                            limits: Limits = .standard, encoding: Bool = true, reusing buffer: inout [UInt8]) -> ExportBatch {
         var batch = ExportBatch(table: table.name, end: start)
-        // The last batch's bytes, kept: a fresh 16 MB array costs its page faults and its growth copies again.
-        batch.body = buffer
+        swap(&batch.body, &buffer)
         batch.body.removeAll(keepingCapacity: true)
         guard start < end else { return batch }
         let read = table.codec.reader()
@@ -50,14 +58,16 @@ public struct ExportBatch: Sendable {
         let prefix = writer.prefix
         var counts = table.rollup.map(RollupCounts.init)
         var reachedLimit = false
+        var key: [UInt8] = []
         let reached = store.scanRecords(of: table.kind, from: start, through: end) { view in
             if batch.rows >= limits.rows || batch.body.count >= limits.bytes {
                 reachedLimit = true
                 return false
             }
             var written = false
-            if let key = encoder?.encode(view, prefix: prefix, into: &batch.body) {
-                counts?.add(values: key)
+            key.removeAll(keepingCapacity: true)
+            if encoder?.encode(view, prefix: prefix, into: &batch.body, key: &key) == true {
+                counts?.add(literals: key)
                 written = true
             } else if let row = read(view) {
                 writer.write(row, id: view.id, time: view.time, into: &batch.body)
@@ -136,12 +146,12 @@ struct RowWriter {
             }
         }
         out.append(contentsOf: prefix)
-        out.append(contentsOf: String(id).utf8)
+        out.appendDecimal(id)
         let mark = out.count
         out.append(contentsOf: ",\"received_at\":".utf8)
         if ClickHouseType.appendDateTime(time, to: &out) {
             out.append(contentsOf: ",\"received_at_ms\":".utf8)
-            out.append(contentsOf: String(max(0, time.millisecondsSinceEpoch)).utf8)
+            out.appendDecimal(time.millisecondsSinceEpoch)
         } else {
             out.removeLast(out.count - mark)
         }

@@ -132,52 +132,17 @@ public struct StoredReport: Sendable, Equatable {
     /// log holds a few of them millions of times).
     public static func decode(_ record: ReportStore.RecordView, strings: inout InternedStrings) -> StoredReport? {
         let p = record.payload
-        guard p.count >= 7, let recordProtocol = AttributionProtocol(logTag: record.tag),
-              let role: ReportRole = p[0] == 1 ? .source : p[0] == 2 ? .destination : nil,
-              let verdict = Verdict(rawValue: p[1]) else { return nil }
-        var offset = 3
+        guard let recordProtocol = AttributionProtocol(logTag: record.tag), let layout = Layout(p) else { return nil }
+        func text(_ range: Range<Int>) -> String { strings.string(UnsafeRawBufferPointer(rebasing: p[range])) }
         var reasons: [String] = []
-        for _ in 0..<Int(p[2]) {
-            guard offset < p.count else { return nil }
-            let length = Int(p[offset])
-            guard offset + 1 + length <= p.count else { return nil }
-            reasons.append(strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 1)..<(offset + 1 + length)])))
-            offset += 1 + length
-        }
-        guard offset + 4 <= p.count else { return nil }
-        let bodyLength = Int(p.loadLE(UInt32.self, at: offset))
-        offset += 4
-        guard offset + bodyLength <= p.count else { return nil }
-        let body = Array(p[offset..<(offset + bodyLength)])
-        offset += bodyLength
-        var report = StoredReport(id: record.id, receivedAt: record.time, protocol: recordProtocol,
-                                  role: role, verdict: verdict, reasons: reasons, body: body)
+        reasons.reserveCapacity(layout.reasonCount)
+        layout.forEachReason(in: p) { reasons.append(strings.string($0)) }
+        var report = StoredReport(id: record.id, receivedAt: record.time, protocol: recordProtocol, role: layout.role,
+                                  verdict: layout.verdict, reasons: reasons, body: Array(p[layout.body]),
+                                  triggerID: layout.triggerID, campaign: layout.campaign.map(text),
+                                  triggerRecordedAt: layout.triggerRecordedAt)
+        report.tokenKeyIDs = TokenKeyIDs(source: layout.sourceTokenKeyID.map(text), destination: layout.destinationTokenKeyID.map(text))
         report.recordEnd = record.end
-        while offset < p.count {
-            switch p[offset] {
-            case 1:
-                guard offset + 9 <= p.count else { return nil }
-                report.triggerID = p.loadLE(UInt64.self, at: offset + 1)
-                offset += 9
-            case 2:
-                guard offset + 2 <= p.count, offset + 2 + Int(p[offset + 1]) <= p.count else { return nil }
-                let length = Int(p[offset + 1])
-                report.campaign = strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]))
-                offset += 2 + length
-            case 3:
-                guard offset + 9 <= p.count else { return nil }
-                report.triggerRecordedAt = Timestamp(millisecondsSinceEpoch: p.loadLE(Int64.self, at: offset + 1))
-                offset += 9
-            case 4, 5:
-                guard offset + 2 <= p.count, offset + 2 + Int(p[offset + 1]) <= p.count else { return nil }
-                let length = Int(p[offset + 1])
-                let id = strings.string(UnsafeRawBufferPointer(rebasing: p[(offset + 2)..<(offset + 2 + length)]))
-                if p[offset] == 4 { report.tokenKeyIDs.source = id } else { report.tokenKeyIDs.destination = id }
-                offset += 2 + length
-            default:
-                return nil
-            }
-        }
         return report
     }
 

@@ -135,7 +135,30 @@ extension JSONValue {
     /// `writeString`, into bytes: for writers that emit JSON at the rate records are exported.
     public static func writeString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
+        writeEscaped(s.utf8, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// `writeString(String(decoding: utf8, as: UTF8.self))`, without making the String when the
+    /// bytes are ASCII (as nearly every stored name is): other bytes may need repairing first.
+    public static func writeString(utf8 bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        writeStringContent(utf8: bytes, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// The same without the quotes: for a string written in pieces (escaping goes byte by byte,
+    /// so pieces escaped in turn are the whole escaped).
+    public static func writeStringContent(utf8 bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            writeEscaped(bytes, to: &out)
+        } else {
+            writeEscaped(String(decoding: bytes, as: UTF8.self).utf8, to: &out)
+        }
+    }
+
+    private static func writeEscaped(_ bytes: some Sequence<UInt8>, to out: inout [UInt8]) {
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
@@ -148,6 +171,5 @@ extension JSONValue {
             default: out.append(byte)
             }
         }
-        out.append(UInt8(ascii: "\""))
     }
 }

@@ -78,10 +78,10 @@ import Testing
         compare(store)
         // The WebKit shape is the fast writer's: it must take it, or the test compares the codec with itself.
         var encoder = ReportRowEncoder()
-        var out: [UInt8] = []
+        var out: [UInt8] = [], key: [UInt8] = []
         var taken = 0
         store.scanRecords(of: .report, through: store.durablePrefix.end) { view in
-            if encoder.encode(view, prefix: [], into: &out) != nil { taken += 1 }
+            if encoder.encode(view, prefix: [], into: &out, key: &key) { taken += 1 }
             return true
         }
         #expect(taken == 3 * campaigns.count)

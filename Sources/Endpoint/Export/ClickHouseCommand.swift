@@ -70,7 +70,7 @@ public enum ClickHouseCommand {
                 var offset = 0
                 var buffer: [UInt8] = []
                 while offset < end {
-                    let batch = ExportBatch.read(table, node: node, from: offset, through: end, in: store, reusing: buffer)
+                    let batch = ExportBatch.read(table, node: node, from: offset, through: end, in: store, reusing: &buffer)
                     defer { buffer = batch.body }
                     FileHandle.standardOutput.write(Data(counts ? batch.rollupBody : batch.body))
                     offset = batch.end
