@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "ReportStore", "PCMRecords", "Postbacks", "AppleAdsRecords",
-                                                           "AppleAds", "Primitives", "DurableFiles", "Locking", "HTTPServer", "SiteOwners", "PCM"]),
+                                                           "AppleAds", "Primitives", "DurableFiles", "Locking", "HTTPServer", "SiteOwners", "PCM", "RawHTTPClient"]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
                                                      "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport"],
