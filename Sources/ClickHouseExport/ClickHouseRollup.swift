@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Primitives
 import ReportStore
 
@@ -46,15 +49,18 @@ public struct ClickHouseRollup: Sendable {
     }
 }
 
-/// One batch's counts, as they are gathered while its records are read. A group is named by its
-/// key's literals as the rows write them (`,"day":20759,"role":"source",…`): found by hashing a
-/// few hundred bytes, and written out as they are when the batch is sent.
+/// One batch's counts, as they are gathered while its records are read. A group read through the
+/// codec is named by its key's literals as the rows write them (`,"day":20759,"role":"source",…`);
+/// one the table's row encoder wrote is named by the encoder's own short form of the key, cheaper
+/// to make, hash and compare at full ingest, and turned into literals once per group when the
+/// batch is sent. Groups are counted by their literals then, so a group met both ways (a batch
+/// holding both body shapes) is one row.
 struct RollupCounts {
     private let rollup: ClickHouseRollup
     /// Each key column's `,"name":`.
     private let names: [[UInt8]]
-    private var counts: [Literals: Int] = [:]
-    private var order: [Literals] = []
+    private var counts: [Group: Int] = [:]
+    private var order: [Group] = []
     private var scratch: [UInt8] = []
 
     init(_ rollup: ClickHouseRollup) {
@@ -73,41 +79,69 @@ struct RollupCounts {
             // A value that fits no column leaves the record out rather than miscount it.
             guard column.type.appendLiteral(value, to: &scratch) else { return }
         }
-        add(literals: scratch)
+        add(Group(encoded: false, bytes: scratch))
     }
 
-    /// A record whose row encoder wrote its key's literals.
-    mutating func add(literals bytes: [UInt8]) {
-        let key = Literals(bytes: bytes)
-        if let index = counts.index(forKey: key) {
+    /// A record whose row encoder wrote its key, in the encoder's form.
+    mutating func add(encodedKey key: [UInt8]) {
+        add(Group(encoded: true, bytes: key))
+    }
+
+    private mutating func add(_ group: Group) {
+        if let index = counts.index(forKey: group) {
             counts.values[index] += 1
         } else {
-            counts[key] = 1
-            order.append(key)
+            counts[group] = 1
+            order.append(group)
         }
     }
 
     /// The rows, in the order their groups first appeared: the same batch gives the same bytes.
-    func body(node: String, firstID: UInt64, lastID: UInt64) -> [UInt8] {
+    /// `encoder` is the one that wrote the encoded keys.
+    func body(node: String, firstID: UInt64, lastID: UInt64, encoder: (any ClickHouseRowEncoder)?) -> [UInt8] {
+        var literals: [Group: Int] = [:]
+        var literalOrder: [Group] = []
+        for group in order {
+            var literal = group
+            if group.encoded {
+                guard let encoder else { continue }
+                var bytes: [UInt8] = []
+                encoder.appendCountLiterals(ofKey: group.bytes, to: &bytes)
+                literal = Group(encoded: false, bytes: bytes)
+            }
+            if literals[literal] == nil { literalOrder.append(literal) }
+            literals[literal, default: 0] += counts[group] ?? 0
+        }
         var out: [UInt8] = []
         let prefix = Array("{\"node\":\(ClickHouseType.quoted(node)),\"batch_first_id\":\(firstID),\"batch_last_id\":\(lastID)".utf8)
-        for key in order {
+        for group in literalOrder {
             out.append(contentsOf: prefix)
-            out.append(contentsOf: key.bytes)
+            out.append(contentsOf: group.bytes)
             out.append(contentsOf: ",\"records\":".utf8)
-            out.appendDecimal(UInt64(clamping: counts[key] ?? 0))
+            out.appendDecimal(UInt64(clamping: literals[group] ?? 0))
             out.append(contentsOf: "}\n".utf8)
         }
         return out
     }
 }
 
-/// A group's key: hashed as one run of bytes (an array of bytes hashes byte by byte, which showed
-/// in the export's profile at full ingest).
-private struct Literals: Hashable {
+/// A group's key, hashed as one run of bytes and compared with `memcmp` (an array of bytes hashes
+/// and compares byte by byte, which showed in the export's profile at full ingest).
+private struct Group: Hashable {
+    var encoded: Bool
     var bytes: [UInt8]
 
     func hash(into hasher: inout Hasher) {
+        hasher.combine(encoded)
         bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    static func == (a: Group, b: Group) -> Bool {
+        a.encoded == b.encoded && a.bytes.count == b.bytes.count && a.bytes.withUnsafeBytes { x in
+            b.bytes.withUnsafeBytes { y in
+                guard let p = x.baseAddress, let q = y.baseAddress else { return x.count == y.count }
+                return memcmp(p, q, x.count) == 0
+            }
+        }
     }
 }

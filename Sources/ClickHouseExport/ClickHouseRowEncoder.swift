@@ -7,10 +7,14 @@ import ReportStore
 /// fields it does not know) goes through the codec.
 public protocol ClickHouseRowEncoder {
     /// Appends the row of `view`, which begins with `prefix` (`{"node":…,"id":`), and writes into
-    /// `key` (empty) its rollup key's columns as the rows write them, `,"name":literal` each, in
-    /// the rollup's order (nothing without a rollup). False, with `out` as it was, for a record
-    /// left to the codec.
+    /// `key` (empty) the record's group in the table's rollup, in a form of the encoder's own:
+    /// equal bytes for equal groups, and different bytes for different ones (nothing without a
+    /// rollup). False, with `out` as it was, for a record left to the codec.
     mutating func encode(_ view: ReportStore.RecordView, prefix: [UInt8], into out: inout [UInt8], key: inout [UInt8]) -> Bool
+
+    /// A key `encode` wrote, as the rollup's rows write it: `,"name":literal` for each of the
+    /// rollup's keys, in order, exactly as the codec's row through the rollup's `key` gives them.
+    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8])
 }
 
 extension ClickHouseRowEncoder {

@@ -67,7 +67,7 @@ public struct ExportBatch: Sendable {
             var written = false
             key.removeAll(keepingCapacity: true)
             if encoder?.encode(view, prefix: prefix, into: &batch.body, key: &key) == true {
-                counts?.add(literals: key)
+                counts?.add(encodedKey: key)
                 written = true
             } else if let row = read(view) {
                 writer.write(row, id: view.id, time: view.time, into: &batch.body)
@@ -92,7 +92,7 @@ public struct ExportBatch: Sendable {
         if !reachedLimit { batch.end = max(batch.end, reached) }
         batch.isFull = reachedLimit
         if let counts, !counts.isEmpty, let first = batch.firstID, let last = batch.lastID {
-            batch.rollupBody = counts.body(node: node, firstID: first, lastID: last)
+            batch.rollupBody = counts.body(node: node, firstID: first, lastID: last, encoder: encoder)
         }
         return batch
     }

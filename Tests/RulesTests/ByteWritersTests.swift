@@ -46,4 +46,28 @@ import Testing
             #expect(pieces == expected)
         }
     }
+
+    @Test func aByteWriterWritesWhatFitsAndSaysWhenSomethingDidNot() {
+        var memory = [UInt8](repeating: 0, count: 27)
+        memory.withUnsafeMutableBytes { m in
+            var w = ByteWriter(m)
+            w.put(#"{"id":"#)
+            w.putDecimal(UInt64.max)
+            w.put(UInt8(ascii: "}"))
+            #expect(!w.overflowed)
+            #expect(Array(w.written) == Array(#"{"id":18446744073709551615}"#.utf8))
+            #expect(w.count == 27)
+            w.put(UInt8(ascii: "x"))
+            #expect(w.overflowed && w.count == 27)
+        }
+        memory.withUnsafeMutableBytes { m in
+            var w = ByteWriter(m)
+            w.putDecimal(Int64.min)
+            #expect(Array(w.written) == Array(String(Int64.min).utf8))
+            w.put(#"a literal longer than what is left"#)
+            #expect(w.overflowed && Array(w.written) == Array(String(Int64.min).utf8))
+            w.put(UInt8(ascii: "x"))
+            #expect(w.count == 20)
+        }
+    }
 }

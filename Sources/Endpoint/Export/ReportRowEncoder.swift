@@ -1,4 +1,7 @@
 import ClickHouseExport
+#if canImport(Glibc)
+import Glibc
+#endif
 import PCM
 import PCMRecords
 import Primitives
@@ -12,6 +15,10 @@ import ReportStore
 /// taken here: a flat object of the six fields, with plain strings and integers. A body with a
 /// token, a key of another form, or an escape goes through the codec.
 struct ReportRowEncoder: ClickHouseRowEncoder {
+    /// Where a row is written before it is copied into the batch: made once, as large as any
+    /// WebKit report's row (a body is a few hundred bytes).
+    private var row = [UInt8](repeating: 0, count: 16 << 10)
+
     /// The table's columns this writes, in order. Every literal here is a StaticString: bytes in
     /// the binary, copied without the reference counting a static array of arrays costs on each
     /// use (it showed in the profile at full ingest). ReportRowEncoderTests holds the rows and
@@ -94,119 +101,159 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
               // A trigger time before 1970 fits no UInt64 column: the codec keeps it under `extra`.
               (layout.triggerRecordedAt?.millisecondsSinceEpoch ?? 0) >= 0 else { return false }
         func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: p[range]) }
-        func append(_ literal: StaticString, to bytes: inout [UInt8]) { literal.withUTF8Buffer { bytes.append(contentsOf: $0) } }
-        func put(_ column: Column) { append(column.key, to: &out) }
-        func putRaw(_ column: Column, _ content: Range<Int>) {
-            put(column)
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: bytes(content))
-            out.append(UInt8(ascii: "\""))
-        }
-        let role: StaticString = layout.role == .source ? #""source""# : #""destination""#
         let accepted = layout.verdict == .accepted
-        var late = false, verified = false
-        layout.forEachReason(in: p) { reason in
-            if reason.elementsEqual("late".utf8) { late = true }
-            if reason.elementsEqual("source_token_verified".utf8) || reason.elementsEqual("destination_token_verified".utf8) { verified = true }
-        }
-
-        Self.appendEnvelope(view, prefix: prefix, to: &out)
-        put(.protocol)
-        append(Self.protocolName(recordProtocol), to: &out)
-        put(.role)
-        append(role, to: &out)
-        putRaw(.site, layout.role == .source ? sourceSite : destination)
-        put(.verdict)
-        append(accepted ? #""accepted""# : #""quarantined""#, to: &out)
-        put(.reasons)
-        out.append(UInt8(ascii: "["))
-        var first = true
-        layout.forEachReason(in: p) { reason in
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            JSONValue.writeString(utf8: reason, to: &out)
-        }
-        out.append(UInt8(ascii: "]"))
-        if let campaign = layout.campaign {
-            put(.campaign)
-            JSONValue.writeString(utf8: bytes(campaign), to: &out)
-        }
-        if let trigger = layout.triggerID {
-            put(.triggerID)
-            out.appendDecimal(trigger)
-        }
-        putRaw(.engagement, engagement)
-        putRaw(.sourceSite, sourceSite)
-        put(.sourceID)
-        out.append(contentsOf: bytes(sourceID))
-        putRaw(.destination, destination)
-        put(.triggerData)
-        out.append(contentsOf: bytes(triggerData))
-        put(.version)
-        out.append(contentsOf: bytes(version))
-        put(.hasTokens)
-        out.append(UInt8(ascii: "0"))
-        put(.triggerRecordedAt)
-        if let recorded = layout.triggerRecordedAt {
-            out.appendDecimal(recorded.millisecondsSinceEpoch)
-        } else {
-            out.append(contentsOf: "null".utf8)
-        }
-        out.append(contentsOf: "}\n".utf8)
-
-        // The key ClickHouseTables.reportCounts makes of the codec's row.
-        func count(_ column: CountKey) { append(column.key, to: &key) }
-        func flag(_ column: CountKey, _ value: Bool) {
-            count(column)
-            key.append(value ? UInt8(ascii: "1") : UInt8(ascii: "0"))
-        }
-        count(.day)
-        key.appendDecimal(Int64(SummaryAggregates.day(of: view.time)))
-        count(.role)
-        append(role, to: &key)
-        flag(.accepted, accepted)
-        flag(.late, late)
-        flag(.verified, verified)
-        flag(.hasTokens, false)
-        count(.quarantineReasons)
-        if accepted {
-            append(#""""#, to: &key)
-        } else {
-            // The reasons joined by commas, as one string: escaping works byte by byte, so each
-            // reason escaped in turn is the joined string escaped.
-            key.append(UInt8(ascii: "\""))
+        // The row after its envelope, into `row`, then into the batch in one copy.
+        let written = row.withUnsafeMutableBytes { memory -> Int? in
+            var w = ByteWriter(memory)
+            func putRaw(_ column: Column, _ content: Range<Int>) {
+                w.put(column.key)
+                w.put(UInt8(ascii: "\""))
+                w.put(bytes(content))
+                w.put(UInt8(ascii: "\""))
+            }
+            /// A stored name as a JSON string: as it is when it needs no escape, which is nearly always.
+            func putString(_ text: UnsafeRawBufferPointer) {
+                if text.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+                    w.put(UInt8(ascii: "\""))
+                    w.put(text)
+                    w.put(UInt8(ascii: "\""))
+                } else {
+                    var escaped: [UInt8] = []
+                    JSONValue.writeString(utf8: text, to: &escaped)
+                    escaped.withUnsafeBytes { w.put($0) }
+                }
+            }
+            w.put(Column.protocol.key)
+            w.put(Self.protocolName(recordProtocol))
+            w.put(Column.role.key)
+            w.put(layout.role == .source ? #""source""# : #""destination""#)
+            putRaw(.site, layout.role == .source ? sourceSite : destination)
+            w.put(Column.verdict.key)
+            w.put(accepted ? #""accepted""# : #""quarantined""#)
+            w.put(Column.reasons.key)
+            w.put(UInt8(ascii: "["))
             var first = true
             layout.forEachReason(in: p) { reason in
-                if !first { key.append(UInt8(ascii: ",")) }
+                if !first { w.put(UInt8(ascii: ",")) }
                 first = false
-                JSONValue.writeStringContent(utf8: reason, to: &key)
+                putString(reason)
             }
-            key.append(UInt8(ascii: "\""))
+            w.put(UInt8(ascii: "]"))
+            if let campaign = layout.campaign {
+                w.put(Column.campaign.key)
+                putString(bytes(campaign))
+            }
+            if let trigger = layout.triggerID {
+                w.put(Column.triggerID.key)
+                w.putDecimal(trigger)
+            }
+            putRaw(.engagement, engagement)
+            putRaw(.sourceSite, sourceSite)
+            w.put(Column.sourceID.key)
+            w.put(bytes(sourceID))
+            putRaw(.destination, destination)
+            w.put(Column.triggerData.key)
+            w.put(bytes(triggerData))
+            w.put(Column.version.key)
+            w.put(bytes(version))
+            w.put(Column.hasTokens.key)
+            w.put(UInt8(ascii: "0"))
+            w.put(Column.triggerRecordedAt.key)
+            if let recorded = layout.triggerRecordedAt {
+                w.putDecimal(recorded.millisecondsSinceEpoch)
+            } else {
+                w.put("null")
+            }
+            w.put("}\n")
+            return w.overflowed ? nil : w.count
         }
-        count(.sourceSite)
-        key.append(UInt8(ascii: "\""))
-        key.append(contentsOf: bytes(sourceSite))
-        key.append(UInt8(ascii: "\""))
-        count(.sourceID)
-        key.appendDecimal(sourceIDValue)
-        count(.campaign)
-        if let campaign = layout.campaign {
-            JSONValue.writeString(utf8: bytes(campaign), to: &key)
-        } else {
-            append(#""""#, to: &key)
-        }
-        count(.destination)
-        key.append(UInt8(ascii: "\""))
-        key.append(contentsOf: bytes(destination))
-        key.append(UInt8(ascii: "\""))
-        count(.triggerData)
-        key.appendDecimal(triggerValue)
-        count(.delayBucket)
-        let delayBucket = layout.triggerRecordedAt.map {
+        // A row longer than `row` (a body of many kilobytes) is the codec's.
+        guard let written else { return false }
+        Self.appendEnvelope(view, prefix: prefix, to: &out)
+        out.append(contentsOf: row[0..<written])
+
+        // The record's group, in short: what the count literals are made of (`appendCountLiterals`).
+        key.append(layout.role == .source ? 1 : 2)
+        key.append(accepted ? 1 : 0)
+        key.appendLE(SummaryAggregates.day(of: view.time))
+        key.appendLE(Int64(layout.triggerRecordedAt.map {
             SummaryAggregates.delayBucket(hours: Int((view.time.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 3_600_000))
-        } ?? -1
-        key.appendDecimal(Int64(delayBucket))
+        } ?? -1))
+        key.append(UInt8(truncatingIfNeeded: sourceIDValue))
+        key.append(UInt8(truncatingIfNeeded: triggerValue))
+        key.append(UInt8(truncatingIfNeeded: layout.reasonCount))
+        func part(_ range: Range<Int>) {
+            key.appendLE(UInt32(truncatingIfNeeded: range.count))
+            key.append(contentsOf: bytes(range))
+        }
+        part(layout.reasons)
+        part(sourceSite)
+        part(destination)
+        part(layout.campaign ?? 0..<0)
         return true
+    }
+
+    /// The literals `ClickHouseTables.reportCounts` makes of the codec's row, from a key `encode` wrote.
+    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8]) {
+        key.withUnsafeBytes { k in
+            guard k.count >= 17 else { return }
+            var parts: [UnsafeRawBufferPointer] = []
+            var offset = 17
+            while parts.count < 4, offset + 4 <= k.count {
+                let length = Int(k.loadLE(UInt32.self, at: offset))
+                guard offset + 4 + length <= k.count else { return }
+                parts.append(UnsafeRawBufferPointer(rebasing: k[(offset + 4)..<(offset + 4 + length)]))
+                offset += 4 + length
+            }
+            guard parts.count == 4 else { return }
+            let accepted = k[1] == 1
+            // The reasons as the log holds them: each a u8 length and its UTF-8.
+            var reasons: [UnsafeRawBufferPointer] = []
+            var at = 0
+            while at < parts[0].count, reasons.count < Int(k[16]) {
+                let length = Int(parts[0][at])
+                guard at + 1 + length <= parts[0].count else { return }
+                reasons.append(UnsafeRawBufferPointer(rebasing: parts[0][(at + 1)..<(at + 1 + length)]))
+                at += 1 + length
+            }
+            func has(_ name: String) -> Bool { reasons.contains { $0.elementsEqual(name.utf8) } }
+            func append(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
+            func flag(_ column: CountKey, _ value: Bool) {
+                append(column.key)
+                out.append(value ? UInt8(ascii: "1") : UInt8(ascii: "0"))
+            }
+            append(CountKey.day.key)
+            out.appendDecimal(Int64(k.loadLE(Int32.self, at: 2)))
+            append(CountKey.role.key)
+            append(k[0] == 1 ? #""source""# : #""destination""#)
+            flag(.accepted, accepted)
+            flag(.late, has("late"))
+            flag(.verified, has("source_token_verified") || has("destination_token_verified"))
+            flag(.hasTokens, false)
+            append(CountKey.quarantineReasons.key)
+            // The reasons joined by commas, as one string: escaping works byte by byte, so each
+            // reason escaped in turn is the joined string escaped.
+            out.append(UInt8(ascii: "\""))
+            if !accepted {
+                for (i, reason) in reasons.enumerated() {
+                    if i > 0 { out.append(UInt8(ascii: ",")) }
+                    JSONValue.writeStringContent(utf8: reason, to: &out)
+                }
+            }
+            out.append(UInt8(ascii: "\""))
+            append(CountKey.sourceSite.key)
+            JSONValue.writeString(utf8: parts[1], to: &out)
+            append(CountKey.sourceID.key)
+            out.appendDecimal(UInt64(k[14]))
+            append(CountKey.campaign.key)
+            JSONValue.writeString(utf8: parts[3], to: &out)
+            append(CountKey.destination.key)
+            JSONValue.writeString(utf8: parts[2], to: &out)
+            append(CountKey.triggerData.key)
+            out.appendDecimal(UInt64(k[15]))
+            append(CountKey.delayBucket.key)
+            out.appendDecimal(k.loadLE(Int64.self, at: 6))
+        }
     }
 
     /// The digits of a JSON integer no larger than `max`: as the codec's column would take it.
@@ -244,7 +291,10 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
             return i > start ? start..<i : nil
         }
         func named(_ key: Range<Int>, _ name: StaticString) -> Bool {
-            key.count == name.utf8CodeUnitCount && name.withUTF8Buffer { UnsafeRawBufferPointer(rebasing: b[key]).elementsEqual($0) }
+            key.count == name.utf8CodeUnitCount && name.withUTF8Buffer { n in
+                guard let base = b.baseAddress, let expected = n.baseAddress else { return false }
+                return memcmp(base + key.lowerBound, expected, key.count) == 0
+            }
         }
         skipSpace()
         guard i < end, b[i] == UInt8(ascii: "{") else { return nil }
