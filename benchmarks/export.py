@@ -4,8 +4,11 @@
 
 1. Paired ingest rounds (as benchmarks/ab.sh: the endpoint pinned to core 0, wrk on core 1, 64
    keep-alive connections posting the 140-byte report), without and with --clickhouse: req/s
-   each, and with the export the lag sampled every 0.5 s during the run, and how long it takes
-   to reach zero after. ClickHouse runs on the same two cores, unpinned.
+   each, the CPU per report of the endpoint and of its export thread alone, and with the export
+   the lag sampled every 0.5 s during the run, and how long it takes to reach zero after.
+   ClickHouse runs on wrk's core at nice 19: in a cluster it is another machine, and what it would
+   take from the endpoint's core here is the rig's cost, not the export's. Steps 2 to 4 leave it
+   unpinned.
 2. A steady 10,000 reports/s for --steady seconds (a pipelining client that paces itself): the
    export's lag in seconds, sampled every 50 ms from /healthz: p50, p99, max.
 3. A backlog: --backlog reports written into a log (benchmarks' log-generator, through the real
@@ -72,6 +75,20 @@ def stop(process):
     process.wait(timeout=120)
 
 
+def thread_cpu_seconds(pid, name):
+    """User and kernel time of a process's threads named `name` (as the kernel keeps it: 15 bytes)."""
+    total = 0.0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            if open("/proc/%d/task/%s/comm" % (pid, tid)).read().strip() != name[:15]:
+                continue
+            fields = open("/proc/%d/task/%s/stat" % (pid, tid)).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def cpu_seconds(pid):
     """User and kernel time of a process, all its threads, in seconds."""
     fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
@@ -127,8 +144,10 @@ def paired_rounds(args, ch, keys, work):
             sampler = threading.Thread(target=sample)
             sampler.start()
             cpu0, ch0 = cpu_seconds(process.pid), cpu_seconds(ch.process.pid)
+            exporter0 = thread_cpu_seconds(process.pid, "clickhouse-export")
             rps = wrk(port, args.seconds, work)
             cpu1, ch1 = cpu_seconds(process.pid), cpu_seconds(ch.process.pid)
+            exporter1 = thread_cpu_seconds(process.pid, "clickhouse-export")
             done.set()
             sampler.join()
             drain = None
@@ -143,6 +162,7 @@ def paired_rounds(args, ch, keys, work):
             requests = rps * args.seconds
             rows.append({"round": r + 1, "export": export, "rps": rps, "drain": drain,
                          "endpoint_us_per_request": round((cpu1 - cpu0) / requests * 1e6, 2),
+                         "export_thread_us_per_request": round((exporter1 - exporter0) / requests * 1e6, 2),
                          "clickhouse_us_per_request": round((ch1 - ch0) / requests * 1e6, 2),
                          "lag_first_half_max": max(first) if first else 0, "lag_second_half_max": max(half) if half else 0})
             shutil.rmtree(data, ignore_errors=True)
@@ -235,8 +255,7 @@ def section(results, args):
     import platform
     lines = ["## ClickHouse export", "",
              "Written by `python3 benchmarks/export.py --rounds %d --seconds %d --backlog %d --steady %d` on %s, on this machine "
-             "(%s, 2 cores, Linux %s), against Debian's clickhouse-server 18.16 on the same two cores, unpinned: its CPU is "
-             "taken from the load generator's core and the endpoint's. Only ratios within the run mean much."
+             "(%s, 2 cores, Linux %s), against Debian's clickhouse-server 18.16 on the same machine. Only ratios within the run mean much."
              % (args.rounds, args.seconds, args.backlog, args.steady, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 platform.processor() or platform.machine(), platform.release()), ""]
     paired = results.get("paired", [])
@@ -244,16 +263,20 @@ def section(results, args):
         off = [r for r in paired if not r["export"]]
         on = [r for r in paired if r["export"]]
         ratios = [b["rps"] / a["rps"] for a, b in zip(off, on)]
-        lines += ["### Ingest with the export on, paired rounds (endpoint on core 0, wrk on core 1, 64 connections)", "",
-                  "| round | without: req/s, endpoint CPU µs/req | with: req/s, endpoint CPU µs/req, ClickHouse CPU µs/req | ratio | lag, max of each half (records) | lag to zero after the load |",
+        lines += ["### Ingest with the export on, paired rounds", "",
+                  "The endpoint on core 0, with its export thread: all of the export's cost is taken from the core that "
+                  "ingests. wrk on core 1 (64 connections), and ClickHouse there too at nice 19, since in a cluster it is "
+                  "another machine.", "",
+                  "| round | without: req/s, endpoint CPU µs/report | with: req/s, endpoint CPU µs/report, of which the export thread, ClickHouse CPU µs/report | ratio | lag, max of each half (records) | lag to zero after the load |",
                   "|---|---|---|---:|---|---:|"]
         for a, b, ratio in zip(off, on, ratios):
-            lines.append("| %d | %.0f, %.2f | %.0f, %.2f, %.2f | %.2f × | %d, %d | %.2f s |" % (
-                a["round"], a["rps"], a["endpoint_us_per_request"], b["rps"], b["endpoint_us_per_request"], b["clickhouse_us_per_request"],
+            lines.append("| %d | %.0f, %.2f | %.0f, %.2f, %.2f, %.2f | %.2f × | %d, %d | %.2f s |" % (
+                a["round"], a["rps"], a["endpoint_us_per_request"], b["rps"], b["endpoint_us_per_request"],
+                b.get("export_thread_us_per_request", 0), b["clickhouse_us_per_request"],
                 ratio, b["lag_first_half_max"], b["lag_second_half_max"], b["drain"]))
-        lines += ["", "Median ratio %.2f ×. The export's own cost is the difference in the endpoint's CPU per report: %.2f µs "
-                  "(building the rows and their counts, and URLSession's sending), on the one core the event loop also uses "
-                  "in this setup." % (median(ratios), median([b["endpoint_us_per_request"] - a["endpoint_us_per_request"] for a, b in zip(off, on)])), ""]
+        lines += ["", "Median ratio %.2f ×. The export thread's own CPU: a median %.2f µs a report (reading the log, writing "
+                  "the rows and their counts, and sending them), where the first measurement of this export (2026-11-25) "
+                  "took 2.95 µs." % (median(ratios), median([b.get("export_thread_us_per_request", 0) for b in on])), ""]
     steady = results.get("steady")
     if steady:
         lines += ["### Lag at a steady rate", "",
@@ -270,7 +293,8 @@ def section(results, args):
                                                      backlog["rows"], backlog["summary_p50"], backlog["summary_p95"], backlog["node_summary_p50"] * 1000), ""]
     targets = ["### Targets (issue 29)", "", "| target | measured | |", "|---|---:|---|"]
     if paired:
-        grew = any(b["lag_second_half_max"] > 2 * max(b["lag_first_half_max"], 1) for b in on)
+        # Batches are 50,000 rows: within one batch of the first half's peak is not growing.
+        grew = any(b["lag_second_half_max"] > b["lag_first_half_max"] + 50_000 or b["drain"] > 5 for b in on)
         targets.append("| the lag does not grow at full ingest | max %s records in the first half, %s in the second; zero %.2f s after the load | %s |" % (
             ", ".join(str(b["lag_first_half_max"]) for b in on), ", ".join(str(b["lag_second_half_max"]) for b in on),
             median([b["drain"] for b in on]), "not met" if grew else "met"))
