@@ -41,7 +41,7 @@ public final class ClickHouseClient: Sendable {
         case unavailable(String)
     }
 
-    /// `timeout` bounds each wait for the server; a statement as a whole gets twice that.
+    /// `timeout` bounds each wait for the server, and a statement as a whole ends within three times that.
     public init(target: ClickHouseTarget, timeout: Double = 30) {
         self.target = target
         self.timeout = timeout
@@ -57,8 +57,9 @@ public final class ClickHouseClient: Sendable {
         authorization = target.credentials.map { "Basic " + Data("\($0.user):\($0.password)".utf8).base64EncodedString() }
     }
 
-    /// The largest answer read: a cluster summary's rows are thousands, a year's at most millions.
-    static let maxResponseBytes = 512 << 20
+    /// The largest answer read: an insert's is a few bytes, a cluster summary's rows are
+    /// thousands, and a year's at most about a million short lines.
+    static let maxResponseBytes = 128 << 20
 
     /// `query` alone in the body, or in the URL with `body` as its data (an INSERT's rows).
     public func run(_ query: String, body: [UInt8]? = nil) -> Outcome {
@@ -78,7 +79,9 @@ public final class ClickHouseClient: Sendable {
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         let connection: RawHTTPClient
         do {
-            connection = try RawHTTPClient(port: port, host: host, timeout: timeout)
+            // Connecting is not yet a connection `stop` can end: kept short, as a ClickHouse on the
+            // network answers a connect in milliseconds or not at all.
+            connection = try RawHTTPClient(port: port, host: host, timeout: timeout, connectTimeout: min(timeout, 5))
         } catch {
             return .unavailable("\(error)")
         }
@@ -91,6 +94,7 @@ public final class ClickHouseClient: Sendable {
         defer { state.withLock { _ = $0.connections.removeValue(forKey: key) } }
         connection.deadline = DispatchTime.now().uptimeNanoseconds + UInt64(min(max(timeout * 2, 0), 86_400) * 1e9)
         connection.maxResponseBytes = Self.maxResponseBytes
+        connection.resetIsEnd = false
         let path = url.percentEncodedPath.isEmpty ? "/" : url.percentEncodedPath
         var head = "POST \(path)\(url.percentEncodedQuery.map { "?" + $0 } ?? "") HTTP/1.1\r\n"
         head += "Host: \(url.percentEncodedHost ?? host)\(url.port.map { ":\($0)" } ?? "")\r\n"
@@ -100,7 +104,11 @@ public final class ClickHouseClient: Sendable {
         do {
             try connection.send(head)
             try connection.send(body)
-            let response = try connection.readResponse()
+            var response = try connection.readResponse()
+            // A proxy's `100 Continue` is not the answer.
+            for _ in 0..<8 where (100..<200).contains(response.status) { response = try connection.readResponse() }
+            // Ended by `stop`: an answer cut there may look whole.
+            guard !state.withLock({ $0.stopped }) else { return .unavailable("the export is stopping") }
             return Self.outcome(status: response.status, body: response.bodyText)
         } catch {
             return .unavailable("\(error)")

@@ -104,9 +104,9 @@ struct RollupCounts {
         for group in order {
             var literal = group
             if group.encoded {
-                guard let encoder else { continue }
                 var bytes: [UInt8] = []
-                encoder.appendCountLiterals(ofKey: group.bytes, to: &bytes)
+                // Never a row of defaults for a key that cannot be read (none `encode` writes).
+                guard let encoder, encoder.appendCountLiterals(ofKey: group.bytes, to: &bytes) else { continue }
                 literal = Group(encoded: false, bytes: bytes)
             }
             if literals[literal] == nil { literalOrder.append(literal) }

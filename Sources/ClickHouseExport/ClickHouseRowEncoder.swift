@@ -14,7 +14,8 @@ public protocol ClickHouseRowEncoder {
 
     /// A key `encode` wrote, as the rollup's rows write it: `,"name":literal` for each of the
     /// rollup's keys, in order, exactly as the codec's row through the rollup's `key` gives them.
-    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8])
+    /// False for bytes that are no key of this encoder's.
+    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8]) -> Bool
 }
 
 extension ClickHouseRowEncoder {

@@ -11,6 +11,8 @@ import Testing
 final class ScriptedServer: @unchecked Sendable {
     enum Answer: Sendable {
         case bytes([UInt8])
+        /// These bytes, then a reset instead of a close.
+        case bytesThenReset([UInt8])
         /// Say nothing until the test lets go.
         case silence
     }
@@ -57,27 +59,32 @@ final class ScriptedServer: @unchecked Sendable {
             switch answer {
             case .bytes(let bytes):
                 _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            case .bytesThenReset(let bytes):
+                _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                var abort = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
             case .silence:
                 letGo.wait()
             }
         }.start()
     }
 
+    /// Reads until the head's end and as many bytes after it as its Content-Length says.
     private func readRequest(_ fd: Int32) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let text = String(decoding: bytes, as: UTF8.self)
-            if let head = text.range(of: "\r\n\r\n") {
-                let length = text[..<head.lowerBound].split(separator: "\r\n")
-                    .first { $0.lowercased().hasPrefix("content-length:") }
-                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
-                if bytes.count >= text.utf8.distance(from: text.utf8.startIndex, to: head.upperBound) + length { return bytes }
-            }
+        var needed: Int?
+        while needed.map({ bytes.count < $0 }) ?? true {
             let n = recv(fd, &chunk, chunk.count, 0)
             guard n > 0 else { return bytes }
             bytes.append(contentsOf: chunk[0..<n])
+            guard needed == nil, let end = bytes.firstRange(of: Array("\r\n\r\n".utf8)) else { continue }
+            let length = String(decoding: bytes[..<end.lowerBound], as: UTF8.self).split(separator: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            needed = end.upperBound + length
         }
+        return bytes
     }
 
     func stop() {
@@ -104,7 +111,7 @@ final class ScriptedServer: @unchecked Sendable {
 
     @Test func theRequestCarriesTheStatementCredentialsAndTheBodyByteForByte() throws {
         var body: [UInt8] = []
-        for i in 0..<200_000 { body.append(contentsOf: "{\"node\":\"a\",\"id\":\(i)}\n".utf8) }
+        for i in 0..<40_000 { body.append(contentsOf: "{\"node\":\"a\",\"id\":\(i)}\n".utf8) }
         let (outcome, request) = try answer("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", body: body)
         #expect(outcome == .done(""))
         let text = String(decoding: request, as: UTF8.self)
@@ -161,7 +168,7 @@ final class ScriptedServer: @unchecked Sendable {
             outcome.withLock { $0 = client.run("SELECT 1") }
             done.leave()
         }.start()
-        server.received.wait()
+        #expect(server.received.wait(timeout: .now() + 10) == .success)
         client.stop()
         #expect(done.wait(timeout: .now() + 10) == .success)
         if case .unavailable = outcome.withLock({ $0 }) {} else { Issue.record("\(String(describing: outcome.withLock { $0 }))") }
@@ -169,14 +176,38 @@ final class ScriptedServer: @unchecked Sendable {
     }
 
     @Test func aPortNobodyListensOnIsUnavailable() throws {
-        let server = try ScriptedServer.start(.bytes([]))
-        let target = try server.target
-        server.stop()
+        // Bound and never listening, and kept so while the test runs: no other test can take it.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        try #require(bound)
+        let target = try ClickHouseTarget("http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/attribution", credentials: nil)
         if case .unavailable = ClickHouseClient(target: target, timeout: 2).run("SELECT 1") {} else { Issue.record("a closed port") }
     }
 
-    @Test func aResponseOverTheLimitIsRefusedBeforeItIsRead() throws {
-        let server = try ScriptedServer.start(.bytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n".utf8) + Array(repeating: 0x41, count: 2000)))
+    @Test func aProxysContinueIsNotTheAnswer() throws {
+        #expect(try answer("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").0 == .done("ok"))
+    }
+
+    @Test func anAnswerCutByAResetIsNotTakenForAWholeOne() throws {
+        let server = try ScriptedServer.start(.bytesThenReset(Array("HTTP/1.1 200 OK\r\n\r\n1\n2\n".utf8)))
+        defer { server.stop() }
+        if case .unavailable = ClickHouseClient(target: try server.target, timeout: 5).run("SELECT 1") {} else {
+            Issue.record("a reset is not the end of an answer")
+        }
+    }
+
+    @Test(arguments: ["Content-Length: 2000\r\n\r\n" + String(repeating: "A", count: 2000),
+                      "Transfer-Encoding: chunked\r\n\r\n7D0\r\n" + String(repeating: "A", count: 2000) + "\r\n0\r\n\r\n",
+                      "\r\n" + String(repeating: "A", count: 200_000)])
+    func aResponseOverTheLimitIsRefused(_ rest: String) throws {
+        let server = try ScriptedServer.start(.bytes(Array(("HTTP/1.1 200 OK\r\n" + rest).utf8)))
         defer { server.stop() }
         let connection = try RawHTTPClient(port: server.port, host: "localhost", timeout: 5)
         connection.maxResponseBytes = 1000

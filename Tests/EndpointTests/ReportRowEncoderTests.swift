@@ -53,7 +53,8 @@ import Testing
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":255,"attributed_on_site":"xn--bcher-kva.example","trigger_data":0,"version":2}"#,
             // The same group as the codec's "note" body below: one row of counts, not two.
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
-            // Left to the codec: a token, an unknown key, a dash key, an escape, a key twice, a large or odd number.
+            // Left to the codec: a token, an unknown key, a dash key, an escape, a large or odd number,
+            // a missing field, a key twice, bytes past ASCII, what is no object.
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3,"source_secret_token":"dG9r","source_secret_token_signature":"c2ln"}"#,
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3,"note":"x"}"#,
             #"{"source-engagement-type":"click","source-site":"news.example","source-id":1,"attributed-on-site":"shop.example","trigger-data":1,"report-version":1}"#,
@@ -62,18 +63,23 @@ import Testing
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":007,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":1.5,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1}"#,
+            #"{"source_engagement_type":"click","source_site":"news.example","source_id":1,"source_id":2,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
+            #"{"source_engagement_type":"click","source_site":"bücher.example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
+            "{\"source_engagement_type\":\"click\",\"source_site\":\"n\u{FF}ws.example\",\"source_id\":1,\"attributed_on_site\":\"shop.example\",\"trigger_data\":1,\"version\":3}",
             #"[1,2]"#, "", #"{"#,
             // WebKit's shape, with a row longer than the fast writer's memory.
             #"{"source_engagement_type":"click","source_site":"\#(String(repeating: "n", count: 20_000)).example","source_id":1,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#,
         ]
         let campaigns: [String?] = [nil, "Winter \"sale\"\n", "Ünïcode ✓", "back\\slash"]
-        let trigger = Timestamp(rfc3339: "2026-11-19T10:00:00Z")!
+        // A trigger days before the report, and one after it (a clock set back): a negative delay.
+        let before = Timestamp(rfc3339: "2026-11-19T10:00:00Z")!, after = Timestamp(rfc3339: "2100-01-01T00:00:00Z")!
         for (i, body) in bodies.enumerated() {
             for (j, campaign) in campaigns.enumerated() {
-                let draft = StoredReport.Draft(role: (i + j) % 2 == 0 ? .destination : .source, verdict: j == 1 ? .quarantined : .accepted,
+                // Quarantined with reasons and with none; accepted with reasons and with none.
+                let draft = StoredReport.Draft(role: (i + j) % 2 == 0 ? .destination : .source, verdict: j == 1 || j == 3 ? .quarantined : .accepted,
                                                reasons: j == 1 ? ["no_matching_trigger", "late"] : j == 2 ? ["late", "source_token_verified"] : [],
                                                body: Array(body.utf8), triggerID: j == 3 ? 9 : nil, campaign: campaign,
-                                               triggerRecordedAt: j >= 2 ? trigger : nil)
+                                               triggerRecordedAt: j == 2 ? before : j == 3 ? after : nil)
                 let done = DispatchSemaphore(value: 0)
                 store.append(draft, completion: { (_: Result<StoredReport, StoreError>) in done.signal() })
                 done.wait()

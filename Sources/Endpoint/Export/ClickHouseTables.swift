@@ -35,7 +35,7 @@ enum ClickHouseTables {
             case ("reasons", .array(let items)): reasons = items.compactMap { if case .string(let s) = $0 { s } else { nil } }
             case ("trigger_recorded_at_ms", .number(let text)):
                 if let trigger = Int64(text) {
-                    delayBucket = SummaryAggregates.delayBucket(hours: Int((time.millisecondsSinceEpoch - trigger) / 3_600_000))
+                    delayBucket = SummaryAggregates.delayBucket(from: Timestamp(millisecondsSinceEpoch: trigger), to: time)
                 }
             default: continue
             }

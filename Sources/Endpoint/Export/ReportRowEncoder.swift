@@ -176,9 +176,7 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
         key.append(layout.role == .source ? 1 : 2)
         key.append(accepted ? 1 : 0)
         key.appendLE(SummaryAggregates.day(of: view.time))
-        key.appendLE(Int64(layout.triggerRecordedAt.map {
-            SummaryAggregates.delayBucket(hours: Int((view.time.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 3_600_000))
-        } ?? -1))
+        key.appendLE(Int64(layout.triggerRecordedAt.map { SummaryAggregates.delayBucket(from: $0, to: view.time) } ?? -1))
         key.append(UInt8(truncatingIfNeeded: sourceIDValue))
         key.append(UInt8(truncatingIfNeeded: triggerValue))
         key.append(UInt8(truncatingIfNeeded: layout.reasonCount))
@@ -194,25 +192,25 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
     }
 
     /// The literals `ClickHouseTables.reportCounts` makes of the codec's row, from a key `encode` wrote.
-    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8]) {
+    func appendCountLiterals(ofKey key: [UInt8], to out: inout [UInt8]) -> Bool {
         key.withUnsafeBytes { k in
-            guard k.count >= 17 else { return }
+            guard k.count >= 17 else { return false }
             var parts: [UnsafeRawBufferPointer] = []
             var offset = 17
             while parts.count < 4, offset + 4 <= k.count {
                 let length = Int(k.loadLE(UInt32.self, at: offset))
-                guard offset + 4 + length <= k.count else { return }
+                guard offset + 4 + length <= k.count else { return false }
                 parts.append(UnsafeRawBufferPointer(rebasing: k[(offset + 4)..<(offset + 4 + length)]))
                 offset += 4 + length
             }
-            guard parts.count == 4 else { return }
+            guard parts.count == 4 else { return false }
             let accepted = k[1] == 1
             // The reasons as the log holds them: each a u8 length and its UTF-8.
             var reasons: [UnsafeRawBufferPointer] = []
             var at = 0
             while at < parts[0].count, reasons.count < Int(k[16]) {
                 let length = Int(parts[0][at])
-                guard at + 1 + length <= parts[0].count else { return }
+                guard at + 1 + length <= parts[0].count else { return false }
                 reasons.append(UnsafeRawBufferPointer(rebasing: parts[0][(at + 1)..<(at + 1 + length)]))
                 at += 1 + length
             }
@@ -253,6 +251,7 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
             out.appendDecimal(UInt64(k[15]))
             append(CountKey.delayBucket.key)
             out.appendDecimal(k.loadLE(Int64.self, at: 6))
+            return true
         }
     }
 
@@ -278,7 +277,8 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
             let start = i + 1
             var j = start
             while j < end, b[j] != UInt8(ascii: "\"") {
-                guard b[j] != UInt8(ascii: "\\"), b[j] >= 0x20 else { return nil }
+                // Copied as they are, so only what needs neither escaping nor UTF-8's checks.
+                guard b[j] != UInt8(ascii: "\\"), b[j] >= 0x20, b[j] < 0x80 else { return nil }
                 j += 1
             }
             guard j < end else { return nil }

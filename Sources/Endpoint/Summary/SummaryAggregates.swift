@@ -155,9 +155,11 @@ struct SummaryAggregates: Sendable {
         for (id, name) in names.enumerated() { ids[name] = Name(id) }
     }
 
+    /// Clamped: a time millions of years away (only a damaged or forged log holds one) is the
+    /// first or last day, never a trap.
     static func day(of time: Timestamp) -> Int32 {
         let ms = time.millisecondsSinceEpoch
-        return Int32((ms >= 0 ? ms : ms - TimingModel.day + 1) / TimingModel.day)
+        return Int32(clamping: ms >= 0 ? ms / TimingModel.day : (ms / TimingModel.day) - (ms % TimingModel.day == 0 ? 0 : 1))
     }
 
     func name(_ id: Name) -> String { names[Int(id)] }
@@ -178,19 +180,24 @@ struct SummaryAggregates: Sendable {
     }
 
     mutating func add(_ report: StoredReport, _ facts: ReportFacts) {
-        var delayHours: Int?
-        if let trigger = report.triggerRecordedAt {
-            delayHours = Int((report.receivedAt.millisecondsSinceEpoch - trigger.millisecondsSinceEpoch) / TimingModel.hour)
-        }
         let accepted = report.verdict == .accepted
         add(day: Self.day(of: report.receivedAt), role: report.role, accepted: accepted, late: report.reasons.contains("late"),
             verifiedToken: Self.hasVerifiedToken(report.reasons), quarantineReasons: accepted ? [] : report.reasons,
-            campaign: report.campaign, delayBucket: delayHours.map { Self.delayBucket(hours: $0) }, facts: facts)
+            campaign: report.campaign, delayBucket: report.triggerRecordedAt.map { Self.delayBucket(from: $0, to: report.receivedAt) },
+            facts: facts)
     }
 
     /// Whether a report's reasons say one of its tokens verified.
     static func hasVerifiedToken(_ reasons: [String]) -> Bool {
         reasons.contains { $0 == "source_token_verified" || $0 == "destination_token_verified" }
+    }
+
+    /// The bucket of the delay from a trigger to its report; a delay past what 64 bits hold (a
+    /// damaged or forged log) in the first or last.
+    static func delayBucket(from trigger: Timestamp, to report: Timestamp) -> Int {
+        let (delay, overflow) = report.millisecondsSinceEpoch.subtractingReportingOverflow(trigger.millisecondsSinceEpoch)
+        guard !overflow else { return delayBucket(hours: report.millisecondsSinceEpoch < trigger.millisecondsSinceEpoch ? -1 : Int.max) }
+        return delayBucket(hours: Int(delay / TimingModel.hour))
     }
 
     /// The index in `delayBuckets` of a delay in hours (a negative one, from a clock set back, in the first).
