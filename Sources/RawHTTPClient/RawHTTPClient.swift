@@ -39,6 +39,8 @@ public struct RawResponse: Sendable {
 public final class RawHTTPClient {
     public private(set) var fd: Int32
     private var buffer: [UInt8] = []
+    /// What each read lands in, made once.
+    private var chunk = [UInt8](repeating: 0, count: 65536)
     /// Past this instant (`DispatchTime` nanoseconds) reads fail, however slowly bytes trickle in.
     public var deadline: UInt64 = .max
     /// Responses larger than this are refused.
@@ -149,15 +151,15 @@ public final class RawHTTPClient {
     private func fill() throws -> Bool {
         guard DispatchTime.now().uptimeNanoseconds < deadline else { throw RawHTTPError("timed out waiting for the server") }
         guard buffer.count < maxResponseBytes else { throw RawHTTPError("the response is larger than \(maxResponseBytes) bytes") }
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: 65536))
         var n = 0, failure: Int32 = 0
         repeat {
-            n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress.map { $0 + start }, 65536, 0) }
+            n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             failure = errno
         } while n < 0 && failure == EINTR
-        buffer.removeLast(65536 - max(0, n))
-        if n > 0 { return true }
+        if n > 0 {
+            buffer.append(contentsOf: chunk[0..<n])
+            return true
+        }
         if n == 0 { return false }
         if failure == EAGAIN || failure == EWOULDBLOCK { throw RawHTTPError("timed out waiting for the server") }
         if failure == ECONNRESET, resetIsEnd { return false }
