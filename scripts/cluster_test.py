@@ -22,6 +22,7 @@ At the end:
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -277,6 +278,12 @@ def main():
         nginx.wait()
         ch.stop()
         apple.shutdown()
+    # Three nodes' logs and a ClickHouse come to about 2 GB a run: kept only when there is
+    # something to look at, or a CI machine's disk fills after a few dozen runs.
+    if failures:
+        print("kept for a look: %s" % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     finish(failures)
 
 
