@@ -28,8 +28,15 @@ final class ScriptedServer: @unchecked Sendable {
 
     private init(_ answer: Answer) throws {
         self.answer = answer
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = try Self.boundSocket()
         listener = fd
+        self.port = port
+        guard listen(fd, 8) == 0 else { throw RawHTTPError("cannot listen") }
+    }
+
+    /// A TCP socket bound to a free loopback port, not yet listening.
+    static func boundSocket() throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -37,8 +44,11 @@ final class ScriptedServer: @unchecked Sendable {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound, listen(fd, 8) == 0 else { throw RawHTTPError("cannot listen") }
-        port = UInt16(bigEndian: address.sin_port)
+        guard fd >= 0, bound else {
+            if fd >= 0 { close(fd) }
+            throw RawHTTPError("cannot bind")
+        }
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 
     static func start(_ answer: Answer) throws -> ScriptedServer {
@@ -177,17 +187,9 @@ final class ScriptedServer: @unchecked Sendable {
 
     @Test func aPortNobodyListensOnIsUnavailable() throws {
         // Bound and never listening, and kept so while the test runs: no other test can take it.
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (fd, port) = try ScriptedServer.boundSocket()
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound)
-        let target = try ClickHouseTarget("http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))/attribution", credentials: nil)
+        let target = try ClickHouseTarget("http://127.0.0.1:\(port)/attribution", credentials: nil)
         if case .unavailable = ClickHouseClient(target: target, timeout: 2).run("SELECT 1") {} else { Issue.record("a closed port") }
     }
 
