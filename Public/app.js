@@ -264,7 +264,11 @@ function renderAppleAds(a) {
 
 async function loadApps() {
   try {
-    renderApps(await (await api("/api/apps/summary?" + appsQuery())).json());
+    const apps = await (await api("/api/apps/summary?" + appsQuery())).json();
+    renderApps(apps);
+    $("apps-retention").hidden = !apps.records_kept_from;
+    $("apps-retention").textContent = apps.records_kept_from
+      ? `Postbacks and Apple Ads tokens received before ${apps.records_kept_from} were removed by retention; these views count those kept.` : "";
     renderAppleAds(await (await api("/api/apple-ads/summary?" + appsQuery())).json());
   } catch (error) {
     if (error.login) return showLogin(error.message);
@@ -287,7 +291,10 @@ async function load() {
     const copies = summary.role ? ` (${summary.role} copies only)` : "";
     const whose = summary.scope === "cluster" ? " Every node's numbers, counted in ClickHouse (refusals are each node's own)." : " This node's own numbers.";
     $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + "." +
-      (summary.cluster_available ? whose : "");
+      (summary.cluster_available ? whose : "") +
+      // Retention removed the oldest log segments: their reports are counted here still, but the
+      // record-by-record exports begin where the log now does.
+      (summary.records_kept_from ? ` Records before ${summary.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");
     await loadApps();
   } catch (error) {
     if (error.login) return showLogin(error.message);

@@ -120,6 +120,12 @@ public final class ClickHouseExporter: Sendable {
         finished.wait()
     }
 
+    /// The log offset every table's export has passed: a segment that ends there or before is in
+    /// ClickHouse whole.
+    public var exportedThrough: Int {
+        state.withLock { s in schema.tables.map { s.cursor.position(of: $0.name).offset }.min() ?? 0 }
+    }
+
     public var status: Status {
         let s = state.withLock { $0 }
         let now = clock()

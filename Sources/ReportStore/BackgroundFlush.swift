@@ -8,22 +8,22 @@ import Locking
 /// (which stay held), then waits in `finish`. On the benchmark machine the flush is 150–400 µs of
 /// every 1.5 ms turn, spent idle before this (docs/PERFORMANCE.md).
 final class BackgroundFlush: @unchecked Sendable {
-    private let file: LogFile
     private let start = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
     /// The last flush's error and the stop request. The semaphores only wake; what passes between
     /// the threads goes under this lock, as elsewhere in the project: ThreadSanitizer sees a pthread
     /// mutex, not libdispatch's atomics.
-    private let shared = Locked<(outcome: StoreError?, stopping: Bool)>((nil, false))
+    private let shared = Locked<(file: LogFile?, outcome: StoreError?, stopping: Bool)>((nil, nil, false))
 
-    init(file: LogFile) {
-        self.file = file
+    init() {
         stopped.startThread(named: "report-store-flush") { [self] in run() }
     }
 
-    /// Starts flushing what has been written so far.
-    func begin() {
+    /// Starts flushing what has been written so far to `file` (the active segment, which a roll
+    /// replaces between batches).
+    func begin(_ file: LogFile) {
+        shared.withLock { $0.file = file }
         start.signal()
     }
 
@@ -46,7 +46,7 @@ final class BackgroundFlush: @unchecked Sendable {
             if shared.withLock({ $0.stopping }) { return }
             var outcome: StoreError?
             do {
-                try file.sync()
+                try shared.withLock { $0.file }?.sync()
             } catch {
                 outcome = error
             }

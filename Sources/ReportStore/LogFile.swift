@@ -20,8 +20,8 @@ struct LogFile: @unchecked Sendable {
     let fd: Int32
     let path: String
 
-    static func open(path: String) throws(StoreError) -> LogFile {
-        let fd = systemOpen(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    static func open(path: String, create: Bool = true) throws(StoreError) -> LogFile {
+        let fd = systemOpen(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError(operation: "open \(path)", errno: errno) }
         return LogFile(fd: fd, path: path)
     }
@@ -100,6 +100,19 @@ struct LogFile: @unchecked Sendable {
 
     func close() { _ = systemClose(fd) }
 
+    /// Replaces the file at `path` with `bytes` so that a crash leaves the old file or the new:
+    /// written to a temporary file, flushed, renamed over, the directory flushed.
+    static func replaceWhole(path: String, with bytes: [UInt8]) throws(StoreError) {
+        let temporary = path + ".tmp"
+        let file = try open(path: temporary)
+        defer { file.close() }
+        try file.truncate(to: 0)
+        try file.write(bytes, at: 0)
+        try file.sync()
+        guard rename(temporary, path) == 0 else { throw StoreError(operation: "rename \(temporary)", errno: errno) }
+        syncDirectory(path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ".")
+    }
+
     /// Makes a newly created file's directory entry durable too.
     static func syncDirectory(_ path: String) {
         let fd = systemOpen(path, O_RDONLY | O_CLOEXEC, 0)
@@ -125,12 +138,14 @@ private func systemClose(_ fd: Int32) -> Int32 {
     #endif
 }
 
-/// Walks the records of a byte range of the log, resynchronising past damage.
+/// Walks the records of a byte range of one segment, resynchronising past damage.
 ///
 /// Damage followed by a valid record is a corrupt record in the middle: it is skipped and
 /// reported. Damage with no valid record after it is a torn tail: the walk ends there.
 struct LogScanner {
     let file: LogFile
+    /// Offsets are the log's; the file holds offset `o` at `o + shift` (a segment's header and base).
+    let shift: Int
     let end: Int
     private var buffer: UnsafeMutableRawBufferPointer
     private var bufferStart = 0
@@ -138,8 +153,9 @@ struct LogScanner {
 
     static let window = 1 << 20
 
-    init(file: LogFile, end: Int) {
+    init(file: LogFile, layout: SegmentLayout = SegmentLayout(base: 0, dataStart: 0), end: Int) {
         self.file = file
+        self.shift = layout.dataStart - layout.base
         self.end = end
         buffer = .allocate(byteCount: Self.window + LogRecord.headerSize + LogRecord.maxPayload, alignment: 8)
     }
@@ -178,7 +194,7 @@ struct LogScanner {
         let wanted = min(end, offset + LogRecord.headerSize + LogRecord.maxPayload)
         if offset < bufferStart || wanted > bufferEnd {
             let count = min(buffer.count, end - offset)
-            let got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]), at: offset)
+            let got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]), at: offset + shift)
             bufferStart = offset
             bufferEnd = offset + got
         }

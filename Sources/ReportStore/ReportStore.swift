@@ -2,7 +2,8 @@ import Foundation
 import Locking
 import Primitives
 
-/// The durable home of every record: one append-only, checksummed log file, one writer at a time.
+/// The durable home of every record: one append-only, checksummed log, one writer at a time,
+/// kept in segments (`LogSegment`): the active one written, the sealed ones removable whole.
 ///
 /// A record says what it is (its kind, `RecordKind`, which its owner declares) and which protocol
 /// it is of (its tag), and carries the id and receive time the store gives it; the rest is its
@@ -20,13 +21,15 @@ import Primitives
 /// flight (`BackgroundFlush`), then `stored` or `failed`.
 public final class ReportStore: Sendable {
     public let directory: String
+    /// The active segment's file.
     public let logPath: String
     /// What replay found when the store opened.
     public let replay: ReplaySummary
 
-    private let file: LogFile
-    /// Keeps zeros written ahead of the data, when the store was opened with a preallocation.
-    private let preallocator: LogPreallocator?
+    private let files: LogDirectory
+    private let policy: SegmentPolicy
+    /// Bytes of zeros to keep written ahead of the data in the active segment (0: none).
+    private let preallocation: Int
     /// The flush thread of an owner-committed store, for `commitQueued(overlappingFlush: true)`.
     private let backgroundFlush: BackgroundFlush?
     private let clock: @Sendable () -> Timestamp
@@ -35,9 +38,10 @@ public final class ReportStore: Sendable {
     private let queue: Locked<Queue>
     /// Wakes the writer thread (`.writerThread` only) when a batch starts or the store closes.
     private let wake = DispatchSemaphore(value: 0)
-    /// The batch being committed, swapped with the queue's so neither buffer is copied. Its lock
-    /// is held for a whole commit, so commits never overlap: the log has one writer at a time.
-    private let committing = Locked<(bytes: [UInt8], entries: [Entry])>(([], []))
+    /// The batch being committed, swapped with the queue's so neither buffer is copied, and the
+    /// active segment it goes to. Its lock is held for a whole commit, so commits never overlap:
+    /// the log has one writer at a time.
+    private let committing: Locked<Committing>
     private let stopped = DispatchGroup()
     private let state: Locked<DurableState>
 
@@ -98,6 +102,22 @@ public final class ReportStore: Sendable {
         var stopping = false
     }
 
+    private struct Committing {
+        var bytes: [UInt8] = []
+        var entries: [Entry] = []
+        var writer: Writer
+    }
+
+    /// The active segment, as the committing thread writes it.
+    private struct Writer {
+        var segment: SegmentFile?
+        var layout: SegmentLayout
+        /// Keeps zeros written ahead of the data, when the store was opened with a preallocation.
+        var preallocator: LogPreallocator?
+        /// After a roll failed (disk full), the active segment takes batches until then.
+        var noRollUntil: UInt64 = 0
+    }
+
     private struct PendingBatch {
         var bytes: [UInt8] = []
         var entries: [Entry] = []
@@ -153,12 +173,17 @@ public final class ReportStore: Sendable {
         var indexes: [[(time: Int64, offset: Int)]]
         /// Every record on disk, folded: what derived state checks itself against.
         var prefix: LogPrefix
+        /// The next id of each kind on disk, and the last time: what a new segment's header says.
+        var nextIDs: [UInt64]
+        var lastTime: Int64
+        /// Every kept segment, oldest first; the last is the active one.
+        var segments: [SegmentTally]
         var lastError: StoreError?
         var flushes: Int
     }
 
     public struct ReplaySummary: Sendable {
-        /// Whole records found, of every kind.
+        /// Whole records in the kept segments, of every kind.
         public var records: Int
         /// Of each kind, by the kind's number.
         let counts: [Int]
@@ -170,49 +195,61 @@ public final class ReportStore: Sendable {
         /// The log's first `fingerprintAt` bytes (the `init` argument) as replay found them, or
         /// nil if no record ends exactly there.
         public var prefixAtFingerprint: LogPrefix?
+        /// Records read from the segments; the others were taken from sealed segments' indexes.
+        public var recordsRead: Int
+        /// Where the oldest kept segment starts: what the log held before it was removed.
+        public var start: Int
 
         /// Whole records of `kind` found.
         public func count(of kind: RecordKind) -> Int { counts[Int(kind.number)] }
     }
 
-    /// Opens (or creates) `directory/reports.log` and replays it.
+    /// Opens (or creates) the log in `directory` and replays it.
     /// `preallocation`: bytes of zeros to keep written ahead of the data (0: none), so that a
     /// commit overwrites blocks already on disk instead of growing the file (`LogPreallocator`).
+    /// `segments`: when the active segment is sealed and a new one begun.
     /// `fingerprintAt`: an offset whose `LogPrefix` replay should note (`ReplaySummary.prefixAtFingerprint`),
     /// so that state derived from the log up to there can be checked against it.
-    /// `replaying`: called with every record replay finds, in order, so that the owner can rebuild
-    /// what it keeps in memory (the trigger ledger).
+    /// `replayFrom`: `replaying` is called with every record that ends after this offset, in
+    /// order, so that the owner can rebuild what it keeps in memory; sealed segments before it are
+    /// not read at all.
     public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
-                fingerprintAt: Int? = nil, clock: (@Sendable () -> Timestamp)? = nil,
+                segments policy: SegmentPolicy = SegmentPolicy(), fingerprintAt: Int? = nil,
+                clock: (@Sendable () -> Timestamp)? = nil, replayFrom: Int = 0,
                 replaying visit: (RecordView) -> Void = { _ in }) throws {
         self.directory = directory
         self.committer = committer
-        self.logPath = directory + "/reports.log"
+        self.policy = policy
+        self.preallocation = preallocation
+        files = LogDirectory(directory: directory)
+        self.logPath = files.activePath
         // Without the owner's clock, the system's: receive times are the store's to give.
         self.clock = clock ?? { Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let existed = FileManager.default.fileExists(atPath: logPath)
-        file = try LogFile.open(path: logPath)
-        if !existed { LogFile.syncDirectory(directory) }
 
         let started = Date()
-        let found = try LogReplay(file: file, fingerprintAt: fingerprintAt, visit: visit)
+        let opened = try LogOpening(directory: files, readFrom: replayFrom, fingerprintAt: fingerprintAt, visit: visit)
+        let found = opened.replay
+        let layout = opened.layout
         // Free space is kept only when more zeros would be written anyway.
-        var zeroedEnd = try file.size()
-        if zeroedEnd > found.end && preallocation == 0 {
-            try file.truncate(to: found.end)
-            try file.sync()
-            zeroedEnd = found.end
+        var zeroedEnd = opened.activeSize
+        if zeroedEnd > layout.fileOffset(found.end) && preallocation == 0 {
+            try opened.active.file.truncate(to: layout.fileOffset(found.end))
+            try opened.active.file.sync()
+            zeroedEnd = layout.fileOffset(found.end)
         }
-        queue = Locked(Queue(pending: PendingBatch(nextIDs: found.lastIDs.map { $0 + 1 }, lastTime: found.lastTime)))
+        queue = Locked(Queue(pending: PendingBatch(nextIDs: found.nextIDs, lastTime: found.lastTime)))
         state = Locked(DurableState(end: found.end, counts: found.counts, indexes: found.indexes, prefix: found.prefix,
+                                    nextIDs: found.nextIDs, lastTime: found.lastTime, segments: found.segments,
                                     lastError: nil, flushes: 0))
-        replay = ReplaySummary(records: found.counts.reduce(0, +), counts: found.counts, corruptRecords: found.corrupt,
+        replay = ReplaySummary(records: found.segments.reduce(0) { $0 + $1.counts.values.reduce(0, +) }, counts: found.counts, corruptRecords: found.corrupt,
                                tornTailBytes: found.tornTailBytes, seconds: Date().timeIntervalSince(started),
-                               prefixAtFingerprint: found.fingerprinted)
-        preallocator = preallocation > 0
-            ? LogPreallocator(file: file, window: preallocation, dataEnd: found.end, zeroedEnd: zeroedEnd) : nil
-        backgroundFlush = committer == .owner ? BackgroundFlush(file: file) : nil
+                               prefixAtFingerprint: found.fingerprinted, recordsRead: found.recordsRead,
+                               start: found.segments.first?.layout.base ?? 0)
+        let preallocator = preallocation > 0
+            ? LogPreallocator(file: opened.active.file, window: preallocation, dataEnd: layout.fileOffset(found.end), zeroedEnd: zeroedEnd) : nil
+        committing = Locked(Committing(writer: Writer(segment: opened.active, layout: layout, preallocator: preallocator)))
+        backgroundFlush = committer == .owner ? BackgroundFlush() : nil
 
         guard committer == .writerThread else { return }
         stopped.startThread(named: "report-store-writer") { [self] in writerLoop() }
@@ -286,7 +323,7 @@ public final class ReportStore: Sendable {
                     return false
                 }
                 if empty { return }
-                commit(bytes: batch.bytes, entries: batch.entries, overlappingFlush: overlappingFlush)
+                commit(bytes: batch.bytes, entries: batch.entries, to: &batch.writer, overlappingFlush: overlappingFlush)
                 batch.bytes.removeAll(keepingCapacity: true)
                 batch.entries.removeAll(keepingCapacity: true)
             }
@@ -305,15 +342,24 @@ public final class ReportStore: Sendable {
         }
     }
 
-    private func commit(bytes: [UInt8], entries: [Entry], overlappingFlush: Bool) {
+    private func commit(bytes: [UInt8], entries: [Entry], to writer: inout Writer, overlappingFlush: Bool) {
         let start = state.withLock { $0.end }
-        preallocator?.claim(start..<start + bytes.count)
+        if let first = entries.first, needsRoll(writer, end: start, adding: bytes.count, firstTime: first.time) {
+            roll(&writer, at: start)
+        }
+        guard let segment = writer.segment else {
+            for entry in entries { entry.callback.failed(StoreError(operation: "append after close", errno: ESHUTDOWN)) }
+            return
+        }
+        let file = segment.file
+        let fileStart = writer.layout.fileOffset(start)
+        writer.preallocator?.claim(fileStart..<fileStart + bytes.count)
         var failure: StoreError?
         var wroteEarly = false
         do {
-            try file.write(bytes, at: start)
+            try file.write(bytes, at: fileStart)
             if overlappingFlush, let backgroundFlush, entries.contains(where: { $0.callback.followsSteps }) {
-                backgroundFlush.begin()
+                backgroundFlush.begin(file)
                 for entry in entries {
                     entry.callback.written(appended(entry, batch: bytes, at: start))
                 }
@@ -328,8 +374,8 @@ public final class ReportStore: Sendable {
         if let error = failure {
             // Cut back whatever part of the batch reached the file, so a half-written record can
             // never be replayed as a report that was refused. The next batch writes here again.
-            try? file.truncate(to: start)
-            preallocator?.cutBack(to: start)
+            try? file.truncate(to: fileStart)
+            writer.preallocator?.cutBack(to: fileStart)
             state.withLock {
                 $0.lastError = error
             }
@@ -337,12 +383,17 @@ public final class ReportStore: Sendable {
             return
         }
         state.withLock { s in
+            let active = s.segments.count - 1
             for entry in entries {
                 let kind = Int(entry.kind)
                 if s.counts[kind] % Self.indexStride == 0 { s.indexes[kind].append((entry.time, start + entry.at)) }
                 s.counts[kind] += 1
+                s.segments[active].count(kind: entry.kind, time: entry.time)
+                s.nextIDs[kind] = max(s.nextIDs[kind], entry.id &+ 1)
+                s.lastTime = max(s.lastTime, entry.time)
             }
             s.end = start + bytes.count
+            s.segments[active].end = s.end
             s.prefix.fold(records: bytes, at: start)
             s.lastError = nil
             s.flushes += 1
@@ -351,6 +402,79 @@ public final class ReportStore: Sendable {
             let record = appended(entry, batch: bytes, at: start)
             if !wroteEarly { entry.callback.written(record) }
             entry.callback.stored(record)
+        }
+    }
+
+    /// Whether the batch about to be written starts a new segment: the active one has records,
+    /// and the batch would take it past its size, or begins a UTC day its first record did not.
+    private func needsRoll(_ writer: Writer, end: Int, adding size: Int, firstTime: Int64) -> Bool {
+        guard end > writer.layout.base, DispatchTime.now().uptimeNanoseconds >= writer.noRollUntil else { return false }
+        if end - writer.layout.base + size > policy.maxBytes { return true }
+        guard policy.rollsDaily, let segmentFirst = state.withLock({ $0.segments.last?.firstTime }) else { return false }
+        return SegmentPolicy.day(of: firstTime) != SegmentPolicy.day(of: segmentFirst)
+    }
+
+    /// Seals the active segment, which ends at `end`, and begins its successor there. A roll that
+    /// fails (disk full) leaves the active segment as it was, taking batches; the next try comes
+    /// a second later.
+    private func roll(_ writer: inout Writer, at end: Int) {
+        guard let old = writer.segment else { return }
+        writer.preallocator?.stop()
+        writer.preallocator = nil
+        defer {
+            if preallocation > 0, let segment = writer.segment {
+                let dataEnd = writer.layout.fileOffset(end)
+                writer.preallocator = LogPreallocator(file: segment.file, window: preallocation, dataEnd: dataEnd,
+                                                      zeroedEnd: (try? segment.file.size()) ?? dataEnd)
+            }
+        }
+        let (tally, header, sealed) = state.withLock { s -> (SegmentTally, SegmentHeader, SegmentIndex) in
+            var replay = LogReplay()
+            replay.end = s.end
+            replay.prefix = s.prefix
+            replay.nextIDs = s.nextIDs
+            replay.lastTime = s.lastTime
+            replay.indexes = s.indexes
+            replay.counts = s.counts
+            let tally = s.segments[s.segments.count - 1]
+            return (tally, replay.header(), replay.index(of: tally, fileSize: writer.layout.fileOffset(end)))
+        }
+        let base = tally.layout.base
+        var next: LogFile?
+        do {
+            // Zeros written ahead are cut, so the sealed file ends with its last record.
+            try old.file.truncate(to: writer.layout.fileOffset(end))
+            try old.file.sync()
+            try LogFile.replaceWhole(path: files.indexPath(base: base), with: sealed.encoded())
+            let successor = try LogFile.open(path: files.nextPath)
+            next = successor
+            let bytes = header.encoded()
+            try successor.truncate(to: 0)
+            try successor.write(bytes, at: 0)
+            try successor.sync()
+            LogFile.syncDirectory(directory)
+            guard rename(files.activePath, files.sealedPath(base: base)) == 0 else {
+                throw StoreError(operation: "rename \(files.activePath)", errno: errno)
+            }
+            LogFile.syncDirectory(files.sealedDirectory)
+            // Should this one fail, the next start finishes the roll (`recoverInterruptedRoll`).
+            _ = rename(files.nextPath, files.activePath)
+            LogFile.syncDirectory(directory)
+            let segment = SegmentFile(successor)
+            next = nil
+            let layout = SegmentLayout(base: end, dataStart: bytes.count)
+            state.withLock { s in
+                let active = s.segments.count - 1
+                s.segments[active].file = nil
+                s.segments[active].path = files.sealedPath(base: base)
+                s.segments.append(SegmentTally(layout: layout, path: files.activePath, end: end, file: segment))
+            }
+            writer.segment = segment
+            writer.layout = layout
+        } catch {
+            next?.close()
+            _ = unlink(files.nextPath)
+            writer.noRollUntil = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
         }
     }
 
@@ -371,14 +495,21 @@ public final class ReportStore: Sendable {
         stopped.wait()
         if !alreadyClosing {
             backgroundFlush?.stop()
-            preallocator?.stop()
-            file.close()
+            committing.withLock { c in
+                c.writer.preallocator?.stop()
+                c.writer.preallocator = nil
+                c.writer.segment = nil
+            }
+            state.withLock { s in
+                if !s.segments.isEmpty { s.segments[s.segments.count - 1].file = nil }
+            }
         }
     }
 
     // MARK: - Reading
 
-    /// Records of `kind` on disk.
+    /// Records of `kind` the log has held, those in removed segments included (the export's lag
+    /// is this less what it sent); `segments` has what is kept.
     public func count(of kind: RecordKind) -> Int { state.withLock { $0.counts[Int(kind.number)] } }
 
     /// The last write error, until a later write succeeds: the store is refusing reports.
@@ -401,28 +532,19 @@ public final class ReportStore: Sendable {
     /// be read there (a caller that moves a cursor must not move it past that).
     @discardableResult
     public func scanRecords(of kind: RecordKind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) -> Int {
-        var scanner = LogScanner(file: file, end: end)
-        defer { scanner.deallocate() }
-        var offset = start
-        while let step = try? scanner.step(at: offset) {
-            switch step {
-            case .record(let at, let recordKind, let tag, let payload, let size, _):
-                offset = at + size
-                guard recordKind == kind.number, let view = RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
-                if !visit(view) { return offset }
-            case .corrupt(let at, let length):
-                offset = at + length
-            case .tornTail, .end:
-                return offset
-            }
+        var walk = SegmentWalk(segments: state.withLock { $0.segments }, from: start, through: end)
+        defer { walk.finish() }
+        while let view = walk.next() {
+            guard view.kind == kind.number else { continue }
+            if !visit(view) { return walk.offset }
         }
-        return offset
+        return walk.offset
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
     public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
-        let (end, startOffset) = state.withLock { s -> (Int, Int) in
-            guard let since else { return (s.end, 0) }
+        let (end, startOffset, segments) = state.withLock { s -> (Int, Int, [SegmentTally]) in
+            guard let since else { return (s.end, 0, s.segments) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
             let index = s.indexes[Int(kind.number)]
             var low = 0, high = index.count
@@ -430,9 +552,70 @@ public final class ReportStore: Sendable {
                 let mid = (low + high) / 2
                 if index[mid].time < since.millisecondsSinceEpoch { low = mid + 1 } else { high = mid }
             }
-            return (s.end, low == 0 ? 0 : index[low - 1].offset)
+            return (s.end, low == 0 ? 0 : index[low - 1].offset, s.segments)
         }
-        return RecordCursor(file: file, kind: kind, start: startOffset, end: end, since: since, until: until)
+        return RecordCursor(walk: SegmentWalk(segments: segments, from: startOffset, through: end), kind: kind, since: since, until: until)
+    }
+
+    // MARK: - Segments
+
+    /// A kept segment, as `/metrics` and retention see it.
+    public struct Segment: Sendable, Equatable {
+        /// The log offsets of its first record and just after its last.
+        public var base: Int
+        public var end: Int
+        /// Bytes in its file (the active one's without the zeros kept ahead).
+        public var bytes: Int
+        public var records: Int
+        /// Receive times of its first and last record; nil without records.
+        public var firstTime: Timestamp?
+        public var lastTime: Timestamp?
+        /// Only the active segment is written; sealed ones can be removed.
+        public var sealed: Bool
+    }
+
+    /// Every kept segment, oldest first; the last is the active one.
+    public var segments: [Segment] { state.withLock { Self.segments(of: $0) } }
+
+    private static func segments(of s: DurableState) -> [Segment] {
+        s.segments.enumerated().map { i, tally in
+            Segment(base: tally.layout.base, end: tally.end, bytes: tally.layout.fileOffset(tally.end),
+                    records: tally.counts.values.reduce(0, +),
+                    firstTime: tally.firstTime.map(Timestamp.init(millisecondsSinceEpoch:)),
+                    lastTime: tally.lastTime.map(Timestamp.init(millisecondsSinceEpoch:)),
+                    sealed: i < s.segments.count - 1)
+        }
+    }
+
+    /// Removes sealed segments, oldest first, for as long as `remove` says yes; never the active
+    /// one, and never one after a segment kept. Their records are gone from every read; offsets do
+    /// not move. `remove` is asked under the store's lock: it must not call the store. Returns the
+    /// segments removed.
+    @discardableResult
+    public func removeSegments(while remove: (Segment) -> Bool) -> [Segment] {
+        let (chosen, paths) = state.withLock { s -> ([Segment], [String]) in
+            var chosen: [Segment] = []
+            for segment in Self.segments(of: s) where segment.sealed {
+                guard remove(segment) else { break }
+                chosen.append(segment)
+            }
+            guard let last = chosen.last else { return ([], []) }
+            let gone = s.segments.prefix(chosen.count)
+            for kind in s.indexes.indices where !s.indexes[kind].isEmpty {
+                s.indexes[kind].removeAll { $0.offset < last.end }
+            }
+            s.segments.removeFirst(chosen.count)
+            return (chosen, gone.map(\.path))
+        }
+        guard !chosen.isEmpty else { return [] }
+        // The segment first: an index without its segment is ignored, a segment without its
+        // index is read at the next start.
+        for (path, segment) in zip(paths, chosen) {
+            _ = unlink(path)
+            _ = unlink(files.indexPath(base: segment.base))
+        }
+        LogFile.syncDirectory(files.sealedDirectory)
+        return chosen
     }
 }
 
@@ -448,40 +631,36 @@ extension ReportStore.RecordView {
 
 /// Reads the records of one kind one at a time. Not shared between threads.
 public final class RecordCursor: @unchecked Sendable {
-    private var scanner: LogScanner
+    private var walk: SegmentWalk
     private let kind: UInt8
-    private var offset: Int
     private let since: Timestamp?
     private let until: Timestamp?
     private var finished = false
 
-    init(file: LogFile, kind: RecordKind, start: Int, end: Int, since: Timestamp?, until: Timestamp?) {
-        scanner = LogScanner(file: file, end: end)
+    init(walk: SegmentWalk, kind: RecordKind, since: Timestamp?, until: Timestamp?) {
+        self.walk = walk
         self.kind = kind.number
-        offset = start
         self.since = since
         self.until = until
     }
 
-    deinit { scanner.deallocate() }
+    deinit { walk.finish() }
 
     /// The next record in range that `decode` makes something of (it sees the record in place,
     /// nothing copied), or nil at the end.
     public func next<T>(_ decode: (ReportStore.RecordView) -> T?) -> T? {
         while !finished {
-            guard let step = try? scanner.step(at: offset) else { finished = true; return nil }
-            switch step {
-            case .record(let at, let recordKind, let tag, let payload, let size, _):
-                offset = at + size
-                guard recordKind == kind, let view = ReportStore.RecordView(kind: recordKind, tag: tag, payload: payload, end: offset) else { continue }
-                if let since, view.time < since { continue }
-                if let until, view.time >= until { finished = true; return nil }
-                if let value = decode(view) { return value }
-            case .corrupt(let at, let length):
-                offset = at + length
-            case .tornTail, .end:
+            guard let view = walk.next() else {
                 finished = true
+                return nil
             }
+            guard view.kind == kind else { continue }
+            if let since, view.time < since { continue }
+            if let until, view.time >= until {
+                finished = true
+                return nil
+            }
+            if let value = decode(view) { return value }
         }
         return nil
     }

@@ -89,6 +89,8 @@ struct AppsSummaryRoutes: Sendable {
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.
     var cluster: ClusterScope? = nil
+    /// The oldest record kept once retention has removed some; nil while the log holds everything.
+    var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -123,7 +125,9 @@ struct AppsSummaryRoutes: Sendable {
         let (scope, items) = try ClusterScope.split(request.queryItems)
         let query = try query(items).get()
         guard scope == .cluster else {
-            return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil, node(query))))
+            let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
+            return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil,
+                                                                                 recordsKeptFrom: keptFrom, node(query))))
         }
         guard let scopeOfCluster = self.cluster else { throw ClusterScope.unavailable }
         let registry = book.registry

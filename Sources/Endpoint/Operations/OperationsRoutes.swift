@@ -17,6 +17,7 @@ struct OperationsRoutes: Sendable {
     let tokenChecks: TokenChecks?
     var appleAds: AppleAdsOutbox? = nil
     var exporter: ClickHouseExporter? = nil
+    var retention: LogRetention? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -49,6 +50,7 @@ struct OperationsRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
+                                         + LogSegmentMetrics.prometheusText(store: store, retention: retention)
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (exporter?.status.prometheusText() ?? "")).utf8))
     }

@@ -54,6 +54,10 @@ public struct EndpointConfiguration: Sendable {
     /// Megabytes of zeros kept written ahead of the log's end, so that each flush overwrites
     /// blocks already on disk instead of growing the file (0: none).
     public var logPreallocationMB = 4
+    /// Megabytes of records in one log segment; a segment is also sealed at each new UTC day.
+    public var logSegmentMB = 256
+    /// Remove whole log segments whose last record is older than this many days; nil keeps everything.
+    public var retentionDays: Int?
     /// Seconds between the summary's checkpoints while reports arrive: what a crash costs in
     /// rebuilding at the next start (a stop always writes one).
     public var summaryCheckpointInterval: Double = 60
@@ -261,9 +265,15 @@ public struct EndpointConfiguration: Sendable {
         return try ClickHouseTarget(clickhouse, credentials: credentials)
     }
 
+    /// Devices retry a postback for up to nine days (PROTOCOLS.md §3): the log keeps at least that.
+    static let minimumRetentionDays = 10
+
     public func check() throws {
         for option in Self.options {
             if let refusal = option.check(self) { throw ParseError(description: "\(option.name): \(refusal)") }
+        }
+        if let retentionDays, retentionDays <= lateCutoffDays || retentionDays < Self.minimumRetentionDays {
+            throw ParseError(description: "--retention-days: \(retentionDays) is too short: keep at least \(Self.minimumRetentionDays) days (devices retry postbacks for up to 9) and more than --late-cutoff-days (\(lateCutoffDays)), whose triggers a start rebuilds from the log")
         }
         if sites.isEmpty && !developmentMode {
             throw ParseError(description: "no site configured: pass --site DOMAIN for each registrable domain served (or --dev)")

@@ -31,6 +31,8 @@ public final class EndpointServer: Sendable {
     let exporter: ClickHouseExporter?
     /// The summary APIs' `?scope=cluster`, with `--clickhouse`.
     let clusterScope: ClusterScope?
+    /// With `--retention-days`.
+    let retention: LogRetention?
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -68,7 +70,8 @@ public final class EndpointServer: Sendable {
         var replayed = ReplayedTriggers()
         let ledger = PostbackLedger()
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
-                                preallocation: configuration.logPreallocationMB << 20, fingerprintAt: claimed?.end,
+                                preallocation: configuration.logPreallocationMB << 20,
+                                segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
                                 clock: { clock.now() }, replaying: { record in
                                     replayed.take(record)
                                     ledger.take(record)
@@ -119,6 +122,14 @@ public final class EndpointServer: Sendable {
                                announce: { EventLog.write($0, $1) })
         }
 
+        let checkpointer = self.checkpointer
+        let exporter = self.exporter
+        retention = configuration.retentionDays.map { days in
+            LogRetention(days: days, store: store, clock: clock,
+                         keptElsewhereThrough: { min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max) },
+                         announce: { EventLog.write($0, $1) })
+        }
+
         // The surfaces, and the route table they make.
         let servedSite = ServedSite(sites: sites, developmentMode: configuration.developmentMode, trustedProxies: context.trustedProxies)
         let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
@@ -131,21 +142,25 @@ public final class EndpointServer: Sendable {
         let bearer = AdminToken.gate(adminToken)
         // In a cluster, what every node must agree on comes from the files they share.
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
+        let keptFrom: @Sendable () -> Timestamp? = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
+        let summaryRoutes = SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock,
+                                          cluster: clusterScope, recordsKeptFrom: keptFrom)
         let surfaces = PCMRoutes(reports: reports,
                                  triggers: TriggerIntake(book: book, store: store, servedSites: sites, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope).routes(bearer: bearer)
+            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+                                recordsKeptFrom: keptFrom).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics).routes
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: registrationGate)
-            + SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock, cluster: clusterScope).routes(bearer: bearer)
+            + summaryRoutes.routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter).routes(bearer: bearer)
+                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -183,6 +198,7 @@ public final class EndpointServer: Sendable {
         appleAds.start()
         summaryRebuild.start()
         exporter?.start()
+        retention?.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
             ("data", .string(configuration.dataDirectory)),
@@ -216,6 +232,7 @@ public final class EndpointServer: Sendable {
         summaryRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
+        retention?.stop()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()

@@ -43,6 +43,9 @@ final class SummaryCheckpointer: Sendable {
         state.withLock { $0.written = prefix }
     }
 
+    /// The log offset the checkpoint on disk covers: what a restart counts without the log.
+    var writtenThrough: Int { state.withLock { $0.written?.end ?? 0 } }
+
     /// Called by the event loop at the end of each turn, after its commit. Costs a clock read
     /// unless a checkpoint is due.
     func turnEnded() {

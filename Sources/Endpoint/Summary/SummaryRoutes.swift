@@ -1,4 +1,5 @@
 import HTTPServer
+import Primitives
 
 /// The marketers' summary: the aggregates as JSON and CSV (the page itself is served from its
 /// folder by the route table's fallback). Needs the token.
@@ -9,6 +10,8 @@ struct SummaryRoutes: Sendable {
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.
     let cluster: ClusterScope?
+    /// The oldest record kept once retention has removed some; nil while the log holds everything.
+    var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -51,12 +54,16 @@ struct SummaryRoutes: Sendable {
             return Self.csv(try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get())
         }
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
-        return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, report.json(registry: registry, rejections: rejections.counts)))
+        let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
+        return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
+                                                  report.json(registry: registry, rejections: rejections.counts)))
     }
 
-    /// `json` (an object) with `"scope"` and `"cluster_available"` first: which numbers the page
-    /// shows, and whether it can switch.
-    static func scoped(_ scope: String, available: Bool, _ json: String) -> String {
-        "{\"scope\":\"\(scope)\",\"cluster_available\":\(available)," + json.dropFirst()
+    /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:
+    /// which numbers the page shows, whether it can switch, and from which day records can still
+    /// be exported one by one (null: every day; ClickHouse keeps every record).
+    static func scoped(_ scope: String, available: Bool, recordsKeptFrom: String? = nil, _ json: String) -> String {
+        let kept = recordsKeptFrom.map { "\"\($0)\"" } ?? "null"
+        return "{\"scope\":\"\(scope)\",\"cluster_available\":\(available),\"records_kept_from\":\(kept)," + json.dropFirst()
     }
 }

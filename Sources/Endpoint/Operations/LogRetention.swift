@@ -1,0 +1,86 @@
+import Dispatch
+import Locking
+import Primitives
+import ReportStore
+import SiteOwners
+
+/// `--retention-days N`: removes whole sealed log segments whose last record is more than N days
+/// old, on a thread of its own (`log-retention`), once a minute and whenever a manual clock is set.
+///
+/// A segment goes only once nothing needs its records any more:
+/// - the summary's checkpoint on disk covers it, so that the summary keeps counting its reports
+///   after a restart (a summary still being rebuilt removes nothing);
+/// - with `--clickhouse`, every table's export has passed it.
+/// What stays true is in docs/DEPLOYMENT.md ("Retention").
+final class LogRetention: Sendable {
+    let days: Int
+    private let store: ReportStore
+    private let clock: EndpointClock
+    /// The log offset below which everything is safe elsewhere: the summary's checkpoint, the export.
+    private let keptElsewhereThrough: @Sendable () -> Int
+    private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
+    private let wake = DispatchSemaphore(value: 0)
+    private let stopped = DispatchGroup()
+    private let state = Locked<(stopping: Bool, removed: Int, removedBytes: Int)>((false, 0, 0))
+
+    init(days: Int, store: ReportStore, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
+         announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
+        self.days = days
+        self.store = store
+        self.clock = clock
+        self.keptElsewhereThrough = keptElsewhereThrough
+        self.announce = announce
+        clock.whenSet { [wake] in wake.signal() }
+    }
+
+    func start() {
+        stopped.startThread(named: "log-retention") { [self] in
+            while !state.withLock({ $0.stopping }) {
+                sweep()
+                _ = wake.wait(timeout: .now() + 60)
+            }
+        }
+    }
+
+    func stop() {
+        state.withLock { $0.stopping = true }
+        wake.signal()
+        stopped.wait()
+    }
+
+    /// Segments removed since start, and their bytes.
+    var removed: (segments: Int, bytes: Int) { state.withLock { ($0.removed, $0.removedBytes) } }
+
+    /// Removes what may go now; returns what it removed.
+    @discardableResult
+    func sweep() -> [ReportStore.Segment] {
+        let cutoff = clock.now().millisecondsSinceEpoch - Int64(days) * TimingModel.day
+        let safeThrough = keptElsewhereThrough()
+        let removed = store.removeSegments { segment in
+            guard segment.end <= safeThrough else { return false }
+            guard let last = segment.lastTime else { return segment.end == segment.base }
+            return last.millisecondsSinceEpoch < cutoff
+        }
+        guard let newest = removed.last else { return [] }
+        let bytes = removed.reduce(0) { $0 + $1.bytes }
+        state.withLock { s in
+            s.removed += removed.count
+            s.removedBytes += bytes
+        }
+        announce("log_segments_removed", [
+            ("segments", .number(String(removed.count))), ("bytes", .number(String(bytes))),
+            ("through_offset", .number(String(newest.end))),
+            ("records_kept_from", store.oldestRecordTime.map { .string($0.rfc3339) } ?? .null),
+            ("retention_days", .number(String(days))),
+        ])
+        return removed
+    }
+}
+
+extension ReportStore {
+    /// The receive time of the oldest record kept, of any kind; nil in an empty log.
+    var oldestRecordTime: Timestamp? { segments.lazy.compactMap(\.firstTime).first }
+
+    /// Whether segments were removed: the log no longer starts at offset 0.
+    var hasRemovedSegments: Bool { (segments.first?.base ?? 0) > 0 }
+}
