@@ -262,6 +262,19 @@ function renderAppleAds(a) {
   fill("apple-ads-statuses", entries(a.by_status).filter((e) => e.count), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
 }
 
+async function loadTokenKeys() {
+  const k = await (await api("/api/token-keys")).json();
+  const day = (time) => time.slice(0, 16).replace("T", " ") + " UTC";
+  fill("token-keys", k.keys, (tr, key) => {
+    cell(tr, key.site); cell(tr, key.key_id.slice(0, 12) + "…"); cell(tr, key.state);
+    cell(tr, day(key.created_at)); cell(tr, day(key.serves_from));
+  });
+  const next = Object.entries(k.next_keys).filter(([, time]) => time).map(([site, time]) => `${site}: ${day(time)}`);
+  text($("token-key-rotation"), (k.rotation_days ? `Each key is replaced ${k.rotation_days} days after it began to be served.` :
+    "Keys are replaced only by hand (POST /api/token-keys, or --token-key-rotation-days).") +
+    (next.length ? " Next key served: " + next.join("; ") + "." : ""));
+}
+
 async function loadApps() {
   try {
     const apps = await (await api("/api/apps/summary?" + appsQuery())).json();
@@ -296,6 +309,7 @@ async function load() {
       // record-by-record exports begin where the log now does.
       (summary.records_kept_from ? ` Records before ${summary.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");
     await loadApps();
+    await loadTokenKeys();
   } catch (error) {
     if (error.login) return showLogin(error.message);
     $("status").textContent = error.message;

@@ -18,6 +18,7 @@ struct OperationsRoutes: Sendable {
     var appleAds: AppleAdsOutbox? = nil
     var exporter: ClickHouseExporter? = nil
     var retention: LogRetention? = nil
+    var tokenKeyRotation: TokenKeyRotation? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -51,6 +52,7 @@ struct OperationsRoutes: Sendable {
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
                                          + LogSegmentMetrics.prometheusText(store: store, retention: retention)
+                                         + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (exporter?.status.prometheusText() ?? "")).utf8))
     }

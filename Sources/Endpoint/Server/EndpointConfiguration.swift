@@ -58,6 +58,8 @@ public struct EndpointConfiguration: Sendable {
     public var logSegmentMB = 256
     /// Remove whole log segments whose last record is older than this many days; nil keeps everything.
     public var retentionDays: Int?
+    /// Replace each served site's PCM token key this many days after it began to be served; nil: by hand only.
+    public var tokenKeyRotationDays: Int?
     /// Seconds between the summary's checkpoints while reports arrive: what a crash costs in
     /// rebuilding at the next start (a stop always writes one).
     public var summaryCheckpointInterval: Double = 60
@@ -274,6 +276,9 @@ public struct EndpointConfiguration: Sendable {
         }
         if let retentionDays, retentionDays <= lateCutoffDays || retentionDays < Self.minimumRetentionDays {
             throw ParseError(description: "--retention-days: \(retentionDays) is too short: keep at least \(Self.minimumRetentionDays) days (devices retry postbacks for up to 9) and more than --late-cutoff-days (\(lateCutoffDays)), whose triggers a start rebuilds from the log")
+        }
+        if tokenKeyRotationDays != nil && cluster {
+            throw ParseError(description: "--token-key-rotation-days: in a cluster every node must serve the same key, so successors are scheduled in the shared file: `attribution-endpoint token-keys add SITE --file FILE --serves-from TIME` (docs/DEPLOYMENT.md)")
         }
         if sites.isEmpty && !developmentMode {
             throw ParseError(description: "no site configured: pass --site DOMAIN for each registrable domain served (or --dev)")

@@ -33,6 +33,8 @@ public final class EndpointServer: Sendable {
     let clusterScope: ClusterScope?
     /// With `--retention-days`.
     let retention: LogRetention?
+    /// With `--token-key-rotation-days`.
+    let tokenKeyRotation: TokenKeyRotation?
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -64,6 +66,12 @@ public final class EndpointServer: Sendable {
         self.tokenKeys = tokenKeys
         if configuration.cluster, let site = tokenKeys.missingSites.first {
             throw EndpointConfiguration.ParseError(description: "--cluster: \(configuration.tokenKeysPath) has no token key for \(site). Every node must serve the same key: make it once with `attribution-endpoint token-keys add \(site) --file FILE` and give every node that file with --token-keys FILE (docs/DEPLOYMENT.md)")
+        }
+        tokenKeyRotation = configuration.tokenKeyRotationDays.map { days in
+            TokenKeyRotation(days: days, keys: tokenKeys, clock: clock, announce: { key in
+                EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                     "serves_from": .string(key.servesFrom.rfc3339), "rotation": .bool(true)])
+            })
         }
         let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() })
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
@@ -156,11 +164,12 @@ public final class EndpointServer: Sendable {
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics).routes
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
-            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock).routes(bearer: registrationGate)
+            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation).routes(bearer: registrationGate)
             + summaryRoutes.routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention).routes(bearer: bearer)
+                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention,
+                               tokenKeyRotation: tokenKeyRotation).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -199,6 +208,7 @@ public final class EndpointServer: Sendable {
         summaryRebuild.start()
         exporter?.start()
         retention?.start()
+        tokenKeyRotation?.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
             ("data", .string(configuration.dataDirectory)),
@@ -228,6 +238,7 @@ public final class EndpointServer: Sendable {
         appleAds.stop()
         postbacks.stop()
         signingPool.stop()
+        tokenKeyRotation?.stop()
         tokenKeys.stop()
         summaryRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.

@@ -15,6 +15,8 @@ struct TokenKeyRoutes: Sendable {
     /// Making an RSA-4096 key takes seconds: never on the event loop.
     let pool: WorkerPool
     let clock: EndpointClock
+    /// With `--token-key-rotation-days`.
+    var rotation: TokenKeyRotation? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -28,7 +30,17 @@ struct TokenKeyRoutes: Sendable {
     func list(_ request: HTTPRequest) -> HTTPResponse {
         let now = clock.now()
         let rows = keys.all.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
-        return JSONResponse.make(200, "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]}")
+        var json = "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]"
+        // When each served site's next key comes: on the rotation's schedule, or as scheduled by hand.
+        json += ",\"rotation_days\":" + (rotation.map { String($0.days) } ?? "null") + ",\"next_keys\":{"
+        json += keys.servedSites.map { site -> String in
+            var member = ""
+            JSONValue.writeString(site, to: &member)
+            let next = rotation?.nextRotation(for: site)
+                ?? keys.all.filter { $0.site == site && $0.servesFrom > now }.map(\.servesFrom).min()
+            return member + ":" + (next.map { "\"\($0.rfc3339)\"" } ?? "null")
+        }.joined(separator: ",")
+        return JSONResponse.make(200, json + "}}")
     }
 
     static func describe(_ key: TokenKeyBook.Key, state: TokenKeyBook.State) -> String {
