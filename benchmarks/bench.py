@@ -222,7 +222,8 @@ def scale(count):
     data = os.path.join(WORK, "scale-%d" % count)
     # Spread over 30 days, a realistic retention window, so one hour holds count/720 reports.
     subprocess.run([GENERATOR, data, str(count), "720"], check=True, capture_output=True)
-    log_bytes = os.path.getsize(os.path.join(data, "reports.log"))
+    log_bytes = sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(data)
+                    for name in names if name.endswith(".log"))
     subprocess.run(["sync"])
     port = free_port()
     log = open(os.path.join(WORK, "scale.log"), "w")

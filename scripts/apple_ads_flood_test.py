@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from endpoint_process import Endpoint, finish, rss_mb
+from endpoint_process import Endpoint, finish, log_bytes, rss_mb
 
 TOKEN = "flood-token"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -124,7 +124,7 @@ def main():
             if endpoint.stop() != 0:
                 failures.append("the endpoint did not stop cleanly")
             endpoint = Endpoint(args.binary, data, TOKEN, extra=extra)
-    size = os.path.getsize(os.path.join(data, "reports.log"))
+    size = log_bytes(data)
     print("log: %.1f MB" % (size / 1e6))
     endpoint.stop()
     finish(failures)

@@ -2,6 +2,7 @@
 
 The scripts print a closing line `N passed, N failed` that CI reads, and exit non-zero on failure.
 """
+import os
 import re
 import signal
 import socket
@@ -9,6 +10,19 @@ import subprocess
 import sys
 import threading
 import time
+
+def log_files(data):
+    """The log's segment files, oldest first: the sealed ones in DATA/log/, then DATA/reports.log."""
+    sealed = os.path.join(data, "log")
+    names = sorted(n for n in os.listdir(sealed) if n.endswith(".log")) if os.path.isdir(sealed) else []
+    active = os.path.join(data, "reports.log")
+    return [os.path.join(sealed, n) for n in names] + ([active] if os.path.exists(active) else [])
+
+
+def log_bytes(data):
+    """Bytes of every segment of the log (the active one may end in preallocated zeros)."""
+    return sum(os.path.getsize(path) for path in log_files(data))
+
 
 LISTENING = re.compile(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"')
 

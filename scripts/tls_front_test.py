@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from endpoint_process import wait_port
+from endpoint_process import log_files, wait_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITES = ["news.example", "shop.example"]
@@ -288,7 +288,7 @@ def main():
                                     direct_port=endpoint.port)
         lines = [json.loads(line) for line in export.splitlines() if line]
         check(len(lines) >= 6 * len(fronts), "the export holds every report: %d" % len(lines))
-        stored = open(os.path.join(endpoint.data, "reports.log"), "rb").read() + export.encode()
+        stored = b"".join(open(path, "rb").read() for path in log_files(endpoint.data)) + export.encode()
         for needle in [b"127.0.0.", b"curl/", b"::1"]:
             check(needle not in stored, "the log and the export hold no %r" % needle)
     finally:

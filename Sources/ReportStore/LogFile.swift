@@ -20,8 +20,11 @@ struct LogFile: @unchecked Sendable {
     let fd: Int32
     let path: String
 
-    static func open(path: String, create: Bool = true) throws(StoreError) -> LogFile {
-        let fd = systemOpen(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC, 0o600)
+    /// `exclusive`: create it, failing if a file of that name exists. `readOnly`: for a sealed
+    /// segment, which is never written again (and may sit on a read-only mount).
+    static func open(path: String, create: Bool = true, exclusive: Bool = false, readOnly: Bool = false) throws(StoreError) -> LogFile {
+        let flags = (readOnly ? O_RDONLY : O_RDWR) | (create ? O_CREAT : 0) | (exclusive ? O_CREAT | O_EXCL : 0) | O_CLOEXEC
+        let fd = systemOpen(path, flags, 0o600)
         guard fd >= 0 else { throw StoreError(operation: "open \(path)", errno: errno) }
         return LogFile(fd: fd, path: path)
     }
@@ -106,10 +109,15 @@ struct LogFile: @unchecked Sendable {
         let temporary = path + ".tmp"
         let file = try open(path: temporary)
         defer { file.close() }
-        try file.truncate(to: 0)
-        try file.write(bytes, at: 0)
-        try file.sync()
-        guard rename(temporary, path) == 0 else { throw StoreError(operation: "rename \(temporary)", errno: errno) }
+        do throws(StoreError) {
+            try file.truncate(to: 0)
+            try file.write(bytes, at: 0)
+            try file.sync()
+            guard rename(temporary, path) == 0 else { throw StoreError(operation: "rename \(temporary)", errno: errno) }
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
         syncDirectory(path.lastIndex(of: "/").map { String(path[..<$0]) } ?? ".")
     }
 

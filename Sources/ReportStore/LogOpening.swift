@@ -20,19 +20,21 @@ struct LogOpening {
     /// `readFrom`: sealed segments that end at or before it are taken from their indexes; records
     /// from it on are read and shown to `visit`.
     init(directory: LogDirectory, readFrom: Int, fingerprintAt: Int?, visit: (ReportStore.RecordView) -> Void) throws {
-        try FileManager.default.createDirectory(atPath: directory.sealedDirectory, withIntermediateDirectories: true)
         try directory.recoverInterruptedRoll()
         let shown: (ReportStore.RecordView) -> Void = { record in if record.end > readFrom { visit(record) } }
+        let bases = try directory.sealedBases()
+        let expectedStart = try directory.start()
 
-        for (i, base) in directory.sealedBases().enumerated() {
+        for (i, base) in bases.enumerated() {
             let path = directory.sealedPath(base: base)
-            let file = try LogFile.open(path: path, create: false)
+            let file = try LogFile.open(path: path, create: false, readOnly: true)
             defer { file.close() }
             let layout: SegmentLayout
             switch try SegmentHeader.read(file) {
             case .header(let header, let length):
                 guard header.base == base else { throw Self.broken(path, "its header says it starts at \(header.base)") }
-                if i == 0 { replay.start(at: header, fingerprintAt: fingerprintAt) }
+                if i == 0 { try Self.check(start: base, expected: expectedStart, directory) }
+                replay.start(at: header, fingerprintAt: fingerprintAt)
                 layout = SegmentLayout(base: base, dataStart: length)
             case .none where base == 0:
                 layout = SegmentLayout(base: 0, dataStart: 0)
@@ -40,19 +42,18 @@ struct LogOpening {
                 throw Self.broken(path, "it has no valid segment header")
             }
             guard i == 0 || base == replay.end else {
-                throw Self.broken(path, "the log before it ends at \(replay.end): a segment between is missing")
+                throw Self.broken(path, "the segment before it ends at \(replay.end): a segment between is missing")
             }
             let size = try file.size()
-            let readsFingerprint = fingerprintAt.map { $0 > base } ?? false
-            if let index = Self.index(at: directory.indexPath(base: base)), index.layout == layout, index.fileSize == size,
-               index.end <= readFrom, !(readsFingerprint && index.end > fingerprintAt!) {
+            let index = Self.index(at: directory.indexPath(base: base), layout: layout, fileSize: size)
+            let readsFingerprint = fingerprintAt.map { $0 > base && $0 < layout.base + size - layout.dataStart } ?? false
+            if let index, index.end <= readFrom, !readsFingerprint {
                 replay.take(index, path: path, fingerprintAt: fingerprintAt)
             } else {
                 try replay.read(file, layout: layout, path: path, active: false, fingerprintAt: fingerprintAt, visit: shown)
-                // Best effort: without it the next start reads the segment again.
-                if let tally = replay.segments.last {
-                    try? LogFile.replaceWhole(path: directory.indexPath(base: base),
-                                              with: replay.index(of: tally, fileSize: size).encoded())
+                // Best effort, and only where there was none: without it the next start reads the segment again.
+                if index == nil, let tally = replay.segments.last {
+                    try? LogFile.replaceWhole(path: directory.indexPath(base: base), with: replay.index(of: tally, fileSize: size).encoded())
                 }
             }
         }
@@ -63,13 +64,15 @@ struct LogOpening {
         active = SegmentFile(file)
         switch try SegmentHeader.read(file) {
         case .header(let header, let length):
-            if let sealedEnd, header.base != sealedEnd || header.prefix != replay.prefix {
-                throw Self.broken(directory.activePath, "its header does not continue the sealed segments in log/")
+            if let sealedEnd, header.base != sealedEnd {
+                throw Self.broken(directory.activePath, "it starts at \(header.base), but the sealed segments in log/ end at \(sealedEnd)")
             }
+            if sealedEnd == nil { try Self.check(start: header.base, expected: expectedStart, directory) }
             replay.start(at: header, fingerprintAt: fingerprintAt)
             layout = SegmentLayout(base: header.base, dataStart: length)
         case .none where sealedEnd == nil:
             // The first segment, or a log written before segments: no header.
+            try Self.check(start: 0, expected: expectedStart, directory)
             layout = SegmentLayout(base: 0, dataStart: 0)
         case .none, .damaged:
             guard sealedEnd != nil, try file.endOfNonZeroBytes(size: try file.size()) == 0 else {
@@ -90,9 +93,23 @@ struct LogOpening {
         activeSize = try file.size()
     }
 
-    private static func index(at path: String) -> SegmentIndex? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return SegmentIndex.decode([UInt8](data))
+    /// The log must begin where retention last left it (`log/START`), or earlier: beginning later
+    /// means segments were lost, not removed.
+    private static func check(start: Int, expected: Int, _ directory: LogDirectory) throws {
+        guard start > expected else { return }
+        throw broken(directory.directory, "the log begins at offset \(start), but \(expected == 0 ? "nothing was ever removed" : "retention removed only what came before \(expected)"): segments are missing from \(directory.sealedDirectory) (a restore without log/?). Restore them; if they were removed on purpose, write \(start) into \(directory.startPath)")
+    }
+
+    /// The index beside a sealed segment, if it is whole and describes this very file.
+    private static func index(at path: String, layout: SegmentLayout, fileSize: Int) -> SegmentIndex? {
+        guard let data = FileManager.default.contents(atPath: path), let index = SegmentIndex.decode([UInt8](data)),
+              index.layout == layout, index.fileSize == fileSize, index.end == layout.base + fileSize - layout.dataStart else { return nil }
+        var previous = layout.base
+        for entry in index.entries {
+            guard entry.offset >= previous, entry.offset < index.end else { return nil }
+            previous = entry.offset
+        }
+        return index
     }
 
     private static func broken(_ path: String, _ why: String) -> StoreError {

@@ -46,14 +46,17 @@ struct LogReplay {
 
     var corrupt: [(offset: Int, length: Int)] { segments.flatMap(\.corrupt) }
 
-    /// Continues from what a segment's header says the log held before it: the oldest kept
-    /// segment's header is all that is left of the segments removed before it.
+    /// Continues from what a segment's header says the log held before it. The oldest kept
+    /// segment's header is all that is left of the segments removed before it: its counts and
+    /// fingerprint are taken. After a segment read here, the fingerprint folded so far is kept
+    /// instead, damage included, so that state derived from the log before the damage (the
+    /// summary's checkpoint) no longer matches it and is rebuilt.
     mutating func start(at header: SegmentHeader, fingerprintAt: Int?) {
         if segments.isEmpty {
             for (kind, count) in header.counts { counts[Int(kind)] = count }
+            prefix = header.prefix
         }
         end = header.base
-        prefix = header.prefix
         lastTime = max(lastTime, header.lastTime)
         for (kind, id) in header.nextIDs { nextIDs[Int(kind)] = max(nextIDs[Int(kind)], id) }
         if fingerprintAt == header.base { fingerprinted = prefix }
@@ -81,7 +84,10 @@ struct LogReplay {
         // being written (never acknowledged ones: those were flushed). The scan stops a little
         // past the last non-zero byte, where any record that ends in zero bytes is still whole.
         let zerosFrom = try file.endOfNonZeroBytes(size: size)
-        let logEnd = layout.base + max(0, min(size, zerosFrom + LogRecord.headerSize + LogRecord.maxPayload) - layout.dataStart)
+        // A sealed segment was cut to its last record when it was sealed: all of it is data, and
+        // the next segment begins where it ends, whatever damage is in it.
+        let dataEnd = layout.base + max(0, size - layout.dataStart)
+        let logEnd = active ? layout.base + max(0, min(size, zerosFrom + LogRecord.headerSize + LogRecord.maxPayload) - layout.dataStart) : dataEnd
         var scanner = LogScanner(file: file, layout: layout, end: logEnd)
         defer { scanner.deallocate() }
         var tally = SegmentTally(layout: layout, path: path, end: layout.base)
@@ -103,16 +109,17 @@ struct LogReplay {
                 tally.corrupt.append((at, length))
                 offset = at + length
             case .tornTail(let at):
+                guard active else {
+                    tally.corrupt.append((at, dataEnd - at))
+                    offset = dataEnd
+                    break scan
+                }
                 offset = at
                 let fileAt = layout.fileOffset(at)
                 guard fileAt < zerosFrom else { break scan }
-                if active {
-                    tornTailBytes = size - fileAt
-                    try file.truncate(to: fileAt)
-                    try file.sync()
-                } else {
-                    tally.corrupt.append((at, layout.base + zerosFrom - layout.dataStart - at))
-                }
+                tornTailBytes = size - fileAt
+                try file.truncate(to: fileAt)
+                try file.sync()
                 break scan
             case .end:
                 break scan

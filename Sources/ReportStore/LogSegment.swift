@@ -31,10 +31,9 @@ final class SegmentFile: @unchecked Sendable {
 
     init(_ file: LogFile) { self.file = file }
 
-    /// Opens an existing segment for reading; nil if it is gone (removed by retention).
-    static func openForReading(_ path: String) -> SegmentFile? {
-        guard let file = try? LogFile.open(path: path, create: false) else { return nil }
-        return SegmentFile(file)
+    /// Opens an existing segment for reading.
+    static func openForReading(_ path: String) throws(StoreError) -> SegmentFile {
+        SegmentFile(try LogFile.open(path: path, create: false, readOnly: true))
     }
 
     deinit { file.close() }
@@ -97,6 +96,10 @@ struct SegmentHeader: Equatable {
         case damaged
     }
 
+    /// Offsets and counts past this are damage: far beyond any real log, and far enough below
+    /// `Int.max` that adding to them cannot overflow.
+    static let maxValue: UInt64 = 1 << 62
+
     static func read(_ file: LogFile) throws(StoreError) -> Read {
         var head = [UInt8](repeating: 0, count: 4096)
         let got = try head.withUnsafeMutableBytes { raw in
@@ -112,7 +115,7 @@ struct SegmentHeader: Equatable {
             }
             var reader = PayloadReader(UnsafeRawBufferPointer(rebasing: bytes[12..<length - 4]))
             guard let base = reader.u64(), let records = reader.u64(), let digest = reader.u64(), let lastTime = reader.u64(),
-                  let count = reader.u16(), base <= UInt64(Int.max), records <= UInt64(Int.max) else { return .damaged }
+                  let count = reader.u16(), base <= SegmentHeader.maxValue, records <= SegmentHeader.maxValue else { return .damaged }
             var nextIDs: [UInt8: UInt64] = [:]
             for _ in 0..<count {
                 guard let kind = reader.u8(), let id = reader.u64() else { return .damaged }
@@ -121,7 +124,7 @@ struct SegmentHeader: Equatable {
             guard let counted = reader.u16() else { return .damaged }
             var counts: [UInt8: Int] = [:]
             for _ in 0..<counted {
-                guard let kind = reader.u8(), let count = reader.u64(), count <= UInt64(Int.max) else { return .damaged }
+                guard let kind = reader.u8(), let count = reader.u64(), count <= SegmentHeader.maxValue else { return .damaged }
                 counts[kind] = Int(count)
             }
             let header = SegmentHeader(base: Int(base), prefix: LogPrefix(end: Int(base), records: Int(records), digest: digest),
@@ -139,6 +142,10 @@ struct LogDirectory {
     /// Where the next active segment is made before it takes `reports.log`'s name.
     var nextPath: String { directory + "/reports.log.next" }
     var sealedDirectory: String { directory + "/log" }
+    /// Where the log begins since retention last removed segments (absent: offset 0). Written
+    /// before any segment is removed, so that a log found to begin later (`log/` lost in a
+    /// restore, a segment deleted by hand) is refused rather than taken for retention's work.
+    var startPath: String { sealedDirectory + "/START" }
 
     func sealedPath(base: Int) -> String { sealedDirectory + "/" + Self.name(base) + ".log" }
     func indexPath(base: Int) -> String { sealedDirectory + "/" + Self.name(base) + ".index" }
@@ -149,13 +156,38 @@ struct LogDirectory {
         return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
     }
 
-    /// The sealed segments' bases, in order.
-    func sealedBases() -> [Int] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: sealedDirectory)) ?? []
+    /// The sealed segments' bases, in order: files named by twenty digits and `.log`.
+    func sealedBases() throws(StoreError) -> [Int] {
+        guard FileManager.default.fileExists(atPath: sealedDirectory) else { return [] }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: sealedDirectory)
+        } catch {
+            throw StoreError(operation: "list \(sealedDirectory)", errno: EIO)
+        }
         return names.compactMap { name -> Int? in
-            guard name.hasSuffix(".log"), name.count == 24 else { return nil }
-            return Int(name.dropLast(4))
+            let digits = name.utf8.dropLast(4)
+            guard name.hasSuffix(".log"), digits.count == 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let base = Int(String(decoding: digits, as: UTF8.self)), base <= Int(SegmentHeader.maxValue) else { return nil }
+            return base
         }.sorted()
+    }
+
+    /// The offset the log begins at, as retention last wrote it; 0 without the file.
+    func start() throws(StoreError) -> Int {
+        guard let data = FileManager.default.contents(atPath: startPath) else {
+            if FileManager.default.fileExists(atPath: startPath) { throw StoreError(operation: "read \(startPath)", errno: EIO) }
+            return 0
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let start = Int(text), start >= 0, start <= Int(SegmentHeader.maxValue) else {
+            throw StoreError(operation: "read \(startPath): \"\(text.prefix(40))\" is not a log offset", errno: EINVAL)
+        }
+        return start
+    }
+
+    func setStart(_ offset: Int) throws(StoreError) {
+        try LogFile.replaceWhole(path: startPath, with: Array("\(offset)\n".utf8))
     }
 
     /// Finishes or undoes a roll that a crash interrupted. A roll makes `reports.log.next`, then

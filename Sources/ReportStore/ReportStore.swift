@@ -32,6 +32,10 @@ public final class ReportStore: Sendable {
     private let preallocation: Int
     /// The flush thread of an owner-committed store, for `commitQueued(overlappingFlush: true)`.
     private let backgroundFlush: BackgroundFlush?
+    /// Writes sealed segments' indexes, so that a roll does not wait for them.
+    private let indexWriter = DispatchQueue(label: "report-store-index", qos: .utility)
+    /// Held by `removeSegments`, so that two removals never interleave.
+    private let removing = Locked(())
     private let clock: @Sendable () -> Timestamp
     private let committer: Committer
     /// What is queued for the next commit; held only to queue or to take a batch, never across I/O.
@@ -116,6 +120,10 @@ public final class ReportStore: Sendable {
         var preallocator: LogPreallocator?
         /// After a roll failed (disk full), the active segment takes batches until then.
         var noRollUntil: UInt64 = 0
+        /// Failed rolls in a row, for the pause before the next try.
+        var rollFailures = 0
+        /// The successor is written under `reports.log.next`: its rename is still to be made.
+        var renamePending = false
     }
 
     private struct PendingBatch {
@@ -180,6 +188,10 @@ public final class ReportStore: Sendable {
         var segments: [SegmentTally]
         var lastError: StoreError?
         var flushes: Int
+        var rollFailures = 0
+        var lastRollError: String?
+        /// Segments a reader may still open, by base, with how many readers: retention waits.
+        var pinned: [Int: Int] = [:]
     }
 
     public struct ReplaySummary: Sendable {
@@ -229,6 +241,7 @@ public final class ReportStore: Sendable {
 
         let started = Date()
         let opened = try LogOpening(directory: files, readFrom: replayFrom, fingerprintAt: fingerprintAt, visit: visit)
+        try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true)
         let found = opened.replay
         let layout = opened.layout
         // Free space is kept only when more zeros would be written anyway.
@@ -344,7 +357,7 @@ public final class ReportStore: Sendable {
 
     private func commit(bytes: [UInt8], entries: [Entry], to writer: inout Writer, overlappingFlush: Bool) {
         let start = state.withLock { $0.end }
-        if let first = entries.first, needsRoll(writer, end: start, adding: bytes.count, firstTime: first.time) {
+        if let first = entries.first, needsRoll(&writer, end: start, adding: bytes.count, firstTime: first.time) {
             roll(&writer, at: start)
         }
         guard let segment = writer.segment else {
@@ -407,27 +420,33 @@ public final class ReportStore: Sendable {
 
     /// Whether the batch about to be written starts a new segment: the active one has records,
     /// and the batch would take it past its size, or begins a UTC day its first record did not.
-    private func needsRoll(_ writer: Writer, end: Int, adding size: Int, firstTime: Int64) -> Bool {
+    /// Never while a roll's last rename is still to be made, nor during a failed roll's pause.
+    private func needsRoll(_ writer: inout Writer, end: Int, adding size: Int, firstTime: Int64) -> Bool {
+        if writer.renamePending {
+            guard rename(files.nextPath, files.activePath) == 0 else { return false }
+            LogFile.syncDirectory(directory)
+            writer.renamePending = false
+            state.withLock { s in s.segments[s.segments.count - 1].path = files.activePath }
+        }
         guard end > writer.layout.base, DispatchTime.now().uptimeNanoseconds >= writer.noRollUntil else { return false }
         if end - writer.layout.base + size > policy.maxBytes { return true }
         guard policy.rollsDaily, let segmentFirst = state.withLock({ $0.segments.last?.firstTime }) else { return false }
         return SegmentPolicy.day(of: firstTime) != SegmentPolicy.day(of: segmentFirst)
     }
 
-    /// Seals the active segment, which ends at `end`, and begins its successor there. A roll that
-    /// fails (disk full) leaves the active segment as it was, taking batches; the next try comes
-    /// a second later.
+    /// Seals the active segment, which ends at `end`, and begins its successor there:
+    /// 1. the successor is made as `reports.log.next`, exclusively (a file of that name left by
+    ///    anything else is never reused), with its header, flushed;
+    /// 2. the zeros kept ahead of the old segment are cut, so that it ends with its last record;
+    /// 3. `reports.log` is renamed into `log/`, then the successor to `reports.log` (should that
+    ///    last rename fail, the successor is written under its temporary name and the rename is
+    ///    tried again before each batch; a start finishes it too);
+    /// 4. the sealed segment's index is written off the committing thread (a start without it
+    ///    reads the segment instead).
+    /// A roll that fails before step 3 leaves the active segment as it was, taking batches, and is
+    /// tried again after a pause that doubles up to five minutes (`rollFailures` counts them).
     private func roll(_ writer: inout Writer, at end: Int) {
         guard let old = writer.segment else { return }
-        writer.preallocator?.stop()
-        writer.preallocator = nil
-        defer {
-            if preallocation > 0, let segment = writer.segment {
-                let dataEnd = writer.layout.fileOffset(end)
-                writer.preallocator = LogPreallocator(file: segment.file, window: preallocation, dataEnd: dataEnd,
-                                                      zeroedEnd: (try? segment.file.size()) ?? dataEnd)
-            }
-        }
         let (tally, header, sealed) = state.withLock { s -> (SegmentTally, SegmentHeader, SegmentIndex) in
             var replay = LogReplay()
             replay.end = s.end
@@ -440,41 +459,66 @@ public final class ReportStore: Sendable {
             return (tally, replay.header(), replay.index(of: tally, fileSize: writer.layout.fileOffset(end)))
         }
         let base = tally.layout.base
-        var next: LogFile?
+        let successor: LogFile
+        let headerBytes = header.encoded()
         do {
-            // Zeros written ahead are cut, so the sealed file ends with its last record.
+            try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true)
+            successor = try LogFile.open(path: files.nextPath, exclusive: true)
+        } catch {
+            return rollFailed(&writer, error)
+        }
+        do {
+            try successor.write(headerBytes, at: 0)
+            try successor.sync()
+            writer.preallocator?.stop()
+            writer.preallocator = nil
             try old.file.truncate(to: writer.layout.fileOffset(end))
             try old.file.sync()
-            try LogFile.replaceWhole(path: files.indexPath(base: base), with: sealed.encoded())
-            let successor = try LogFile.open(path: files.nextPath)
-            next = successor
-            let bytes = header.encoded()
-            try successor.truncate(to: 0)
-            try successor.write(bytes, at: 0)
-            try successor.sync()
-            LogFile.syncDirectory(directory)
             guard rename(files.activePath, files.sealedPath(base: base)) == 0 else {
                 throw StoreError(operation: "rename \(files.activePath)", errno: errno)
             }
-            LogFile.syncDirectory(files.sealedDirectory)
-            // Should this one fail, the next start finishes the roll (`recoverInterruptedRoll`).
-            _ = rename(files.nextPath, files.activePath)
-            LogFile.syncDirectory(directory)
-            let segment = SegmentFile(successor)
-            next = nil
-            let layout = SegmentLayout(base: end, dataStart: bytes.count)
-            state.withLock { s in
-                let active = s.segments.count - 1
-                s.segments[active].file = nil
-                s.segments[active].path = files.sealedPath(base: base)
-                s.segments.append(SegmentTally(layout: layout, path: files.activePath, end: end, file: segment))
-            }
-            writer.segment = segment
-            writer.layout = layout
         } catch {
-            next?.close()
+            // This attempt made the successor and nothing took its place: it goes.
+            successor.close()
             _ = unlink(files.nextPath)
-            writer.noRollUntil = DispatchTime.now().uptimeNanoseconds + 1_000_000_000
+            startPreallocator(&writer, dataEnd: end)
+            return rollFailed(&writer, error)
+        }
+        writer.renamePending = rename(files.nextPath, files.activePath) != 0
+        LogFile.syncDirectory(files.sealedDirectory)
+        LogFile.syncDirectory(directory)
+        let segment = SegmentFile(successor)
+        let layout = SegmentLayout(base: end, dataStart: headerBytes.count)
+        let activePath = writer.renamePending ? files.nextPath : files.activePath
+        state.withLock { s in
+            let active = s.segments.count - 1
+            s.segments[active].file = nil
+            s.segments[active].path = files.sealedPath(base: base)
+            s.segments.append(SegmentTally(layout: layout, path: activePath, end: end, file: segment))
+        }
+        writer.segment = segment
+        writer.layout = layout
+        writer.rollFailures = 0
+        startPreallocator(&writer, dataEnd: end)
+        let (indexPath, bytes) = (files.indexPath(base: base), sealed.encoded())
+        indexWriter.async { try? LogFile.replaceWhole(path: indexPath, with: bytes) }
+    }
+
+    private func startPreallocator(_ writer: inout Writer, dataEnd end: Int) {
+        guard preallocation > 0, writer.preallocator == nil, let segment = writer.segment else { return }
+        let dataEnd = writer.layout.fileOffset(end)
+        writer.preallocator = LogPreallocator(file: segment.file, window: preallocation, dataEnd: dataEnd,
+                                              zeroedEnd: (try? segment.file.size()) ?? dataEnd)
+    }
+
+    private func rollFailed(_ writer: inout Writer, _ error: any Error) {
+        writer.rollFailures += 1
+        let pause = min(UInt64(300), UInt64(1) << UInt64(min(writer.rollFailures - 1, 9)))
+        writer.noRollUntil = DispatchTime.now().uptimeNanoseconds + pause * 1_000_000_000
+        let text = "\(error)"
+        state.withLock { s in
+            s.rollFailures += 1
+            s.lastRollError = text
         }
     }
 
@@ -503,6 +547,7 @@ public final class ReportStore: Sendable {
             state.withLock { s in
                 if !s.segments.isEmpty { s.segments[s.segments.count - 1].file = nil }
             }
+            indexWriter.sync {}
         }
     }
 
@@ -532,7 +577,7 @@ public final class ReportStore: Sendable {
     /// be read there (a caller that moves a cursor must not move it past that).
     @discardableResult
     public func scanRecords(of kind: RecordKind, from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) -> Int {
-        var walk = SegmentWalk(segments: state.withLock { $0.segments }, from: start, through: end)
+        var walk = walk(from: start, through: end)
         defer { walk.finish() }
         while let view = walk.next() {
             guard view.kind == kind.number else { continue }
@@ -543,8 +588,8 @@ public final class ReportStore: Sendable {
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
     public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
-        let (end, startOffset, segments) = state.withLock { s -> (Int, Int, [SegmentTally]) in
-            guard let since else { return (s.end, 0, s.segments) }
+        let (end, startOffset) = state.withLock { s -> (Int, Int) in
+            guard let since else { return (s.end, 0) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
             let index = s.indexes[Int(kind.number)]
             var low = 0, high = index.count
@@ -552,9 +597,9 @@ public final class ReportStore: Sendable {
                 let mid = (low + high) / 2
                 if index[mid].time < since.millisecondsSinceEpoch { low = mid + 1 } else { high = mid }
             }
-            return (s.end, low == 0 ? 0 : index[low - 1].offset, s.segments)
+            return (s.end, low == 0 ? 0 : index[low - 1].offset)
         }
-        return RecordCursor(walk: SegmentWalk(segments: segments, from: startOffset, through: end), kind: kind, since: since, until: until)
+        return RecordCursor(walk: walk(from: startOffset, through: end), kind: kind, since: since, until: until)
     }
 
     // MARK: - Segments
@@ -588,34 +633,65 @@ public final class ReportStore: Sendable {
     }
 
     /// Removes sealed segments, oldest first, for as long as `remove` says yes; never the active
-    /// one, and never one after a segment kept. Their records are gone from every read; offsets do
-    /// not move. `remove` is asked under the store's lock: it must not call the store. Returns the
-    /// segments removed.
+    /// one, one a reader may still open (`SegmentWalk` pins them), or one after a segment kept.
+    /// Their records are gone from every read; offsets do not move. `remove` is asked under the
+    /// store's lock: it must not call the store. Returns the segments removed.
+    ///
+    /// `log/START` says first where the log will begin; then the files go, oldest first, stopping at
+    /// the first that cannot be unlinked (the rest stay, and are kept); only then does the store
+    /// forget them.
     @discardableResult
     public func removeSegments(while remove: (Segment) -> Bool) -> [Segment] {
-        let (chosen, paths) = state.withLock { s -> ([Segment], [String]) in
-            var chosen: [Segment] = []
-            for segment in Self.segments(of: s) where segment.sealed {
-                guard remove(segment) else { break }
-                chosen.append(segment)
+        removing.withLock { _ in
+            let chosen = state.withLock { s -> [(Segment, String)] in
+                var chosen: [(Segment, String)] = []
+                for (segment, tally) in zip(Self.segments(of: s), s.segments) where segment.sealed {
+                    guard s.pinned[segment.base] == nil, remove(segment) else { break }
+                    chosen.append((segment, tally.path))
+                }
+                return chosen
             }
-            guard let last = chosen.last else { return ([], []) }
-            let gone = s.segments.prefix(chosen.count)
-            for kind in s.indexes.indices where !s.indexes[kind].isEmpty {
-                s.indexes[kind].removeAll { $0.offset < last.end }
+            guard let last = chosen.last else { return [] }
+            do { try files.setStart(last.0.end) } catch { return [] }
+            var removed: [Segment] = []
+            for (segment, path) in chosen {
+                guard unlink(path) == 0 || errno == ENOENT else { break }
+                _ = unlink(files.indexPath(base: segment.base))
+                removed.append(segment)
             }
-            s.segments.removeFirst(chosen.count)
-            return (chosen, gone.map(\.path))
+            LogFile.syncDirectory(files.sealedDirectory)
+            guard let through = removed.last?.end else { return [] }
+            state.withLock { s in
+                s.segments.removeFirst(removed.count)
+                for kind in s.indexes.indices where !s.indexes[kind].isEmpty {
+                    s.indexes[kind].removeAll { $0.offset < through }
+                }
+            }
+            return removed
         }
-        guard !chosen.isEmpty else { return [] }
-        // The segment first: an index without its segment is ignored, a segment without its
-        // index is read at the next start.
-        for (path, segment) in zip(paths, chosen) {
-            _ = unlink(path)
-            _ = unlink(files.indexPath(base: segment.base))
+    }
+
+    /// Failed rolls since the store opened, and the last one's error: the active segment goes on
+    /// growing meanwhile.
+    public var rollFailures: (count: Int, lastError: String?) { state.withLock { ($0.rollFailures, $0.lastRollError) } }
+
+    /// The segments a reader of `[start, end)` may open, pinned against removal until `walk`'s
+    /// `finish`.
+    private func walk(from start: Int, through end: Int) -> SegmentWalk {
+        let segments = state.withLock { s -> [SegmentTally] in
+            let wanted = s.segments.filter { $0.end > start && $0.layout.base < end }
+            for segment in wanted { s.pinned[segment.layout.base, default: 0] += 1 }
+            return wanted
         }
-        LogFile.syncDirectory(files.sealedDirectory)
-        return chosen
+        let bases = segments.map(\.layout.base)
+        return SegmentWalk(segments: segments, from: start, through: end) { [state] in
+            state.withLock { s in
+                for base in bases {
+                    s.pinned[base, default: 1] -= 1
+                    if s.pinned[base] == 0 { s.pinned[base] = nil }
+                }
+            }
+        }
     }
 }
 

@@ -74,7 +74,7 @@ struct SegmentIndex: Equatable {
             let body = UnsafeRawBufferPointer(rebasing: raw[0..<raw.count - 4])
             guard CRC32C.checksum(body) == raw.loadLE(UInt32.self, at: raw.count - 4) else { return nil }
             var r = PayloadReader(UnsafeRawBufferPointer(rebasing: body[magic.count...]))
-            func int(_ value: UInt64?) -> Int? { value.flatMap { $0 <= UInt64(Int.max) ? Int($0) : nil } }
+            func int(_ value: UInt64?) -> Int? { value.flatMap { $0 <= SegmentHeader.maxValue ? Int($0) : nil } }
             guard let base = int(r.u64()), let dataStart = r.u32(), let end = int(r.u64()), let fileSize = int(r.u64()),
                   let records = int(r.u64()), let digest = r.u64(), let hasTimes = r.u8(), let first = r.u64(),
                   let last = r.u64(), let through = r.u64(), let idCount = r.u16() else { return nil }

@@ -13,27 +13,34 @@ struct SegmentWalk {
     private(set) var offset: Int
     /// The walk stopped because a segment could not be read (not because it ended).
     private(set) var failed = false
+    /// Lets the store remove the segments again (they are pinned while the walk may open them).
+    private var release: (@Sendable () -> Void)?
 
-    /// `segments`: the store's at the time, oldest first. `start` is a record boundary; one before
-    /// the oldest segment starts at the oldest segment.
-    init(segments: [SegmentTally], from start: Int, through end: Int) {
+    /// `segments`: the store's at the time that hold part of the range, oldest first, pinned
+    /// until `finish` calls `release`. `start` is a record boundary; one before the oldest segment
+    /// starts at the oldest segment.
+    init(segments: [SegmentTally], from start: Int, through end: Int, release: (@Sendable () -> Void)? = nil) {
         self.segments = segments
         self.end = end
+        self.release = release
         offset = max(start, segments.first?.layout.base ?? start)
     }
 
-    /// Frees the buffer of the segment being read; call once done.
+    /// Frees the buffer of the segment being read and unpins the segments; call once done.
     mutating func finish() {
         scanner?.deallocate()
         scanner = nil
         file = nil
+        release?()
+        release = nil
     }
 
-    /// The next record, seen in place until the next call; nil at the end (or on failure).
+    /// The next record, seen in place until the next call; nil at the end (or on failure), when
+    /// the walk has finished and unpinned its segments.
     mutating func next() -> ReportStore.RecordView? {
         while offset < end {
             if scanner == nil {
-                guard openSegment() else { return nil }
+                guard openSegment() else { break }
                 continue
             }
             guard let step = try? scanner!.step(at: offset) else {
@@ -56,6 +63,7 @@ struct SegmentWalk {
                 file = nil
             }
         }
+        finish()
         return nil
     }
 
@@ -65,8 +73,12 @@ struct SegmentWalk {
         guard position < segments.count else { return false }
         let segment = segments[position]
         offset = max(offset, segment.layout.base)
-        guard let opened = segment.file ?? SegmentFile.openForReading(segment.path) else {
-            if FileManager.default.fileExists(atPath: segment.path) {
+        let opened: SegmentFile
+        do throws(StoreError) {
+            if let file = segment.file { opened = file } else { opened = try SegmentFile.openForReading(segment.path) }
+        } catch {
+            // Gone before the walk began (pinned segments are never removed under it): passed over.
+            guard error.errno == ENOENT else {
                 failed = true
                 return false
             }

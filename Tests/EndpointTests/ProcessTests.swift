@@ -357,7 +357,11 @@ import RawHTTPClient
         #expect(result.output.contains("Token  demo-token"))
         #expect(result.output.contains("Open   http://127.0.0.1:"))
         #expect(result.output.contains("refused as invalid"))
-        // Everything it sent is on disk, in the real log.
-        #expect((try? FileManager.default.attributesOfItem(atPath: directory + "/reports.log")[.size] as? Int).flatMap { $0 } ?? 0 > 10_000)
+        // Everything it sent is on disk, in the real log: a segment a day of the demo's three weeks.
+        let sealed = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/log")) ?? []
+        let sizes = (sealed.filter { $0.hasSuffix(".log") }.map { directory + "/log/" + $0 } + [directory + "/reports.log"]).map { path in
+            (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int).flatMap { $0 } ?? 0
+        }
+        #expect(sizes.count >= 21 && sizes.reduce(0, +) > 10_000)
     }
 }

@@ -209,15 +209,19 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let stored = try threeDays(dir, clock: clock)
         var store = try ReportStore(directory: dir, clock: clock.read)
         let prefix = store.durablePrefix
-        // A reader already in the first segment finishes it from its open file.
+        // A reader that may still open the first segment pins it, and what comes after: nothing
+        // it may read goes under it.
         let early = store.reports(since: nil, until: nil)
         #expect(early.next()?.id == 1)
-        let removed = store.removeSegments { $0.lastTime!.millisecondsSinceEpoch < stored[5].receivedAt.millisecondsSinceEpoch }
-        #expect(removed.map(\.records) == [5])
-        #expect(!exists(dir + "/log/00000000000000000000.log") && !exists(dir + "/log/00000000000000000000.index"))
+        #expect(store.removeSegments { _ in true }.isEmpty)
         var rest: [UInt64] = []
         while let r = early.next() { rest.append(r.id) }
         #expect(rest == Array(2...15))
+        // Done reading, it lets them go.
+        let removed = store.removeSegments { $0.lastTime!.millisecondsSinceEpoch < stored[5].receivedAt.millisecondsSinceEpoch }
+        #expect(removed.map(\.records) == [5])
+        #expect(!exists(dir + "/log/00000000000000000000.log") && !exists(dir + "/log/00000000000000000000.index"))
+        #expect(String(decoding: try bytes(dir + "/log/START"), as: UTF8.self) == "\(stored[4].recordEnd)\n")
         #expect(all(store).map(\.id) == Array(6...15))
         // The count is of records the log has held, as the export's lag needs; `segments` has the kept.
         #expect(store.count(of: .report) == 15)
@@ -237,6 +241,106 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(all(store).map(\.id) == Array(11...15))
         #expect(store.count(of: .report) == 15 && store.replay.records == 5)
         #expect(try appendAndWait(store, draft(9)).id == 16)
+    }
+
+    @Test func aRollThatCannotBeMadeLeavesTheActiveSegmentTakingRecordsAndTouchesNothingElse() throws {
+        let dir = temporaryDirectory()
+        let clock = TestClock()
+        var store = try ReportStore(directory: dir, clock: clock.read)
+        for n in 0..<3 { try appendAndWait(store, draft(n)) }
+        // Something else's file where the successor would be made: never reused, never removed.
+        let foreign = Array("not ours".utf8)
+        try Data(foreign).write(to: URL(fileURLWithPath: dir + "/reports.log.next"))
+        clock.advance(milliseconds: day)
+        #expect(try appendAndWait(store, draft(3)).id == 4)
+        #expect(store.rollFailures.count == 1)
+        #expect(store.segments.count == 1 && store.segments[0].records == 4)
+        #expect(try bytes(dir + "/reports.log.next") == foreign)
+        store.close()
+        // A start finds both files: no roll happened, the stray one goes; the next batch rolls.
+        store = try ReportStore(directory: dir, clock: clock.read)
+        #expect(!exists(dir + "/reports.log.next"))
+        #expect(try appendAndWait(store, draft(4)).id == 5)
+        #expect(store.segments.map(\.records) == [4, 1])
+        store.close()
+
+        // `log/` a file: the roll fails, the record is kept, and a start refuses what it cannot list.
+        clock.advance(milliseconds: day)
+        store = try ReportStore(directory: dir, clock: clock.read)
+        let sealed = try sealedNames(dir)
+        let saved = try sealed.map { try bytes(dir + "/log/" + $0) }
+        try FileManager.default.removeItem(atPath: dir + "/log")
+        try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/log"))
+        #expect(try appendAndWait(store, draft(5)).id == 6)
+        #expect(store.rollFailures.count == 1)
+        #expect(store.segments.map(\.records) == [4, 2])
+        store.close()
+        #expect(throws: StoreError.self) { try ReportStore(directory: dir, clock: clock.read) }
+        try FileManager.default.removeItem(atPath: dir + "/log")
+        try FileManager.default.createDirectory(atPath: dir + "/log", withIntermediateDirectories: false)
+        for (name, content) in zip(sealed, saved) { try Data(content).write(to: URL(fileURLWithPath: dir + "/log/" + name)) }
+        store = try ReportStore(directory: dir, clock: clock.read)
+        defer { store.close() }
+        #expect(all(store).map(\.id) == Array(1...6))
+    }
+
+    @Test func damageInASealedSegmentIsSkippedAndReportedAndTheLogGoesOn() throws {
+        let dir = temporaryDirectory()
+        let stored = try threeDays(dir)
+        let before = try ReportStore(directory: dir)
+        let prefix = before.durablePrefix
+        before.close()
+        // A byte of the third record of the first day, and one of the last record of the second.
+        let first = dir + "/log/00000000000000000000.log"
+        var firstBytes = try bytes(first)
+        firstBytes[stored[2].recordEnd - 3] ^= 0xFF
+        try Data(firstBytes).write(to: URL(fileURLWithPath: first))
+        let second = dir + "/log/" + LogDirectory.name(stored[4].recordEnd) + ".log"
+        var secondBytes = try bytes(second)
+        secondBytes[secondBytes.count - 3] ^= 0xFF
+        try Data(secondBytes).write(to: URL(fileURLWithPath: second))
+
+        let store = try ReportStore(directory: dir, fingerprintAt: prefix.end)
+        defer { store.close() }
+        #expect(store.replay.corruptRecords.map(\.offset) == [stored[1].recordEnd, stored[8].recordEnd])
+        #expect(all(store).map(\.id) == [1, 2, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15])
+        // What was derived from the log before the damage no longer matches it.
+        #expect(store.replay.prefixAtFingerprint != nil && store.replay.prefixAtFingerprint != prefix)
+        #expect(try appendAndWait(store, draft(0)).id == 16)
+    }
+
+    @Test func aLogThatBeginsLaterThanRetentionLeftItRefusesToStart() throws {
+        let dir = temporaryDirectory()
+        let stored = try threeDays(dir)
+        let copy = try temporaryCopy(dir)
+        // A restore that brought back reports.log without log/.
+        try FileManager.default.removeItem(atPath: copy + "/log")
+        #expect(throws: StoreError.self) { try ReportStore(directory: copy) }
+
+        var store = try ReportStore(directory: dir)
+        #expect(store.removeSegments { $0.base == 0 }.count == 1)
+        store.close()
+        store = try ReportStore(directory: dir)
+        #expect(all(store).map(\.id) == Array(6...15))
+        store.close()
+        // A segment removed by hand, not by retention.
+        let middle = dir + "/log/" + LogDirectory.name(stored[4].recordEnd)
+        try FileManager.default.removeItem(atPath: middle + ".log")
+        try FileManager.default.removeItem(atPath: middle + ".index")
+        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+    }
+
+    @Test func aStartThatReadsASealedSegmentLeavesItsGoodIndexAlone() throws {
+        let dir = temporaryDirectory()
+        _ = try threeDays(dir)
+        let index = dir + "/log/00000000000000000000.index"
+        let written = try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date
+        let inode = try FileManager.default.attributesOfItem(atPath: index)[.systemFileNumber] as? Int
+        let store = try ReportStore(directory: dir)  // reads every record: nothing taken from indexes
+        store.close()
+        #expect(store.replay.recordsRead == 15)
+        #expect(try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date == written)
+        #expect(try FileManager.default.attributesOfItem(atPath: index)[.systemFileNumber] as? Int == inode)
     }
 
     @Test func rollingKeepsZerosOnlyAheadOfTheActiveSegment() throws {

@@ -142,7 +142,7 @@ final class EndpointMetrics: Sendable {
         out += "attribution_store_flushes_total \(store.flushes)\n"
         out += "# HELP attribution_store_reports Reports in the log.\n# TYPE attribution_store_reports gauge\n"
         out += "attribution_store_reports \(store.count(of: .report))\n"
-        out += "# HELP attribution_store_bytes Bytes of the log.\n# TYPE attribution_store_bytes gauge\n"
+        out += "# HELP attribution_store_bytes Bytes ever written to the log, removed segments included (its end offset; attribution_log_bytes is what is on disk).\n# TYPE attribution_store_bytes gauge\n"
         out += "attribution_store_bytes \(store.bytesOnDisk)\n"
         out += "# HELP attribution_replay_corrupt_records Damaged records skipped when the log was opened.\n"
         out += "# TYPE attribution_replay_corrupt_records gauge\n"

@@ -21,7 +21,7 @@ final class LogRetention: Sendable {
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
-    private let state = Locked<(stopping: Bool, removed: Int, removedBytes: Int)>((false, 0, 0))
+    private let state = Locked<(stopping: Bool, removed: Int, removedBytes: Int, waiting: Int)>((false, 0, 0, 0))
 
     init(days: Int, store: ReportStore, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
          announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
@@ -51,16 +51,21 @@ final class LogRetention: Sendable {
     /// Segments removed since start, and their bytes.
     var removed: (segments: Int, bytes: Int) { state.withLock { ($0.removed, $0.removedBytes) } }
 
+    /// Sealed segments old enough to go that the last sweep kept.
+    var waiting: Int { state.withLock { $0.waiting } }
+
     /// Removes what may go now; returns what it removed.
     @discardableResult
     func sweep() -> [ReportStore.Segment] {
         let cutoff = clock.now().millisecondsSinceEpoch - Int64(days) * TimingModel.day
         let safeThrough = keptElsewhereThrough()
-        let removed = store.removeSegments { segment in
-            guard segment.end <= safeThrough else { return false }
+        func old(_ segment: ReportStore.Segment) -> Bool {
             guard let last = segment.lastTime else { return segment.end == segment.base }
             return last.millisecondsSinceEpoch < cutoff
         }
+        let removed = store.removeSegments { segment in segment.end <= safeThrough && old(segment) }
+        let waiting = store.segments.filter { $0.sealed && old($0) }.count
+        state.withLock { $0.waiting = waiting }
         guard let newest = removed.last else { return [] }
         let bytes = removed.reduce(0) { $0 + $1.bytes }
         state.withLock { s in

@@ -7,10 +7,12 @@ enum LogSegmentMetrics {
     static func prometheusText(store: ReportStore, retention: LogRetention?) -> String {
         let segments = store.segments
         func day(_ time: Timestamp?) -> String { time.map { String($0.rfc3339.prefix(10)) } ?? "" }
-        var out = "# HELP attribution_log_segment_bytes Bytes of each kept log segment (the active one without the zeros kept ahead of it), by its first log offset and the UTC days of its first and last record.\n"
+        var out = "# HELP attribution_log_bytes Bytes of the log's kept segments on disk (the active one without the zeros kept ahead of it).\n"
+        out += "# TYPE attribution_log_bytes gauge\nattribution_log_bytes \(segments.reduce(0) { $0 + $1.bytes })\n"
+        out += "# HELP attribution_log_segment_bytes Bytes of each kept log segment, by its first log offset and the UTC day of its first record.\n"
         out += "# TYPE attribution_log_segment_bytes gauge\n"
         for segment in segments {
-            out += "attribution_log_segment_bytes{segment=\"\(segment.base)\",first_day=\"\(day(segment.firstTime))\",last_day=\"\(day(segment.lastTime))\",state=\"\(segment.sealed ? "sealed" : "active")\"} \(segment.bytes)\n"
+            out += "attribution_log_segment_bytes{segment=\"\(segment.base)\",first_day=\"\(day(segment.firstTime))\",state=\"\(segment.sealed ? "sealed" : "active")\"} \(segment.bytes)\n"
         }
         out += "# HELP attribution_log_segment_records Records in each kept log segment.\n# TYPE attribution_log_segment_records gauge\n"
         for segment in segments {
@@ -27,6 +29,11 @@ enum LogSegmentMetrics {
         out += "attribution_log_segments_removed_total \(removed.segments)\n"
         out += "# HELP attribution_log_removed_bytes_total Their bytes.\n# TYPE attribution_log_removed_bytes_total counter\n"
         out += "attribution_log_removed_bytes_total \(removed.bytes)\n"
+        out += "# HELP attribution_log_retention_waiting_segments Sealed segments old enough to go that retention keeps: not yet in the summary's checkpoint, not yet exported (a paused export holds them all), or being read.\n"
+        out += "# TYPE attribution_log_retention_waiting_segments gauge\nattribution_log_retention_waiting_segments \(retention?.waiting ?? 0)\n"
+        let rolls = store.rollFailures
+        out += "# HELP attribution_log_roll_failures_total Times the active segment could not be sealed (the disk full, log/ unwritable); it takes records meanwhile and grows.\n"
+        out += "# TYPE attribution_log_roll_failures_total counter\nattribution_log_roll_failures_total \(rolls.count)\n"
         return out
     }
 }
