@@ -586,6 +586,21 @@ public final class ReportStore: Sendable {
         return walk.offset
     }
 
+    /// As `scanRecords(of:from:through:_:)`, for records of any of `kinds`, in the order they
+    /// were written: for an owner whose kinds tell one story (a token, then its calls).
+    @discardableResult
+    public func scanRecords(ofAny kinds: [RecordKind], from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) -> Int {
+        var wanted = [Bool](repeating: false, count: 256)
+        for kind in kinds { wanted[Int(kind.number)] = true }
+        var walk = walk(from: start, through: end)
+        defer { walk.finish() }
+        while let view = walk.next() {
+            guard wanted[Int(view.kind)] else { continue }
+            if !visit(view) { return walk.offset }
+        }
+        return walk.offset
+    }
+
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
     public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in

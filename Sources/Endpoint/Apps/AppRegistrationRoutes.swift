@@ -115,7 +115,7 @@ struct AppsSummaryRoutes: Sendable {
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
     func appleAdsSummary(_ query: AppsSummary.Query) -> String {
-        AppleAdsSummary(appleAds.all, query: query).json(book.registry, query: query)
+        appleAds.summary(query).json(book.registry, query: query)
     }
 
     /// The node's numbers (`node`, at once), or with `scope=cluster` the cluster's (`cluster`, on

@@ -6,7 +6,12 @@ import Locking
 import Primitives
 import ReportStore
 
-/// Every Apple Ads token the endpoint has taken, and the calls to Apple's API each still needs.
+/// The Apple Ads tokens still waiting for Apple's final answer, and the calls to Apple's API each
+/// still needs; those answered in the last day (the app reads its answer by the token's public id,
+/// and may post the token again); and, for all the others, their counts per day and site
+/// (`AppleAdsTally`). A token's state is final within 24 hours, so what is kept follows the tokens
+/// of about a day, not every token ever taken: the final call's record carries its token's summary
+/// (`StoredAppleAdsCall.TokenSummary`), from which `/api/apple-ads` streams the rest.
 ///
 /// A token is on disk before the app hears 202, and so is every call's outcome before the
 /// outbox acts on it: a restart rebuilds this from the log and resumes each token that has no
@@ -26,6 +31,8 @@ final class AppleAdsOutbox: Sendable {
         let publicID: String
         let site: String
         let receivedAt: Timestamp
+        /// The token's 64-bit hash (`byToken`), so that it can be let go of once the entry goes.
+        var tokenHash = 0
         /// Kept only while an answer may still be needed.
         var token: String?
         var status: Status = .pending
@@ -63,6 +70,37 @@ final class AppleAdsOutbox: Sendable {
         var queuedIDs: UInt64 = 1 << 63
         var busy = 0
         var stopping = false
+        /// Every final token, counted per day and site.
+        var tally = AppleAdsTally()
+        /// Final tokens still in `entries`, in the order they were answered, with when.
+        var settled: [(id: UInt64, at: Int64)] = []
+        var settledHead = 0
+        /// Tokens settled by records written before final calls carried their token (format 1):
+        /// `/api/apple-ads` has no other way to join them, so they stay, as every token once did.
+        var legacy: [Entry] = []
+
+        /// Lets go of the tokens answered before `cutoff`: their answer is in the tally and the log.
+        mutating func forgetSettled(before cutoff: Int64) {
+            while settledHead < settled.count, settled[settledHead].at < cutoff {
+                let id = settled[settledHead].id
+                settledHead += 1
+                guard let entry = entries[id], entry.status.isFinal else { continue }
+                entries[id] = nil
+                if byPublicID[entry.publicID] == id { byPublicID[entry.publicID] = nil }
+                if byToken[entry.tokenHash] == id { byToken[entry.tokenHash] = nil }
+            }
+            if settledHead > 4096 && settledHead * 2 > settled.count {
+                settled.removeFirst(settledHead)
+                settledHead = 0
+            }
+        }
+
+        /// A token has just become final, on disk.
+        mutating func settle(_ entry: Entry) {
+            pending.remove(entry.tokenID)
+            tally.add(entry)
+            settled.append((entry.tokenID, entry.answeredAt?.millisecondsSinceEpoch ?? 0))
+        }
 
         /// The oldest token still pending, dropping final ones from the front.
         mutating func oldestPending() -> Entry? {
@@ -118,31 +156,52 @@ final class AppleAdsOutbox: Sendable {
         clock.whenSet { [changed] in changed.signal() }
     }
 
-    /// Rebuilds every token's state from the log: its record, then each call's.
+    /// How long a final token stays in memory after its answer.
+    static let settledKept: Int64 = 24 * 3_600_000
+
+    /// Rebuilds the outbox from the log, tokens and calls in the order they were written: each
+    /// token is held only until its final call, then counted in the tally (and kept a day if it
+    /// was answered in the last one).
     private func replay() {
         let end = store.bytesOnDisk
+        let cutoff = clock.now().millisecondsSinceEpoch - Self.settledKept
         var entries: [UInt64: Entry] = [:]
-        var tokenHashes: [UInt64: Int] = [:]
-        store.scanRecords(of: .appleAdsToken, through: end) { view in
+        var replayed = State()
+        store.scanRecords(ofAny: [.appleAdsToken, .appleAdsCall], through: end) { view in
             if let token = StoredAppleAdsToken.decode(view) {
-                tokenHashes[token.id] = token.token.hashValue
                 entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
-                                          receivedAt: token.receivedAt, token: token.token, nextAttempt: token.receivedAt)
-            }
-            return true
-        }
-        store.scanRecords(of: .appleAdsCall, through: end) { view in
-            if let call = StoredAppleAdsCall.decode(view), var entry = entries[call.tokenID] {
+                                          receivedAt: token.receivedAt, tokenHash: token.token.hashValue, token: token.token,
+                                          nextAttempt: token.receivedAt)
+            } else if let call = StoredAppleAdsCall.decode(view) {
+                guard var entry = entries[call.tokenID] else {
+                    // Its token's record went with a segment retention removed: the call says all.
+                    if let summary = call.token, call.status.isFinal { replayed.tally.add(Entry.settled(call, summary)) }
+                    return true
+                }
                 Self.apply(call, to: &entry)
-                entries[call.tokenID] = entry
+                guard entry.status.isFinal else {
+                    entries[call.tokenID] = entry
+                    return true
+                }
+                replayed.tally.add(entry)
+                if call.token == nil { replayed.legacy.append(entry) }
+                if call.at.millisecondsSinceEpoch >= cutoff {
+                    entries[call.tokenID] = entry
+                    replayed.settled.append((entry.tokenID, call.at.millisecondsSinceEpoch))
+                } else {
+                    entries[call.tokenID] = nil
+                }
             }
             return true
         }
         state.withLock { s in
+            s.tally = replayed.tally
+            s.legacy = replayed.legacy
+            s.settled = replayed.settled
             for (id, entry) in entries.sorted(by: { $0.key < $1.key }) {
                 s.entries[id] = entry
                 s.byPublicID[entry.publicID] = id
-                if let hash = tokenHashes[id] { s.byToken[hash] = id }
+                s.byToken[entry.tokenHash] = id
                 guard entry.status == .pending else { continue }
                 s.pending.insert(id)
                 s.noteArrival(id)
@@ -169,6 +228,26 @@ final class AppleAdsOutbox: Sendable {
 
     static func text(of publicID: [UInt8]) -> String {
         publicID.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The bytes of a public id's text (zeros for anything that is not 32 hex digits).
+    static func bytes(ofText text: String) -> [UInt8] {
+        let digits = Array(text.utf8)
+        guard digits.count == 32 else { return [UInt8](repeating: 0, count: 16) }
+        func value(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x61...0x66: c - 0x61 + 10
+            default: nil
+            }
+        }
+        return (0..<16).map { i in (value(digits[2 * i]).map { $0 << 4 } ?? 0) | (value(digits[2 * i + 1]) ?? 0) }
+    }
+
+    /// What a final call's record says of its token, for that record.
+    private static func summary(of entry: Entry, called: Bool, httpStatus: Int?) -> StoredAppleAdsCall.TokenSummary {
+        StoredAppleAdsCall.TokenSummary(publicID: bytes(ofText: entry.publicID), site: entry.site, receivedAt: entry.receivedAt,
+                                        calls: entry.calls + (called ? 1 : 0), lastHTTPStatus: called ? httpStatus : entry.lastHTTPStatus)
     }
 
     // MARK: - Taking tokens
@@ -223,8 +302,8 @@ final class AppleAdsOutbox: Sendable {
         store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
             switch result {
             case .success(let stored):
-                let entry = Entry(tokenID: stored.id, publicID: text, site: site, receivedAt: stored.receivedAt, token: token,
-                                  nextAttempt: stored.receivedAt)
+                let entry = Entry(tokenID: stored.id, publicID: text, site: site, receivedAt: stored.receivedAt, tokenHash: hash,
+                                  token: token, nextAttempt: stored.receivedAt)
                 let waiting = state.withLock { s -> [Completion] in
                     s.queued -= 1
                     s.entries[stored.id] = entry
@@ -255,10 +334,25 @@ final class AppleAdsOutbox: Sendable {
         state.withLock { s in s.byPublicID[publicID].flatMap { s.entries[$0] } }
     }
 
-    /// Every token, oldest first.
-    var all: [Entry] {
-        state.withLock { Array($0.entries.values) }.sorted { $0.tokenID < $1.tokenID }
+    /// The Apple Ads view's numbers: the final tokens' tally and the waiting ones.
+    func summary(_ query: AppsSummary.Query) -> AppleAdsSummary {
+        let (tally, pending) = state.withLock { s in (s.tally, s.pending.compactMap { s.entries[$0] }) }
+        return AppleAdsSummary(tally: tally, pending: pending, query: query)
     }
+
+    /// For `/api/apple-ads`: the tokens settled by old records, and those still waiting, received
+    /// in `[since, until)`. The others are read from their final calls' records.
+    func exportSnapshot(since: Timestamp?, until: Timestamp?) -> (legacy: [Entry], pending: [Entry]) {
+        func inRange(_ entry: Entry) -> Bool {
+            since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
+        }
+        return state.withLock { s in
+            (s.legacy.filter(inRange), s.pending.compactMap { s.entries[$0] }.filter(inRange))
+        }
+    }
+
+    /// Tokens held in memory: waiting, answered in the last day, or settled by old records.
+    var entriesInMemory: Int { state.withLock { $0.entries.count + $0.legacy.count } }
 
     // MARK: - Calling Apple
 
@@ -293,6 +387,7 @@ final class AppleAdsOutbox: Sendable {
             let now = clock.now()
             let (expired, due, wake, stopping) = state.withLock { s -> ([Entry], [Entry], Int64?, Bool) in
                 if s.stopping { return ([], [], nil, true) }
+                s.forgetSettled(before: now.millisecondsSinceEpoch - Self.settledKept)
                 // 24 h without a final answer: recorded as expired without a call, paused or not.
                 var expired: [Entry] = []
                 while let oldest = s.oldestPending(), !oldest.busy,
@@ -325,7 +420,8 @@ final class AppleAdsOutbox: Sendable {
             if stopping { return }
             for entry in expired {
                 record(StoredAppleAdsCall(tokenID: entry.tokenID, at: now, called: false, httpStatus: nil, status: .expired,
-                                          nextAttempt: nil, record: nil), outcome: "expired")
+                                          nextAttempt: nil, record: nil, token: Self.summary(of: entry, called: false, httpStatus: nil)),
+                       outcome: "expired")
             }
             for entry in due { call(entry, at: now) }
             if expired.isEmpty && due.isEmpty {
@@ -351,7 +447,8 @@ final class AppleAdsOutbox: Sendable {
               now.millisecondsSinceEpoch < entry.receivedAt.millisecondsSinceEpoch + AppleAdsToken.lifetimeMilliseconds else {
             // 24 h without a final answer: Apple would refuse the token now.
             return record(StoredAppleAdsCall(tokenID: entry.tokenID, at: now, called: false, httpStatus: nil, status: .expired,
-                                             nextAttempt: nil, record: nil), outcome: "expired")
+                                             nextAttempt: nil, record: nil, token: Self.summary(of: entry, called: false, httpStatus: nil)),
+                          outcome: "expired")
         }
         client.call(token: token) { [self] status, body in
             // Cancelled by a stop: not a failure of Apple's; the next start calls again at once.
@@ -368,7 +465,8 @@ final class AppleAdsOutbox: Sendable {
             switch decision {
             case .final(let final):
                 call = StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: final, nextAttempt: nil,
-                                          record: final == .attributed || final == .notAttributed ? record : nil)
+                                          record: final == .attributed || final == .notAttributed ? record : nil,
+                                          token: Self.summary(of: entry, called: true, httpStatus: status))
                 outcome = final.name
             case .retry(let at):
                 call = StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: .pending, nextAttempt: at, record: nil)
@@ -391,7 +489,7 @@ final class AppleAdsOutbox: Sendable {
                     stored.at = at
                     Self.apply(stored, to: &entry)
                     s.counts.calls[outcome, default: 0] += 1
-                    if entry.status.isFinal { s.pending.remove(call.tokenID) }
+                    if entry.status.isFinal { s.settle(entry) }
                 case .failure:
                     // Not on disk: the call counts for nothing, and is made again later.
                     entry.nextAttempt = Timestamp(millisecondsSinceEpoch: clock.now().millisecondsSinceEpoch + AppleAdsCallPolicy.firstBackoff)
@@ -407,6 +505,20 @@ final class AppleAdsOutbox: Sendable {
     }
 }
 
+extension AppleAdsOutbox.Entry {
+    /// A token as its final call's record tells it.
+    static func settled(_ call: StoredAppleAdsCall, _ token: StoredAppleAdsCall.TokenSummary) -> AppleAdsOutbox.Entry {
+        var entry = AppleAdsOutbox.Entry(tokenID: call.tokenID, publicID: AppleAdsOutbox.text(of: token.publicID), site: token.site,
+                                         receivedAt: token.receivedAt)
+        entry.status = call.status
+        entry.calls = token.calls
+        entry.lastHTTPStatus = token.lastHTTPStatus
+        entry.answeredAt = call.at
+        entry.record = call.record
+        return entry
+    }
+}
+
 extension AppleAdsOutbox {
     /// The outbox's series for `/metrics`: what waits, how old the oldest is, what calls came
     /// to, and whether calls are paused.
@@ -416,6 +528,8 @@ extension AppleAdsOutbox {
         }
         var out = "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
         out += "# TYPE attribution_apple_ads_pending gauge\nattribution_apple_ads_pending \(pending)\n"
+        out += "# HELP attribution_apple_ads_tokens_in_memory Tokens the outbox holds: waiting, answered in the last day, or settled by records from before 2026-11-26.\n"
+        out += "# TYPE attribution_apple_ads_tokens_in_memory gauge\nattribution_apple_ads_tokens_in_memory \(entriesInMemory)\n"
         out += "# HELP attribution_apple_ads_max_pending Tokens that may wait for Apple at once; past it new ones are answered 503.\n"
         out += "# TYPE attribution_apple_ads_max_pending gauge\nattribution_apple_ads_max_pending \(maxPending)\n"
         let age = oldest.map { max(0, now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 1000 } ?? 0

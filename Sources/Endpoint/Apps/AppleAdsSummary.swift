@@ -4,9 +4,11 @@ import Primitives
 
 /// The Apple Ads view: the tokens received in a period (by UTC day) and for a site, counted by
 /// where they stand, and the attributed installs by campaign, ad group and keyword with their
-/// registered names. Counted from the same entries `/api/apple-ads` lists, so the two agree.
-struct AppleAdsSummary {
-    struct Key: Hashable, Comparable {
+/// registered names. Final tokens are counted from the outbox's tally, kept per day and site as
+/// each token settles (`AppleAdsTally`); tokens still waiting from the outbox's memory. The same
+/// tokens `/api/apple-ads` lists, so the two agree.
+struct AppleAdsSummary: Sendable {
+    struct Key: Hashable, Comparable, Sendable {
         var campaign: Int64?
         var adGroup: Int64?
         var keyword: Int64?
@@ -20,24 +22,43 @@ struct AppleAdsSummary {
     var calls = 0
     var installs: [Key: (downloads: Int, redownloads: Int, other: Int)] = [:]
 
-    /// Counts filled in elsewhere (the cluster's, from ClickHouse).
+    /// Counts filled in elsewhere (the cluster's, from ClickHouse), or nothing yet.
     init() {}
 
-    init(_ entries: [AppleAdsOutbox.Entry], query: AppsSummary.Query) {
-        for entry in entries {
+    /// The period's and site's final tokens from `tally`, and its waiting ones from `pending`.
+    init(tally: AppleAdsTally, pending: [AppleAdsOutbox.Entry], query: AppsSummary.Query) {
+        self = tally.summary(query)
+        for entry in pending {
             let day = SummaryAggregates.day(of: entry.receivedAt)
             guard day >= query.from, day <= query.to, query.site.map({ $0 == entry.site }) ?? true else { continue }
-            byStatus[entry.status, default: 0] += 1
-            calls += entry.calls
-            guard entry.status == .attributed, let record = entry.record else { continue }
-            let key = Key(campaign: record.campaignID, adGroup: record.adGroupID, keyword: record.keywordID)
-            var row = installs[key] ?? (0, 0, 0)
-            switch record.conversionType {
-            case "Download": row.downloads += 1
-            case "Redownload": row.redownloads += 1
-            default: row.other += 1
-            }
-            installs[key] = row
+            add(entry)
+        }
+    }
+
+    /// Counts one token where it stands.
+    mutating func add(_ entry: AppleAdsOutbox.Entry) {
+        byStatus[entry.status, default: 0] += 1
+        calls += entry.calls
+        guard entry.status == .attributed, let record = entry.record else { return }
+        let key = Key(campaign: record.campaignID, adGroup: record.adGroupID, keyword: record.keywordID)
+        var row = installs[key] ?? (0, 0, 0)
+        switch record.conversionType {
+        case "Download": row.downloads += 1
+        case "Redownload": row.redownloads += 1
+        default: row.other += 1
+        }
+        installs[key] = row
+    }
+
+    mutating func merge(_ other: AppleAdsSummary) {
+        for (status, count) in other.byStatus { byStatus[status, default: 0] += count }
+        calls += other.calls
+        for (key, row) in other.installs {
+            var mine = installs[key] ?? (0, 0, 0)
+            mine.downloads += row.downloads
+            mine.redownloads += row.redownloads
+            mine.other += row.other
+            installs[key] = mine
         }
     }
 

@@ -1,12 +1,17 @@
 import AppDevelopers
 import AppleAds
+import AppleAdsRecords
 import Primitives
 import ReportStore
 
 /// Every Apple Ads token taken, with where it stands and Apple's record, as `/api/apple-ads`
 /// lists it: one line (or CSV row) per token, every column on every line (null when absent),
-/// Apple's fields under Apple's names, and the registered names beside the ids. From the
-/// outbox's memory, which joins each token with its calls, not from one kind of record.
+/// Apple's fields under Apple's names, and the registered names beside the ids.
+///
+/// First the tokens settled by records written before 2026-11-26 (which do not carry their
+/// token), from the outbox, by id; then the other final tokens, from their final calls' records,
+/// in the order they were answered, read from the log as the socket drains (a final call carries
+/// its token's summary); last the tokens still waiting, from the outbox, by id.
 ///
 /// `{"id":"…","received_at":"…","site":"app.example","status":"attributed","calls":1,
 ///   "last_http_status":200,"answered_at":"…","attribution":true,"orgId":…,…,"clickDate":null,
@@ -14,6 +19,30 @@ import ReportStore
 enum AppleAdsExport {
     static let columns = ["id", "received_at", "site", "status", "calls", "last_http_status", "answered_at"]
         + AppleAdsRecord.fieldNames + ["campaign_name", "ad_group_name", "keyword_name"]
+
+    /// The rows of the tokens received in `[since, until)`. The outbox's snapshot is taken before
+    /// the log is read: a token final by then has its record in what is read, and one still
+    /// waiting then is listed as waiting, its final record (if it comes meanwhile) passed over.
+    static func rows(outbox: AppleAdsOutbox, store: ReportStore, since: Timestamp?, until: Timestamp?,
+                     registry: AppRegistry) -> () -> ExportRow? {
+        let (legacy, pending) = outbox.exportSnapshot(since: since, until: until)
+        let waiting = Set(pending.map(\.tokenID))
+        // A token's calls come after it: none of the period's is before `since`.
+        let calls = store.records(of: .appleAdsCall, since: since)
+        var old = legacy.sorted { $0.tokenID < $1.tokenID }.makeIterator()
+        var open = pending.sorted { $0.tokenID < $1.tokenID }.makeIterator()
+        return {
+            if let entry = old.next() { return row(entry, registry: registry) }
+            let settled = calls.next { view -> AppleAdsOutbox.Entry? in
+                guard let call = StoredAppleAdsCall.decode(view), call.status.isFinal, let token = call.token,
+                      !waiting.contains(call.tokenID), since.map({ token.receivedAt >= $0 }) ?? true,
+                      until.map({ token.receivedAt < $0 }) ?? true else { return nil }
+                return AppleAdsOutbox.Entry.settled(call, token)
+            }
+            if let settled { return row(settled, registry: registry) }
+            return open.next().map { row($0, registry: registry) }
+        }
+    }
 
     static func row(_ entry: AppleAdsOutbox.Entry, registry: AppRegistry) -> ExportRow {
         func string(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }

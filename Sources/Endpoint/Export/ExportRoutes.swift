@@ -36,16 +36,12 @@ struct ExportRoutes: Sendable {
             .response(fileName: fileName)
     }
 
-    /// From memory, not the log: the outbox holds every token's state. The lines are written as
-    /// the socket drains, from a snapshot of the entries.
+    /// Every token received in the period with where it stands (`AppleAdsExport.rows`), written as
+    /// the socket drains.
     func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
-        let entries = appleAds.all.filter { entry in
-            since.map { entry.receivedAt >= $0 } ?? true && until.map { entry.receivedAt < $0 } ?? true
-        }
-        let registry = apps.registry
-        var next = entries.makeIterator()
-        return ExportStream(format, columns: AppleAdsExport.columns, rows: { next.next().map { AppleAdsExport.row($0, registry: registry) } })
+        return ExportStream(format, columns: AppleAdsExport.columns,
+                            rows: AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry))
             .response(fileName: "apple-ads")
     }
 

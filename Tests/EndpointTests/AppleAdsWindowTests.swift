@@ -1,0 +1,76 @@
+import AppleAdsStandIn
+import Foundation
+import Primitives
+import Testing
+@testable import Endpoint
+
+/// The Apple Ads outbox holds the tokens of about a day: a final token leaves memory a day after
+/// its answer, and the summary and the export say the same before and after, and after a restart.
+@Suite(.serialized) struct AppleAdsWindowTests {
+    let helpers = AppleAdsTests()
+    let start = "2026-11-20T10:00:00Z"
+
+    func inMemory(_ endpoint: LiveEndpoint) throws -> String? {
+        try endpoint.get("/metrics").bodyText.split(separator: "\n")
+            .first { $0.hasPrefix("attribution_apple_ads_tokens_in_memory ") }.map(String.init)
+    }
+
+    /// What a marketer reads of the final tokens: the view's numbers and every row of the export,
+    /// in both formats. The waiting token's calls go on meanwhile, so its row and the calls are left out.
+    func numbers(_ endpoint: LiveEndpoint, waiting: String) throws -> [String] {
+        var summary = json(try endpoint.get("/api/apple-ads/summary?from=2026-11-01&to=2026-11-30"))
+        summary["records_kept_from"] = nil
+        summary["calls"] = nil
+        let lines = { (text: String) in text.split(separator: "\n").filter { !$0.contains(waiting) }.joined(separator: "\n") }
+        return [String(decoding: try JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys]), as: UTF8.self),
+                lines(try endpoint.get("/api/apple-ads").bodyText), lines(try endpoint.get("/api/apple-ads.csv").bodyText),
+                try endpoint.get("/api/apple-ads?since=2026-11-20T10:00:00Z&until=2026-11-20T10:00:00.002Z").bodyText]
+    }
+
+    @Test func aFinalTokenLeavesMemoryADayAfterItsAnswerAndTheNumbersStay() throws {
+        let standIn = try AppleAdsStandIn(scripts: ["t-yes": [.answer(200, AppleAdsTests.attributed)],
+                                                    "t-no": [.answer(200, #"{"attribution":false}"#)],
+                                                    "t-bad": [.answer(400, "")],
+                                                    // Apple unavailable for this one: it waits, calls paused, until its 24 hours end.
+                                                    "t-later": [.answer(503, "")]])
+        defer { standIn.stop() }
+        let directory = temporaryDirectory()
+        var endpoint = try helpers.endpoint(standIn, directory: directory)
+        endpoint.clock.set(start)
+        var ids: [String: String] = [:]
+        for (n, token) in ["t-yes", "t-no", "t-bad"].enumerated() {
+            endpoint.clock.set(Timestamp(millisecondsSinceEpoch: Timestamp(rfc3339: start)!.millisecondsSinceEpoch + Int64(n)).rfc3339)
+            ids[token] = try #require(json(try helpers.post(endpoint, token))["id"] as? String)
+        }
+        helpers.at(endpoint, start, plus: 1)
+        // One more, posted an hour later, which Apple does not answer: it waits.
+        helpers.at(endpoint, start, plus: 3600)
+        let waiting = try #require(json(try helpers.post(endpoint, "t-later"))["id"] as? String)
+        helpers.at(endpoint, start, plus: 3600)
+        #expect(helpers.status(endpoint, ids["t-yes"]!)["status"] as? String == "attributed")
+        #expect(helpers.status(endpoint, waiting)["status"] as? String == "pending")
+        let before = try numbers(endpoint, waiting: waiting)
+        #expect(before[0].contains("\"attributed\":1") && before[0].contains("\"pending\":1") && before[0].contains("\"tokens\":4"))
+        #expect(before[1].split(separator: "\n").count == 3)
+        #expect(try endpoint.get("/api/apple-ads").bodyText.split(separator: "\n").last?.contains(waiting) == true, "the waiting token comes last")
+        #expect(before[3].split(separator: "\n").count == 2, "the export's period is the tokens' arrival: \(before[3])")
+        #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 4")
+
+        // A day after their answers the three final tokens are let go: by id they are no more,
+        // and posted again a token is a new one; the waiting one stays, and every number with it.
+        helpers.at(endpoint, start, plus: 24 * 3600 + 2)
+        #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 1")
+        #expect(endpoint.request("GET", "/apple-ads/attribution/" + ids["t-yes"]!).status == 404)
+        #expect(helpers.status(endpoint, waiting)["status"] as? String == "pending")
+        #expect(try numbers(endpoint, waiting: waiting) == before)
+        endpoint.stop()
+
+        // A restart reads the log: the same numbers, and only the waiting token in memory.
+        endpoint = try helpers.endpoint(standIn, directory: directory)
+        defer { endpoint.stop() }
+        helpers.at(endpoint, start, plus: 24 * 3600 + 2)
+        #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 1")
+        #expect(try numbers(endpoint, waiting: waiting) == before)
+        #expect(standIn.calls(for: "t-yes") == 1, "never called again")
+    }
+}
