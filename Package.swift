@@ -89,7 +89,7 @@ let package = Package(
                                                            "AppleAds", "Primitives", "DurableFiles", "Locking", "HTTPServer", "SiteOwners", "PCM", "RawHTTPClient"]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
-                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport"],
+                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport", "AppleAdsRecords"],
                     resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/log-2026-11-25"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]

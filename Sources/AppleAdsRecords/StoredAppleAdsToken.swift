@@ -45,15 +45,16 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
 /// policy made of it. Every call is written, retries too, so that a restart knows how many 404s
 /// a token has had and never calls again once one is final.
 ///
-/// Payload after the envelope: u8 format (1, or 2 with the token's summary), u64 token record id,
-/// u8 called (0: the token expired before a call), u16 HTTP status (0: no answer), u8 status
-/// (`AppleAdsCallPolicy.Status`), u64 next attempt (ms, 0 when final), u16 + the record's JSON
-/// (empty unless 200); then in format 2 the token's summary: 16 bytes public id, u16 + site,
-/// i64 received at (ms), u32 calls, u16 last HTTP status (0: none).
+/// Payload after the envelope: u8 format (1), u64 token record id, u8 called (0: the token
+/// expired before a call), u16 HTTP status (0: no answer), u8 status (`AppleAdsCallPolicy.Status`),
+/// u64 next attempt (ms, 0 when final), u16 + the record's JSON (empty unless 200); then, on a
+/// final call since 2026-11-26, the token's summary: u8 1, 16 bytes public id, u16 + site, i64
+/// received at (ms), u32 calls, u16 last HTTP status (0: none).
 ///
-/// The call that makes a token final carries its token's summary (format 2), so that the outcome
-/// stands alone: the export and the summary read it without the token's record, and the outbox
-/// forgets the token once it is final. Records written before 2026-11-26 are format 1 throughout.
+/// The call that makes a token final carries its token's summary, so that the outcome stands
+/// alone: the export and the summary read it without the token's record, and the outbox forgets
+/// the token once it is final. The summary comes after everything an earlier version reads, which
+/// stops there: the format stays 1, and a log written now can still be read by an older binary.
 public struct StoredAppleAdsCall: Sendable, Equatable {
     public var tokenID: UInt64
     public var at: Timestamp
@@ -98,7 +99,7 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
     }
 
     func encode(into out: inout [UInt8]) {
-        out.append(token == nil ? 1 : 2)
+        out.append(1)
         out.appendLE(tokenID)
         out.append(called ? 1 : 0)
         out.appendLE(UInt16(httpStatus ?? 0))
@@ -108,6 +109,7 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
         out.appendLE(UInt16(json.count))
         out.append(contentsOf: json)
         guard let token else { return }
+        out.append(1)
         out.append(contentsOf: token.publicID.prefix(16))
         out.append(contentsOf: [UInt8](repeating: 0, count: max(0, 16 - token.publicID.count)))
         let site = Array(token.site.utf8.prefix(Int(UInt16.max)))
@@ -121,12 +123,12 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
     public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsCall? {
         guard record.kind == RecordKind.appleAdsCall.number else { return nil }
         var r = PayloadReader(record.payload)
-        guard let format = r.u8(), format == 1 || format == 2, let tokenID = r.u64(), let called = r.u8(), let http = r.u16(),
+        guard r.u8() == 1, let tokenID = r.u64(), let called = r.u8(), let http = r.u16(),
               let status = r.u8().flatMap(AppleAdsCallPolicy.Status.init),
               let next = r.u64(), let length = r.u16(), let json = r.bytes(Int(length)) else { return nil }
         var token: TokenSummary?
-        if format == 2 {
-            guard let publicID = r.bytes(16), let site = r.text16(), let receivedAt = r.u64(), let calls = r.u32(), let last = r.u16() else { return nil }
+        if let tag = r.u8() {
+            guard tag == 1, let publicID = r.bytes(16), let site = r.text16(), let receivedAt = r.u64(), let calls = r.u32(), let last = r.u16() else { return nil }
             token = TokenSummary(publicID: publicID, site: site, receivedAt: Timestamp(millisecondsSinceEpoch: Int64(bitPattern: receivedAt)),
                                  calls: Int(calls), lastHTTPStatus: last == 0 ? nil : Int(last))
         }

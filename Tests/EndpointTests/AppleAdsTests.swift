@@ -10,8 +10,11 @@ import Testing
 @Suite(.serialized) struct AppleAdsTests {
     static let attributed = #"{"attribution":true,"orgId":40669820,"campaignId":542370539,"conversionType":"Download","claimType":"Click","adGroupId":542317095,"countryOrRegion":"US","keywordId":87675432,"adId":542317136,"clickDate":"2026-11-20T09:12Z","deviceModel":"iPhone","ip":"192.0.2.1"}"#
 
-    func endpoint(_ standIn: AppleAdsStandIn, directory: String = temporaryDirectory()) throws -> LiveEndpoint {
-        try LiveEndpoint(sites: ["app.example"], directory: directory) { $0.appleAdsAPI = standIn.url; $0.appleAdsTimeout = 5 }
+    func endpoint(_ standIn: AppleAdsStandIn, directory: String = temporaryDirectory(), startingAt: String? = nil) throws -> LiveEndpoint {
+        try LiveEndpoint(sites: ["app.example"], directory: directory, startingAt: startingAt) {
+            $0.appleAdsAPI = standIn.url
+            $0.appleAdsTimeout = 5
+        }
     }
 
     func post(_ endpoint: LiveEndpoint, _ token: String, host: String = "app.example") throws -> RawResponse {

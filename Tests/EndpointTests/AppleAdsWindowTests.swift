@@ -1,5 +1,7 @@
 import AppleAdsStandIn
 import Foundation
+@testable import ReportStore
+@testable import AppleAdsRecords
 import Primitives
 import Testing
 @testable import Endpoint
@@ -56,8 +58,8 @@ import Testing
         #expect(before[3].split(separator: "\n").count == 2, "the export's period is the tokens' arrival: \(before[3])")
         #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 4")
 
-        // A day after their answers the three final tokens are let go: by id they are no more,
-        // and posted again a token is a new one; the waiting one stays, and every number with it.
+        // A day after their answers the three final tokens are let go (by id they are no more);
+        // the waiting one stays, and every number with it.
         helpers.at(endpoint, start, plus: 24 * 3600 + 2)
         #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 1")
         #expect(endpoint.request("GET", "/apple-ads/attribution/" + ids["t-yes"]!).status == 404)
@@ -65,12 +67,41 @@ import Testing
         #expect(try numbers(endpoint, waiting: waiting) == before)
         endpoint.stop()
 
-        // A restart reads the log: the same numbers, and only the waiting token in memory.
-        endpoint = try helpers.endpoint(standIn, directory: directory)
+        // A restart a day later reads the log: the final tokens go straight to the tally, only
+        // the waiting one is held, and the numbers are the same.
+        let dayLater = Timestamp(millisecondsSinceEpoch: Timestamp(rfc3339: start)!.millisecondsSinceEpoch + (24 * 3600 + 2) * 1000).rfc3339
+        endpoint = try helpers.endpoint(standIn, directory: directory, startingAt: dayLater)
         defer { endpoint.stop() }
-        helpers.at(endpoint, start, plus: 24 * 3600 + 2)
         #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 1")
+        helpers.at(endpoint, start, plus: 24 * 3600 + 2)
         #expect(try numbers(endpoint, waiting: waiting) == before)
         #expect(standIn.calls(for: "t-yes") == 1, "never called again")
+    }
+
+    /// The summary a final call carries comes after all an earlier version reads: the format byte
+    /// stays 1, and the same bytes without the summary read as they always did.
+    @Test func aFinalCallCarriesItsTokenAfterWhatEarlierVersionsRead() throws {
+        let summary = StoredAppleAdsCall.TokenSummary(publicID: Array(1...16), site: "app.example",
+                                                      receivedAt: Timestamp(rfc3339: "2026-11-20T10:00:00Z")!, calls: 3, lastHTTPStatus: 404)
+        let final = StoredAppleAdsCall(tokenID: 7, at: Timestamp(rfc3339: "2026-11-20T10:00:15Z")!, httpStatus: 404, status: .notFound,
+                                       nextAttempt: nil, record: nil, token: summary)
+        var withSummary: [UInt8] = [], without: [UInt8] = []
+        final.encode(into: &withSummary)
+        var old = final
+        old.token = nil
+        old.encode(into: &without)
+        #expect(withSummary[0] == 1 && Array(withSummary.prefix(without.count)) == without)
+        func decode(_ payload: [UInt8]) -> StoredAppleAdsCall? {
+            var envelope: [UInt8] = []
+            envelope.appendLE(UInt64(9))
+            envelope.appendLE(final.at.millisecondsSinceEpoch)
+            return (envelope + payload).withUnsafeBytes { raw in
+                ReportStore.RecordView(kind: RecordKind.appleAdsCall.number, tag: 4, payload: raw, end: 0).flatMap(StoredAppleAdsCall.decode)
+            }
+        }
+        #expect(decode(withSummary)?.token == summary)
+        #expect(decode(without)?.token == nil && decode(without)?.status == .notFound)
+        // A summary cut short is damage, not a call without one.
+        #expect(decode(Array(withSummary.dropLast())) == nil)
     }
 }

@@ -80,7 +80,10 @@ final class LiveEndpoint {
     let clock = ManualClock()
 
     init(sites: [String] = ["news.example", "shop.example"], dev: Bool = false, trustedProxies: [String] = [],
-         token: String? = "test-token", directory: String = temporaryDirectory(), configure: (inout EndpointConfiguration) -> Void = { _ in }) throws {
+         token: String? = "test-token", directory: String = temporaryDirectory(), startingAt: String? = nil,
+         configure: (inout EndpointConfiguration) -> Void = { _ in }) throws {
+        // The clock the server starts with, and replays by (2026-11-20T10:00Z unless given).
+        if let startingAt { clock.set(startingAt) }
         var configuration = EndpointConfiguration()
         configuration.port = 0
         configuration.dataDirectory = directory

@@ -42,6 +42,8 @@ import Testing
         let keys = try #require(json(listed)["keys"] as? [[String: Any]]).filter { $0["site"] as? String == "news.example" }
         #expect(keys.map { $0["state"] as? String } == ["served", "scheduled"])
         #expect(keys[1]["serves_from"] as? String == "2026-11-21T10:00:00.000Z")
+        // Announced a day ahead at least: kept at the clock's time, served a day later.
+        #expect(keys[1]["created_at"] as? String == "2026-11-20T10:00:00.000Z")
         #expect(json(listed)["rotation_days"] as? Int == 30)
         #expect(try nextKey(endpoint) == "2026-11-21T10:00:00.000Z")
         let next = Timestamp(rfc3339: "2026-11-21T10:00:00.000Z")!.millisecondsSinceEpoch / 1000
@@ -74,8 +76,36 @@ import Testing
         #expect(rotation.rotateDue().map { "\($0.site) \($0.servesFrom.rfc3339)" } == ["news.example 2026-12-21T10:00:00.000Z", "shop.example 2026-12-21T10:00:00.000Z"])
     }
 
-    @Test func rotationIsRefusedInAClusterAndBelowTenDays() throws {
-        for (days, cluster, refused) in [(9, false, true), (10, false, false), (90, true, true)] {
+    @Test func aRotationByHandReplacesTheScheduledSuccessorAndOldKeysAreForgotten() throws {
+        let endpoint = try LiveEndpoint { $0.tokenKeyRotationDays = 30 }
+        defer { endpoint.stop() }
+        let rotation = try #require(endpoint.server.tokenKeyRotation)
+        let old = Base64URL.encode(try paths.servedKey(endpoint).keyID)
+        rotation.rotateDue()
+        func newsKeys() throws -> [[String: Any]] {
+            try #require(json(try endpoint.get("/api/token-keys"))["keys"] as? [[String: Any]]).filter { $0["site"] as? String == "news.example" }
+        }
+        let scheduled = try #require(try newsKeys().last?["key_id"] as? String)
+        // The key leaked: a rotation by hand, served now. The scheduled successor signed nothing
+        // and goes, so that the site switches once.
+        let byHand = endpoint.request("POST", "/api/token-keys", headers: [("Authorization", "Bearer test-token")],
+                                      body: Array(#"{"site":"news.example"}"#.utf8))
+        #expect(byHand.status == 201 && json(byHand)["state"] as? String == "served", "\(byHand.bodyText)")
+        let hand = try #require(json(byHand)["key_id"] as? String)
+        #expect(try newsKeys().map { $0["key_id"] as? String } == [old, hand])
+        #expect(!(try endpoint.get("/api/token-keys").bodyText.contains(scheduled)))
+        #expect(try nextKey(endpoint) == "2026-12-20T10:00:00.000Z")
+        #expect(rotation.rotateDue().filter { $0.site == "news.example" }.isEmpty)
+        // Eighteen days after it was replaced the old key is forgotten altogether.
+        endpoint.clock.set("2026-12-08T09:59:59Z")
+        #expect(try endpoint.server.tokenKeys.forgetOldKeys().isEmpty)
+        endpoint.clock.set("2026-12-08T10:00:01Z")
+        #expect(try endpoint.server.tokenKeys.forgetOldKeys().contains(old))
+        #expect(try newsKeys().map { $0["key_id"] as? String } == [hand])
+    }
+
+    @Test func rotationIsRefusedInAClusterAndBelowThirtyDays() throws {
+        for (days, cluster, refused) in [(29, false, true), (30, false, false), (90, true, true)] {
             var configuration = EndpointConfiguration()
             configuration.sites = ["news.example"]
             configuration.tokenKeyRotationDays = days

@@ -173,7 +173,10 @@ final class AppleAdsOutbox: Sendable {
                                           receivedAt: token.receivedAt, tokenHash: token.token.hashValue, token: token.token,
                                           nextAttempt: token.receivedAt)
             } else if let call = StoredAppleAdsCall.decode(view) {
-                guard var entry = entries[call.tokenID] else {
+                // A second final call for a token still held (never written, but a log is not to be
+                // trusted) changes nothing: the token is counted once.
+                guard var entry = entries[call.tokenID], !entry.status.isFinal else {
+                    if entries[call.tokenID] != nil { return true }
                     // Its token's record went with a segment retention removed: the call says all.
                     if let summary = call.token, call.status.isFinal { replayed.tally.add(Entry.settled(call, summary)) }
                     return true
@@ -352,7 +355,9 @@ final class AppleAdsOutbox: Sendable {
     }
 
     /// Tokens held in memory: waiting, answered in the last day, or settled by old records.
-    var entriesInMemory: Int { state.withLock { $0.entries.count + $0.legacy.count } }
+    var entriesInMemory: Int {
+        state.withLock { s in s.entries.count + s.legacy.filter { s.entries[$0.tokenID] == nil }.count }
+    }
 
     // MARK: - Calling Apple
 

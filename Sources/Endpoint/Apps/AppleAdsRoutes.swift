@@ -50,7 +50,8 @@ struct AppleAdsRoutes: Sendable {
     func read(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = String(request.path.dropFirst(Self.path.count + 1))
         guard let entry = outbox.entry(publicID: id) else {
-            throw Problem(status: 404, rule: "unknown_token_id", field: "id", detail: "no token was taken under this id")
+            throw Problem(status: 404, rule: "unknown_token_id", field: "id",
+                          detail: "no token is held under this id: a token's answer is kept here for 24 hours after Apple's final answer (/api/apple-ads lists every token)")
         }
         return JSONResponse.make(200, Self.describe(entry))
     }

@@ -27,8 +27,10 @@ enum AppleAdsExport {
                      registry: AppRegistry) -> () -> ExportRow? {
         let (legacy, pending) = outbox.exportSnapshot(since: since, until: until)
         let waiting = Set(pending.map(\.tokenID))
-        // A token's calls come after it: none of the period's is before `since`.
-        let calls = store.records(of: .appleAdsCall, since: since)
+        // A token's calls come after it, and its final one within its 24 hours (later only if the
+        // endpoint was down when they ended: `settledWithin` leaves room for that).
+        let calls = store.records(of: .appleAdsCall, since: since,
+                                  until: until.map { Timestamp(millisecondsSinceEpoch: $0.millisecondsSinceEpoch + settledWithin) })
         var old = legacy.sorted { $0.tokenID < $1.tokenID }.makeIterator()
         var open = pending.sorted { $0.tokenID < $1.tokenID }.makeIterator()
         return {
@@ -43,6 +45,11 @@ enum AppleAdsExport {
             return open.next().map { row($0, registry: registry) }
         }
     }
+
+    /// How long after `until` the export reads final calls: a token's 24 hours, and six days for
+    /// an endpoint that was down when they ended. A token settled later still (its expiry
+    /// recorded at a start after a longer outage) is listed by an export whose period has no end.
+    static let settledWithin: Int64 = 7 * 86_400_000
 
     static func row(_ entry: AppleAdsOutbox.Entry, registry: AppRegistry) -> ExportRow {
         func string(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }

@@ -5,11 +5,12 @@ import Postbacks
 import ReportStore
 
 /// Every stored report, postback and Apple Ads token, as NDJSON or CSV, filtered by receive time.
-/// Needs the token. Each export of the log is its kind's `RecordCodec`; the Apple Ads one comes
-/// from the outbox's memory.
+/// Needs the token. Each export of the log is its kind's `RecordCodec`; the Apple Ads one joins
+/// the outbox's memory and its final calls' records (`AppleAdsExport.rows`).
 struct ExportRoutes: Sendable {
     let store: ReportStore
     let ledger: PostbackLedger
+    /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
     let appleAds: AppleAdsOutbox
     let apps: AppBook
 

@@ -131,11 +131,19 @@ final class TokenKeyBook: Sendable {
     /// Before any key's time (a clock set back, as the demo's is), the site's first key: a site
     /// with a key always serves one.
     private func servedKey(for site: String, at now: Timestamp) -> Key? {
-        keys.withLock { keys in
-            let own = keys.filter { $0.site == site }
-            return own.filter { $0.servesFrom <= now }.max { $0.servesFrom < $1.servesFrom }
-                ?? own.min { $0.servesFrom < $1.servesFrom }
-        }
+        keys.withLock { Self.served(in: $0, site: site, at: now) }
+    }
+
+    private static func served(in keys: [Key], site: String, at now: Timestamp) -> Key? {
+        let own = keys.filter { $0.site == site }
+        return own.filter { $0.servesFrom <= now }.max { $0.servesFrom < $1.servesFrom }
+            ?? own.min { $0.servesFrom < $1.servesFrom }
+    }
+
+    /// Whether `key` is a successor of the key `site` serves at `now` that is not served yet.
+    private static func isScheduledSuccessor(_ key: Key, in keys: [Key], site: String, at now: Timestamp) -> Bool {
+        guard key.site == site, key.servesFrom > now, let served = served(in: keys, site: site, at: now) else { return false }
+        return key.servesFrom > served.servesFrom
     }
 
     /// Every key that may have signed a token of `site`, the served one first: its own keys,
@@ -185,25 +193,89 @@ final class TokenKeyBook: Sendable {
         return key.servesFrom > now ? .scheduled : .retired
     }
 
+    /// A successor of `site`'s served key not served yet, if one is scheduled.
+    func scheduledSuccessor(for site: String) -> Key? {
+        let now = clock()
+        return keys.withLock { keys in
+            keys.filter { Self.isScheduledSuccessor($0, in: keys, site: site, at: now) }.min { $0.servesFrom < $1.servesFrom }
+        }
+    }
+
     /// All keys, for the admin API and `/metrics`.
     var all: [Key] { keys.withLock { $0 } }
 
-    /// Makes a successor for `site`'s key, served from `servesFrom` on. Slow (RSA-4096): call it off the loop.
+    /// Makes a successor for `site`'s key, served from `servesFrom` on: a rotation by hand. A
+    /// successor already scheduled and not yet served (a rotation's, or an earlier one by hand)
+    /// signed nothing: it is replaced, so that the site switches once. Slow (RSA-4096): call it
+    /// off the loop.
     func schedule(site: String, servesFrom: Timestamp) throws -> Key {
-        try add(Self.key(site: site, signing: try TokenSigningKey.generate(), createdAt: clock(), servesFrom: servesFrom))
+        let signing = try TokenSigningKey.generate()
+        return try update { keys in
+            let now = clock()
+            let before = keys
+            keys.removeAll { Self.isScheduledSuccessor($0, in: before, site: site, at: now) }
+            let key = Self.key(site: site, signing: signing, createdAt: now, servesFrom: max(servesFrom, now))
+            keys.append(key)
+            return key
+        }
+    }
+
+    /// A rotation's successor for `site`, made with `signing` and served from what `servesFrom`
+    /// says given the time it is kept at; nil, and nothing kept, when a successor is already
+    /// scheduled (by hand meanwhile).
+    func scheduleSuccessor(site: String, signing: TokenSigningKey, servesFrom: (Timestamp) -> Timestamp) throws -> Key? {
+        try update { keys in
+            let now = clock()
+            guard !keys.contains(where: { Self.isScheduledSuccessor($0, in: keys, site: site, at: now) }) else { return nil }
+            let key = Self.key(site: site, signing: signing, createdAt: now, servesFrom: servesFrom(now))
+            keys.append(key)
+            return key
+        }
+    }
+
+    /// How long after it is replaced a key is forgotten altogether: twice the window in which it
+    /// can still have signed a genuine report (`isExpired` is once). Its tokens are then refused as
+    /// invalid rather than retired, and neither the file nor each token check grows with every
+    /// rotation.
+    static let keptAfterReplacement: Int64 = 2 * verificationWindow
+
+    /// Forgets the own keys replaced longer ago than `keptAfterReplacement`; returns their ids.
+    @discardableResult
+    func forgetOldKeys() throws -> [String] {
+        try update { keys in
+            let now = clock()
+            let old = keys.filter { key in
+                let replaced = keys.filter { $0.site == key.site && $0.servesFrom > key.servesFrom && $0.servesFrom <= now }
+                    .map(\.servesFrom).min()
+                return replaced.map { now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch > Self.keptAfterReplacement } ?? false
+            }.map(\.keyID)
+            keys.removeAll { old.contains($0.keyID) }
+            return old
+        }
     }
 
     /// Keeps `key`, on disk first.
     private func add(_ key: Key) throws -> Key {
+        try update { keys in
+            keys.append(key)
+            return key
+        }
+    }
+
+    /// Changes the keys under the book's lock, on disk first: the file is written with the
+    /// changed list, and only then does memory change (a failed write changes nothing).
+    private func update<T>(_ change: (inout [Key]) throws -> T) throws -> T {
         try keys.withLock { keys in
-            let next = keys + [key]
+            var next = keys
+            let result = try change(&next)
+            guard next.map(\.keyID) != keys.map(\.keyID) else { return result }
             try file.save(File(keys: next.map {
                 File.Entry(site: $0.site, privateKey: Data($0.signing.derRepresentation).base64EncodedString(),
                            createdAt: $0.createdAt, servesFrom: $0.servesFrom)
             }))
             keys = next
+            return result
         }
-        return key
     }
 
     private static func key(site: String, signing: TokenSigningKey, createdAt: Timestamp, servesFrom: Timestamp) -> Key {

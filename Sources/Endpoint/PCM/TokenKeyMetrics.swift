@@ -16,9 +16,7 @@ enum TokenKeyMetrics {
         out += "# HELP attribution_token_key_next_rotation_timestamp_seconds When each served site's next key is served (Unix seconds; 0: none scheduled and no --token-key-rotation-days).\n"
         out += "# TYPE attribution_token_key_next_rotation_timestamp_seconds gauge\n"
         for site in keys.servedSites.sorted() {
-            let next = rotation?.nextRotation(for: site)
-                ?? all.filter { $0.site == site && $0.servesFrom.millisecondsSinceEpoch > (keys.servedKey(for: site)?.servesFrom.millisecondsSinceEpoch ?? .max) }
-                    .map(\.servesFrom).min()
+            let next = rotation?.nextRotation(for: site) ?? keys.scheduledSuccessor(for: site)?.servesFrom
             out += "attribution_token_key_next_rotation_timestamp_seconds{site=\"\(site)\"} \((next?.millisecondsSinceEpoch ?? 0) / 1000)\n"
         }
         return out

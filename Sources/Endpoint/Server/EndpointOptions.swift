@@ -58,7 +58,7 @@ extension EndpointConfiguration {
                     "Quarantine PCM reports without a token pair (token_missing): for sites that put attributionsourcenonce on every link."),
             .toggle("--cluster", "cluster", \.cluster,
                     "This node is one of several behind one front (deploy/nginx/cluster.conf): registrations come only from --config and token keys only from --token-keys, the same files on every node, and the admin API refuses to change them (409 registrations_are_shared). A served site without a key in the file stops the start."),
-            .integer("--token-key-rotation-days", "token_key_rotation_days", \.tokenKeyRotationDays, 10...3650,
+            .integer("--token-key-rotation-days", "token_key_rotation_days", \.tokenKeyRotationDays, 30...3650,
                      "Replace each served site's PCM token key N days after it began to be served; the successor is made a day ahead, and the old key verifies what it signed for nine more days. Each rotation loses the reports of clicks made before it and sent after it (the browser re-fetches the key), so choose months. Not with --cluster. Default: by hand only (POST /api/token-keys)."),
             .optionalText("--token-keys", "token_keys", \.tokenKeys, placeholder: "FILE",
                           "The served sites' PCM token keys (0600). Default DATA/token-keys.json, where a missing key is made on first start. With --cluster, the one file every node has, made with `attribution-endpoint token-keys add`."),

@@ -238,8 +238,9 @@ public final class EndpointServer: Sendable {
         appleAds.stop()
         postbacks.stop()
         signingPool.stop()
-        tokenKeyRotation?.stop()
+        tokenKeyRotation?.requestStop()
         tokenKeys.stop()
+        tokenKeyRotation?.stop()
         summaryRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()

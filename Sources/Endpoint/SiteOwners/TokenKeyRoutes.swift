@@ -36,8 +36,7 @@ struct TokenKeyRoutes: Sendable {
         json += keys.servedSites.map { site -> String in
             var member = ""
             JSONValue.writeString(site, to: &member)
-            let next = rotation?.nextRotation(for: site)
-                ?? keys.all.filter { $0.site == site && $0.servesFrom > now }.map(\.servesFrom).min()
+            let next = rotation?.nextRotation(for: site) ?? keys.scheduledSuccessor(for: site)?.servesFrom
             return member + ":" + (next.map { "\"\($0.rfc3339)\"" } ?? "null")
         }.joined(separator: ",")
         return JSONResponse.make(200, json + "}}")
