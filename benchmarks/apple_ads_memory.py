@@ -7,7 +7,10 @@ to that day, posts TOKENS tokens over keep-alive connections, waits until every 
 and prints the process's RSS and `attribution_apple_ads_tokens_in_memory`. A token answered
 more than a day ago is let go, so from the second day on both should stay flat.
 
-    python3 benchmarks/apple_ads_memory.py [--binary .build/release/attribution-endpoint] [--days 5] [--tokens 20000]
+    python3 benchmarks/apple_ads_memory.py [--binary .build/release/attribution-endpoint] [--days 5] [--tokens 20000] [--apple-down]
+
+With --apple-down, Apple's API cannot be reached: calls pause, each day's tokens wait and expire
+the next day without a call, so what grows with the calls themselves (URLSession) is left out.
 """
 import argparse
 import http.client
@@ -63,6 +66,7 @@ def main():
     parser.add_argument("--days", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=20000)
     parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--apple-down", action="store_true")
     args = parser.parse_args()
 
     apple = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Apple)
@@ -70,7 +74,7 @@ def main():
     data = tempfile.mkdtemp(prefix="apple-ads-memory-")
     endpoint = Endpoint(args.binary, data, TOKEN, extra=[
         "--site", "app.example", "--manual-clock", "--log-preallocation-mb", "0",
-        "--apple-ads-api", "http://127.0.0.1:%d/" % apple.server_address[1],
+        "--apple-ads-api", "http://127.0.0.1:%d/" % (9 if args.apple_down else apple.server_address[1]),
         "--apple-ads-max-pending", "10000000"])
     admin = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
     print("day  tokens_posted  tokens_in_memory  rss_mb  log_mb  seconds")
@@ -98,7 +102,9 @@ def main():
                 thread.start()
             for thread in threads:
                 thread.join()
-            while metric(endpoint.port, "attribution_apple_ads_pending") != 0:
+            # Every token of the day answered; with Apple down, every one of the day waiting (and
+            # the day before's expired).
+            while metric(endpoint.port, "attribution_apple_ads_pending") != (args.tokens if args.apple_down else 0):
                 time.sleep(0.2)
             print("%-4d %-14d %-17d %-7.1f %-7.1f %.1f" % (
                 day, args.tokens * day, metric(endpoint.port, "attribution_apple_ads_tokens_in_memory"),
