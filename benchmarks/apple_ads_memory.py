@@ -14,7 +14,6 @@ the next day without a call, so what grows with the calls themselves (URLSession
 """
 import argparse
 import http.client
-import http.server
 import json
 import os
 import shutil
@@ -24,25 +23,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from endpoint_process import Endpoint, log_bytes, rss_mb  # noqa: E402
+from endpoint_process import Endpoint, apple_stand_in, log_bytes, rss_mb  # noqa: E402
 
 TOKEN = "bench"
-
-
-class Apple(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        body = b'{"attribution":false}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 def request(connection, method, path, body=None, headers=None):
@@ -69,12 +52,11 @@ def main():
     parser.add_argument("--apple-down", action="store_true")
     args = parser.parse_args()
 
-    apple = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Apple)
-    threading.Thread(target=apple.serve_forever, daemon=True).start()
+    apple, apple_url = apple_stand_in(b'{"attribution":false}')
     data = tempfile.mkdtemp(prefix="apple-ads-memory-")
     endpoint = Endpoint(args.binary, data, TOKEN, extra=[
         "--site", "app.example", "--manual-clock", "--log-preallocation-mb", "0",
-        "--apple-ads-api", "http://127.0.0.1:%d/" % (9 if args.apple_down else apple.server_address[1]),
+        "--apple-ads-api", "http://127.0.0.1:9/" if args.apple_down else apple_url,
         "--apple-ads-max-pending", "10000000"])
     admin = {"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"}
     print("day  tokens_posted  tokens_in_memory  rss_mb  log_mb  seconds")

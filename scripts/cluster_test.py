@@ -29,11 +29,10 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clickhouse_server import ClickHouse, free_port  # noqa: E402
-from endpoint_process import finish, wait_port  # noqa: E402
+from endpoint_process import apple_stand_in, finish, wait_port  # noqa: E402
 import traffic  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,21 +44,9 @@ SITES = PUBLISHERS + ADVERTISERS + APPS
 CLIENTS = 6
 
 
-class AppleStandIn(BaseHTTPRequestHandler):
-    """Apple's attribution API, answering every token with an attributed install."""
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = (b'{"attribution":true,"orgId":40669820,"campaignId":542370539,"adGroupId":542317095,"keywordId":87675432,'
-                b'"adId":542317137,"conversionType":"Download","claimType":"Click","countryOrRegion":"US"}')
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+# Apple's attribution API answers every token with an attributed install.
+ATTRIBUTED = (b'{"attribution":true,"orgId":40669820,"campaignId":542370539,"adGroupId":542317095,"keywordId":87675432,'
+              b'"adId":542317137,"conversionType":"Download","claimType":"Click","countryOrRegion":"US"}')
 
 
 class Node:
@@ -148,8 +135,7 @@ def main():
     if subprocess.run(["which", "nginx"], capture_output=True).returncode != 0:
         subprocess.run(["apt-get", "install", "-y", "-qq", "nginx-light"], check=True, stdout=subprocess.DEVNULL)
     ch = ClickHouse.start(os.path.join(work, "clickhouse"))
-    apple = ThreadingHTTPServer(("127.0.0.1", 0), AppleStandIn)
-    threading.Thread(target=apple.serve_forever, daemon=True).start()
+    apple, apple_url = apple_stand_in(ATTRIBUTED)
 
     keys = os.path.join(work, "token-keys.json")
     for site in SITES:
@@ -157,7 +143,7 @@ def main():
     config = os.path.join(work, "cluster.json")
     with open(config, "w") as f:
         json.dump({"sites": SITES, "cluster": True, "token_keys": keys, "trusted_proxies": ["127.0.0.1"],
-                   "clickhouse": ch.url + "/attribution", "apple_ads_api": "http://127.0.0.1:%d/" % apple.server_port,
+                   "clickhouse": ch.url + "/attribution", "apple_ads_api": apple_url,
                    "conversions": [{"site": s, "name": "purchase", "trigger_data": 5} for s in ADVERTISERS],
                    "campaigns": [{"source_site": s, "name": "Winter %d" % i, "source_id": i, "destination": a, "starts_at": "2026-01-01T00:00:00Z"}
                                  for s in PUBLISHERS for i, a in enumerate(ADVERTISERS)],

@@ -2,6 +2,7 @@
 
 The scripts print a closing line `N passed, N failed` that CI reads, and exit non-zero on failure.
 """
+import http.server
 import os
 import re
 import signal
@@ -22,6 +23,27 @@ def log_files(data):
 def log_bytes(data):
     """Bytes of every segment of the log (the active one may end in preallocated zeros)."""
     return sum(os.path.getsize(path) for path in log_files(data))
+
+
+def apple_stand_in(body):
+    """Apple's attribution API on 127.0.0.1, answering every call 200 with `body` (bytes), from a
+    thread of its own; returns the server (`shutdown()` stops it) and its URL."""
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, "http://127.0.0.1:%d/" % server.server_address[1]
 
 
 LISTENING = re.compile(r'"event":"listening","address":"127\.0\.0\.1:(\d+)"')

@@ -4,7 +4,7 @@ import ReportStore
 
 /// Every export's body: rows written as NDJSON lines or CSV rows as the socket drains, a few
 /// dozen kilobytes at a time, whatever the rows come from (the log through a kind's
-/// `RecordCodec`, or the Apple Ads outbox's memory).
+/// `RecordCodec`, or `AppleAdsExport.rows`).
 final class ExportStream: HTTPBodyStream, @unchecked Sendable {
     enum Format { case ndjson, csv }
 
