@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
         // For the postback benchmark: the keyring and the rules, as the endpoint uses them.
         .library(name: "Postbacks", targets: ["Postbacks"]),
+        // For the log generator: Apple Ads tokens and calls as records.
+        .library(name: "AppleAdsRecords", targets: ["AppleAdsRecords"]),
         // For the token benchmark: the library's own sign and verify rates.
         .library(name: "Signatures", targets: ["Signatures"]),
         // For the conversion-value benchmark: the counters' reader and the answer, without HTTP.

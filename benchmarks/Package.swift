@@ -15,9 +15,12 @@ let package = Package(
         // and (in durable mode) an append with fsync before answering.
         .executableTarget(name: "hummingbird-reference",
                           dependencies: [.product(name: "Hummingbird", package: "hummingbird")]),
-        // Fills a data directory with N reports through the real ReportStore, for scale tests.
+        // Fills a data directory with N reports (or, with --mix app, a top app's mix of every kind)
+        // through the real ReportStore, for scale tests.
         .executableTarget(name: "log-generator",
-                          dependencies: [.product(name: "ReportStore", package: "attribution-endpoint")]),
+                          dependencies: [.product(name: "ReportStore", package: "attribution-endpoint"),
+                                         .product(name: "Postbacks", package: "attribution-endpoint"),
+                                         .product(name: "AppleAdsRecords", package: "attribution-endpoint")]),
         // Signature checks per second on one core, through the endpoint's own keyring: the
         // yardstick for postback ingest.
         .executableTarget(name: "postback-verify-rate",
