@@ -80,12 +80,17 @@ class Tally:
         self.lock = threading.Lock()
         self.acknowledged = {"report": set(), "postback": set(), "trigger": set(), "token": set()}
         self.deliveries = {}
+        # Requests whose connection died before an answer came (status 0): each may have been
+        # stored all the same, its answer lost with the node.
+        self.unanswered = {"report": 0, "postback": 0, "trigger": 0, "token": 0}
         self.statuses = {}
         self.refused_connections = 0
 
     def note(self, kind, n, status):
         with self.lock:
             self.statuses[status] = self.statuses.get(status, 0) + 1
+            if status == 0:
+                self.unanswered[kind] += 1
             if 200 <= status < 300 or (kind == "trigger" and status in (200, 204, 302)):
                 self.acknowledged[kind].add(n)
                 if kind == "postback":
