@@ -365,3 +365,67 @@ func temporaryCopy(_ dir: String) throws -> String {
     try FileManager.default.copyItem(atPath: dir, toPath: copy)
     return copy
 }
+
+/// What a start reads besides records, from a disk anyone may have written to: a segment's
+/// header, a sealed segment's index, `log/START`. Damage of every kind is refused, never trapped on.
+@Suite struct SegmentFileHostileTests {
+    @Test func everyCutAndEveryFlippedByteOfAnIndexIsRefusedOrReadWhole() throws {
+        let dir = temporaryDirectory()
+        _ = try threeDays(dir, perDay: 1_100)  // more than one time-index entry per segment
+        let good = try bytes(dir + "/log/00000000000000000000.index")
+        let index = try #require(SegmentIndex.decode(good))
+        for cut in 0..<good.count { #expect(SegmentIndex.decode(Array(good[0..<cut])) == nil) }
+        for i in good.indices {
+            var damaged = good
+            damaged[i] ^= 0x5A
+            #expect(SegmentIndex.decode(damaged) == nil, "byte \(i)")
+        }
+        // Valid checksums over absurd numbers: counts and offsets past 2^62, entries said to be billions.
+        for offset in [8, 12, 20, 28] {
+            var absurd = Array(good.dropLast(4))
+            for j in 0..<8 { absurd[offset + j] = 0xFF }
+            absurd.appendLE(absurd.withUnsafeBytes { CRC32C.checksum($0) })
+            #expect(SegmentIndex.decode(absurd) == nil, "field at \(offset)")
+        }
+        #expect(index.entries.count >= 2)
+    }
+
+    @Test func aHeaderCutFlippedOrAbsurdIsDamageAndTheStoreRefusesOrRecovers() throws {
+        let dir = temporaryDirectory()
+        _ = try threeDays(dir)
+        let header = try bytes(dir + "/reports.log")
+        let length = Int(header.withUnsafeBytes { $0.loadLE(UInt32.self, at: 8) })
+        let file = dir + "/probe"
+        func read(_ bytes: [UInt8]) throws -> SegmentHeader.Read {
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            let log = try LogFile.open(path: file, create: false)
+            defer { log.close() }
+            return try SegmentHeader.read(log)
+        }
+        for cut in 8..<length { #expect(try read(Array(header[0..<cut])) == .damaged, "cut at \(cut)") }
+        for i in 8..<length {
+            var damaged = Array(header[0..<length])
+            damaged[i] ^= 0x01
+            #expect(try read(damaged) == .damaged, "byte \(i)")
+        }
+        // A checksum that holds over a base of 2^63: refused, not added to.
+        var absurd = Array(header[0..<length - 4])
+        for j in 0..<8 { absurd[12 + j] = 0xFF }
+        absurd.appendLE(absurd.withUnsafeBytes { CRC32C.checksum($0) })
+        #expect(try read(absurd) == .damaged)
+        // The active segment with a damaged header and records after it: refused, with its path named.
+        var active = header
+        active[20] ^= 0x01
+        try Data(active).write(to: URL(fileURLWithPath: dir + "/reports.log"))
+        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+    }
+
+    @Test func startThatIsNotAnOffsetRefusesToStart() throws {
+        for text in ["", "abc", "-1", "99999999999999999999999", "4611686018427387905", "1e9", "\u{0}"] {
+            let dir = temporaryDirectory()
+            _ = try threeDays(dir, perDay: 1)
+            try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/log/START"))
+            #expect(throws: StoreError.self, "\(text.debugDescription)") { try ReportStore(directory: dir) }
+        }
+    }
+}
