@@ -45,7 +45,7 @@ let package = Package(
                                                    .product(name: "_CryptoExtras", package: "swift-crypto")]),
         // App developers' postbacks: either protocol read, signatures checked, duplicates told
         // apart, and their records in the log.
-        .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking"]),
+        .target(name: "Postbacks", dependencies: ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking", "DurableFiles"]),
         // Apple Ads attribution (seed 002): the token, the record Apple answers, when to call again.
         .target(name: "AppleAds", dependencies: ["Primitives"]),
         // Apple Ads tokens and Apple's answers in the log: the outbox that survives restarts.

@@ -29,11 +29,19 @@ public struct DurableJSONFile<Contents: Codable & Sendable>: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(registry)
+        try DurableFile.replace(path: path, with: [UInt8](data), mode: mode)
+    }
+}
+
+/// Replacing a file whole so that a crash leaves the old one or the new, never half of each:
+/// written to a temporary file, flushed, renamed over the old one, the directory flushed.
+public enum DurableFile {
+    public static func replace(path: String, with bytes: [UInt8], mode: mode_t = 0o644) throws {
         let temporary = path + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw DurableFileError(description: "cannot write \(temporary): errno \(errno)") }
-        let written = data.withUnsafeBytes { buffer -> Bool in
+        let written = bytes.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
                 let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
@@ -50,6 +58,7 @@ public struct DurableJSONFile<Contents: Codable & Sendable>: Sendable {
             throw DurableFileError(description: "cannot write \(temporary): errno \(errno)")
         }
         guard rename(temporary, path) == 0 else {
+            unlink(temporary)
             throw DurableFileError(description: "cannot replace \(path): errno \(errno)")
         }
         let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY)

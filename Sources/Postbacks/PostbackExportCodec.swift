@@ -42,8 +42,10 @@ public struct PostbackExportCodec: RecordCodec {
     }
 
     public func reader() -> (ReportStore.RecordView) -> ExportRow? {
-        let ledger = self.ledger
-        return { view in StoredPostback.decode(view).map { Self.row($0, retries: ledger.map { l in { l.retries(of: $0) } }) } }
+        guard let ledger else { return { view in StoredPostback.decode(view).map { Self.row($0, retries: nil) } } }
+        // One reader per export, which reads rows in id order: a table's counts a block at a time.
+        var reader = PostbackLedger.RetryReader(ledger: ledger)
+        return { view in StoredPostback.decode(view).map { Self.row($0, retries: { reader.retries(of: $0) }) } }
     }
 
     static func row(_ postback: StoredPostback, retries: ((UInt64) -> Int)?) -> ExportRow {

@@ -2,7 +2,14 @@ import Locking
 import ReportStore
 
 /// Which postbacks the log holds, by duplicate key, and how many retries of each arrived: what
-/// tells a device's repeated delivery from a new postback. Rebuilt from the log on every start.
+/// tells a device's repeated delivery from a new postback.
+///
+/// Memory holds the postbacks whose devices may still retry (nine times over at most nine days,
+/// PROTOCOLS.md §3): 16 bytes of key hash and about 30 of facts each, never the key's text. Once
+/// a sealed segment is older than the window its postbacks are written to a key table
+/// (`PostbackArchive`) and let go of here; a delivery that comes later still is found there,
+/// on a signature-check thread, and counted as the retry it is. Replay puts back in memory only
+/// the postbacks no table holds.
 ///
 /// A postback is claimed when it is queued, before it is on disk, so that a second delivery in
 /// the same turn of the event loop is already known as a retry; a claim whose write fails is
@@ -11,22 +18,82 @@ public final class PostbackLedger: Sendable {
     private struct Delivery: Sendable {
         var id: UInt64
         var contentHash: UInt64
+        var retries: UInt32
         /// Its signature verified with a key this endpoint trusts.
         var verified: Bool
     }
 
     private struct State: Sendable {
-        var deliveries: [String: [Delivery]] = [:]
-        var retries: [UInt64: Int] = [:]
-        var retriesTotal = 0
+        /// The first delivery under each key, and the rare further ones (conflicts, forgeries).
+        var first: [DuplicateKeyHash: Delivery] = [:]
+        var more: [DuplicateKeyHash: [Delivery]] = [:]
+        /// Every delivery noted, by rising id from `orderStart`: finds a retry's postback by id,
+        /// and lets go of the oldest.
+        var order: [(id: UInt64, key: DuplicateKeyHash)] = []
+        var orderStart = 0
+        /// Retries counted after their postback left memory (or after its table was written).
+        var late: [UInt64: UInt32] = [:]
+        /// Just after the last retry record counted: a table written now holds the retries up to here.
+        var countedThrough = 0
+        /// Deliveries that were retries of, or conflicts with, a postback found on disk.
+        var foundOnDisk = 0
         /// Releases that came before their record (a commit on another thread can fail a
         /// postback before its intake has noted it): the record is then not kept.
-        var releasedEarly: [String: [UInt64]] = [:]
+        var releasedEarly: [DuplicateKeyHash: [UInt64]] = [:]
+
+        func deliveries(_ key: DuplicateKeyHash) -> [Delivery] {
+            guard let first = first[key] else { return [] }
+            return [first] + (more[key] ?? [])
+        }
+
+        /// The key of the delivery noted with `id`, while memory holds it.
+        func key(of id: UInt64) -> DuplicateKeyHash? {
+            var low = orderStart, high = order.count
+            while low < high {
+                let mid = (low + high) / 2
+                if order[mid].id < id { low = mid + 1 } else { high = mid }
+            }
+            guard low < order.count, order[low].id == id else { return nil }
+            return order[low].key
+        }
+
+        /// Applies `change` to delivery `id` under `key`; false when it is not there (released).
+        mutating func update(_ key: DuplicateKeyHash, id: UInt64, _ change: (inout Delivery) -> Void) -> Bool {
+            if first[key]?.id == id {
+                change(&first[key]!)
+                return true
+            }
+            guard let i = more[key]?.firstIndex(where: { $0.id == id }) else { return false }
+            change(&more[key]![i])
+            return true
+        }
+
+        /// Removes the delivery under `key` that `matches`, promoting the next one.
+        @discardableResult
+        mutating func remove(_ key: DuplicateKeyHash, where matches: (Delivery) -> Bool) -> Delivery? {
+            if let head = first[key], matches(head) {
+                if var rest = more[key], !rest.isEmpty {
+                    first[key] = rest.removeFirst()
+                    more[key] = rest.isEmpty ? nil : rest
+                } else {
+                    first[key] = nil
+                }
+                return head
+            }
+            guard let i = more[key]?.firstIndex(where: matches) else { return nil }
+            let removed = more[key]!.remove(at: i)
+            if more[key]!.isEmpty { more[key] = nil }
+            return removed
+        }
     }
 
     private let state = Locked(State())
+    /// Where postbacks that left memory are found; nil keeps everything in memory (tests).
+    public let archive: PostbackArchive?
 
-    public init() {}
+    public init(archive: PostbackArchive? = nil) {
+        self.archive = archive
+    }
 
     /// What a new delivery is, given what was stored before it.
     public enum Claim: Sendable, Equatable {
@@ -38,72 +105,177 @@ public final class PostbackLedger: Sendable {
         case conflict
     }
 
-    /// The postback whose copy this is, if one with the same content is stored: a retry needs
-    /// no signature check.
+    /// The postback in memory whose copy this is, if one with the same content is stored: a
+    /// retry needs no signature check.
     public func retry(duplicateKey: String, contentHash: UInt64) -> UInt64? {
-        state.withLock { s in s.deliveries[duplicateKey]?.first(where: { $0.contentHash == contentHash })?.id }
+        let key = DuplicateKeyHash(duplicateKey)
+        return state.withLock { s in s.deliveries(key).first(where: { $0.contentHash == contentHash })?.id }
     }
 
-    /// What a delivery is, once its signature is checked. Only a verified delivery claims its
-    /// key: a verified one conflicts only with an earlier verified one, so that a forgery (a
-    /// zeroed signature, a guessed `postback-identifier` or `transaction-id`) stored first is
-    /// quarantined alone and never erases the genuine postback. One that is not verified
+    /// What a delivery is, once its signature is checked, given the deliveries in memory and
+    /// those found on disk (`earlier`, from `PostbackArchive.earlier`). Only a verified delivery
+    /// claims its key: a verified one conflicts only with an earlier verified one, so that a
+    /// forgery (a zeroed signature, a guessed `postback-identifier` or `transaction-id`) stored
+    /// first is quarantined alone and never erases the genuine postback. One that is not verified
     /// conflicts with any earlier delivery under its key.
-    public func classify(duplicateKey: String, contentHash: UInt64, verified: Bool) -> Claim {
-        state.withLock { s in
-            guard let earlier = s.deliveries[duplicateKey] else { return .new }
-            if let same = earlier.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
-            if verified && !earlier.contains(where: \.verified) { return .new }
+    public func classify(duplicateKey: String, contentHash: UInt64, verified: Bool,
+                         earlier onDisk: [PostbackArchive.Earlier] = []) -> Claim {
+        let key = DuplicateKeyHash(duplicateKey)
+        return state.withLock { s in
+            let inMemory = s.deliveries(key)
+            if let same = inMemory.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
+            if let same = onDisk.first(where: { $0.contentHash == contentHash }) {
+                s.foundOnDisk += 1
+                return .retry(of: same.id)
+            }
+            guard !inMemory.isEmpty || !onDisk.isEmpty else { return .new }
+            if verified && !inMemory.contains(where: \.verified) && !onDisk.contains(where: \.verified) { return .new }
+            if inMemory.isEmpty { s.foundOnDisk += 1 }
             return .conflict
         }
     }
 
-    /// Notes a postback queued (or replayed) under `id`.
+    /// Notes a postback queued (or replayed) under `id`; ids rise.
     public func record(duplicateKey: String, contentHash: UInt64, id: UInt64, verified: Bool) {
+        record(key: DuplicateKeyHash(duplicateKey), contentHash: contentHash, id: id, verified: verified)
+    }
+
+    private func record(key: DuplicateKeyHash, contentHash: UInt64, id: UInt64, verified: Bool) {
         state.withLock { s in
-            if let early = s.releasedEarly[duplicateKey], let i = early.firstIndex(of: contentHash) {
-                s.releasedEarly[duplicateKey]!.remove(at: i)
-                if s.releasedEarly[duplicateKey]!.isEmpty { s.releasedEarly[duplicateKey] = nil }
+            if let early = s.releasedEarly[key], let i = early.firstIndex(of: contentHash) {
+                s.releasedEarly[key]!.remove(at: i)
+                if s.releasedEarly[key]!.isEmpty { s.releasedEarly[key] = nil }
                 return
             }
-            s.deliveries[duplicateKey, default: []].append(Delivery(id: id, contentHash: contentHash, verified: verified))
+            let delivery = Delivery(id: id, contentHash: contentHash, retries: 0, verified: verified)
+            if s.first[key] == nil { s.first[key] = delivery } else { s.more[key, default: []].append(delivery) }
+            s.order.append((id, key))
         }
     }
 
     /// Forgets a postback whose write failed: it was never stored. Its content is unique under
     /// its key (a second copy would have been a retry), so key and content name it.
     public func release(duplicateKey: String, contentHash: UInt64) {
+        let key = DuplicateKeyHash(duplicateKey)
         state.withLock { s in
-            guard let i = s.deliveries[duplicateKey]?.firstIndex(where: { $0.contentHash == contentHash }) else {
-                s.releasedEarly[duplicateKey, default: []].append(contentHash)
-                return
+            if s.remove(key, where: { $0.contentHash == contentHash }) == nil {
+                s.releasedEarly[key, default: []].append(contentHash)
             }
-            s.deliveries[duplicateKey]!.remove(at: i)
-            if s.deliveries[duplicateKey]!.isEmpty { s.deliveries[duplicateKey] = nil }
         }
     }
 
-    /// Counts a retry of postback `id` (once it is on disk, or when replayed).
-    public func countRetry(of id: UInt64) {
+    /// Counts a retry of postback `id` once its record, ending at `end`, is on disk (or replayed).
+    public func countRetry(of id: UInt64, end: Int) {
         state.withLock { s in
-            s.retries[id, default: 0] += 1
-            s.retriesTotal += 1
+            Self.count(&s, retryOf: id)
+            s.countedThrough = max(s.countedThrough, end)
         }
     }
 
-    public func retries(of id: UInt64) -> Int {
-        state.withLock { $0.retries[id] ?? 0 }
+    private static func count(_ s: inout State, retryOf id: UInt64) {
+        if let key = s.key(of: id), s.update(key, id: id, { $0.retries &+= 1 }) { return }
+        s.late[id, default: 0] &+= 1
     }
 
-    public var retriesTotal: Int { state.withLock { $0.retriesTotal } }
+    /// Retries of postback `id`: from memory, or its table and what came after it.
+    public func retries(of id: UInt64) -> Int {
+        var reader = RetryReader(ledger: self)
+        return reader.retries(of: id)
+    }
 
-    /// Takes one record of the log as replay shows it.
+    /// Reads retry counts for many postbacks in id order (an export, a summary): a table's
+    /// counts are read a block at a time.
+    public struct RetryReader {
+        let ledger: PostbackLedger
+        private var block: (ids: Range<UInt64>, counts: [UInt32])?
+        static let blockIDs: UInt64 = 4096
+
+        public init(ledger: PostbackLedger) {
+            self.ledger = ledger
+        }
+
+        public mutating func retries(of id: UInt64) -> Int {
+            let (inMemory, late) = ledger.state.withLock { s -> (UInt32?, UInt32) in
+                let memory = s.key(of: id).flatMap { key in s.deliveries(key).first(where: { $0.id == id })?.retries }
+                return (memory, s.late[id] ?? 0)
+            }
+            if let inMemory { return Int(inMemory) + Int(late) }
+            if let block, block.ids.contains(id) { return Int(block.counts[Int(id - block.ids.lowerBound)]) + Int(late) }
+            guard let table = ledger.archive?.table(covering: id) else { return Int(late) }
+            let upper = table.firstID + UInt64(table.ids)
+            let ids = id..<min(upper, id + Self.blockIDs)
+            guard let counts = table.retries(of: ids) else { return Int(late) }
+            block = (ids, counts)
+            return Int(counts[0]) + Int(late)
+        }
+    }
+
+    /// Postbacks in memory: what the window holds.
+    public var keysInMemory: Int { state.withLock { $0.order.count - $0.orderStart } }
+    /// Postbacks with retries counted after they left memory.
+    public var lateRetried: Int { state.withLock { $0.late.count } }
+    /// Deliveries told apart by a postback found on disk: retries and conflicts after the window.
+    public var foundOnDisk: Int { state.withLock { $0.foundOnDisk } }
+
+    /// Takes one record of the log as replay shows it. A postback a table holds stays on disk;
+    /// a retry a table counted is passed over.
     public func take(_ view: ReportStore.RecordView) {
-        if view.kind == RecordKind.postback.number, let stored = StoredPostback.decode(view) {
-            record(duplicateKey: stored.draft.duplicateKey, contentHash: stored.draft.contentHash, id: stored.id,
+        if view.kind == RecordKind.postback.number {
+            if archive?.table(covering: view.id) != nil { return }
+            guard let stored = StoredPostback.decode(view) else { return }
+            record(key: DuplicateKeyHash(stored.draft.duplicateKey), contentHash: stored.draft.contentHash, id: stored.id,
                    verified: stored.draft.signature.isVerified)
         } else if view.kind == RecordKind.postbackRetry.number, view.payload.count >= 8 {
-            countRetry(of: view.payload.loadLE(UInt64.self, at: 0))
+            let original = view.payload.loadLE(UInt64.self, at: 0)
+            if let table = archive?.table(covering: original), view.end <= table.retriesThrough { return }
+            countRetry(of: original, end: view.end)
+        }
+    }
+
+    // MARK: - Leaving memory
+
+    /// The retry counts of the postbacks `ids` (those that have any) and how far into the log
+    /// they go: what a key table written now holds.
+    public func retrySnapshot(of ids: Range<UInt64>) -> (counts: [UInt64: UInt32], through: Int) {
+        state.withLock { s in
+            var counts: [UInt64: UInt32] = [:]
+            var low = s.orderStart, high = s.order.count
+            while low < high {
+                let mid = (low + high) / 2
+                if s.order[mid].id < ids.lowerBound { low = mid + 1 } else { high = mid }
+            }
+            var i = low
+            while i < s.order.count, s.order[i].id < ids.upperBound {
+                let (id, key) = s.order[i]
+                if let delivery = s.deliveries(key).first(where: { $0.id == id }), delivery.retries > 0 { counts[id] = delivery.retries }
+                i += 1
+            }
+            for (id, late) in s.late where ids.contains(id) { counts[id, default: 0] &+= late }
+            return (counts, s.countedThrough)
+        }
+    }
+
+    /// Hands the postbacks up to id `through` to `table`, written from `snapshot`: they leave
+    /// memory, and retries counted since the snapshot stay counted, as late ones (the table's
+    /// `retriesThrough` tells replay the same).
+    public func adopt(_ table: PostbackKeyTable, snapshot: [UInt64: UInt32], through: UInt64?) {
+        state.withLock { s in
+            archive?.add(table)
+            if let through {
+                while s.orderStart < s.order.count, s.order[s.orderStart].id <= through {
+                    let (id, key) = s.order[s.orderStart]
+                    if let gone = s.remove(key, where: { $0.id == id }), gone.retries > 0 { s.late[id, default: 0] &+= gone.retries }
+                    s.orderStart += 1
+                }
+                for id in s.late.keys where table.covers(id: id) {
+                    let since = s.late[id]! &- min(s.late[id]!, snapshot[id] ?? 0)
+                    s.late[id] = since > 0 ? since : nil
+                }
+            }
+            if s.orderStart > 4096 && s.orderStart * 2 > s.order.count {
+                s.order.removeFirst(s.orderStart)
+                s.orderStart = 0
+            }
         }
     }
 }

@@ -3,6 +3,11 @@ extension Array where Element == UInt8 {
     @inlinable public mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
+
+    /// The integer at `offset`, which the caller has checked lies within the array.
+    @inlinable public func loadLE<T: FixedWidthInteger>(_ type: T.Type, at offset: Int) -> T {
+        withUnsafeBytes { $0.loadLE(type, at: offset) }
+    }
 }
 
 extension UnsafeRawBufferPointer {

@@ -98,7 +98,7 @@ struct LogReplay {
             case .record(let at, let kind, let tag, let payload, let size, let checksum):
                 prefix.fold(checksum: checksum, size: size, end: at + size)
                 if prefix.end == fingerprintAt { fingerprinted = prefix }
-                if let record = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, end: at + size) {
+                if let record = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: at + size) {
                     take(record, at: at)
                     tally.count(kind: kind, time: record.time.millisecondsSinceEpoch)
                     visit(record)

@@ -83,6 +83,8 @@ public final class ReportStore: Sendable {
         public var id: UInt64
         public var time: Timestamp
         public var payload: UnsafeRawBufferPointer
+        /// Where the record begins in the log: what `record(startingAt:_:)` reads it back from.
+        public var start: Int
         public var end: Int
     }
 
@@ -601,6 +603,18 @@ public final class ReportStore: Sendable {
         return walk.offset
     }
 
+    /// The record that begins at `start` (a `RecordView.start`), seen in place by `read`; nil when
+    /// no whole record begins there (its segment removed, or damaged). For an owner that keeps
+    /// where its records are (the postback key tables) and reads one back now and then.
+    public func record<T>(startingAt start: Int, _ read: (RecordView) -> T?) -> T? {
+        let end = state.withLock { $0.end }
+        guard start >= 0, start < end else { return nil }
+        var walk = walk(from: start, through: end)
+        defer { walk.finish() }
+        guard let view = walk.next(), view.start == start else { return nil }
+        return read(view)
+    }
+
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
     public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in
@@ -712,11 +726,11 @@ public final class ReportStore: Sendable {
 
 extension ReportStore.RecordView {
     /// The view of a record's payload; nil if it is too short to hold the store's envelope.
-    init?(kind: UInt8, tag: UInt8, payload: UnsafeRawBufferPointer, end: Int) {
+    init?(kind: UInt8, tag: UInt8, payload: UnsafeRawBufferPointer, start: Int = 0, end: Int) {
         guard payload.count >= ReportStore.envelopeSize else { return nil }
         self.init(kind: kind, tag: tag, id: payload.loadLE(UInt64.self, at: 0),
                   time: Timestamp(millisecondsSinceEpoch: payload.loadLE(Int64.self, at: 8)),
-                  payload: UnsafeRawBufferPointer(rebasing: payload[ReportStore.envelopeSize...]), end: end)
+                  payload: UnsafeRawBufferPointer(rebasing: payload[ReportStore.envelopeSize...]), start: start, end: end)
     }
 }
 

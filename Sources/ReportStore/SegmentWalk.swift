@@ -51,7 +51,7 @@ struct SegmentWalk {
             switch step {
             case .record(let at, let kind, let tag, let payload, let size, _):
                 offset = at + size
-                if let view = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, end: offset) { return view }
+                if let view = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: offset) { return view }
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:

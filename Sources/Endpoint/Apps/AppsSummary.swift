@@ -39,10 +39,11 @@ struct AppsSummary {
         let since = Timestamp(millisecondsSinceEpoch: Int64(query.from) * TimingModel.day)
         let until = Timestamp(millisecondsSinceEpoch: Int64(query.to + 1) * TimingModel.day)
         let cursor = store.postbacks(since: since, until: until)
+        var retries = PostbackLedger.RetryReader(ledger: ledger)
         while let postback = cursor.next() {
             sites.insert(postback.draft.site)
             if let site = query.site, postback.draft.site != site { continue }
-            add(Facts(postback), retries: ledger.retries(of: postback.id))
+            add(Facts(postback), retries: retries.retries(of: postback.id))
         }
     }
 

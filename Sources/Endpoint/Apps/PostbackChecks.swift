@@ -2,6 +2,7 @@ import Dispatch
 import HTTPServer
 import Postbacks
 import Primitives
+import ReportStore
 
 /// How a postback's body is read and its signature checked before the event loop takes it up:
 /// on worker threads (`PostbackChecksOnWorkers`), or on the loop itself within a time budget
@@ -39,6 +40,8 @@ struct PostbackChecksOnWorkers: PostbackChecks {
     let keyring: PostbackKeyring
     /// Consulted first, so that a copy of a stored postback is never checked again.
     let ledger: PostbackLedger
+    /// Where a postback found in the key tables is read back, off the loop.
+    let store: ReportStore
     /// Asked when the last check in flight is done, so that the loop takes it up without
     /// waiting for another request.
     let turns: TurnRequester
@@ -48,14 +51,15 @@ struct PostbackChecksOnWorkers: PostbackChecks {
         guard let sequence = line.append(item, checking: true) else {
             return responder.respond(Self.backlogged(line.capacity).response)
         }
-        let (keyring, line, ledger, turns, body) = (self.keyring, self.line, self.ledger, self.turns, request.body)
+        let (keyring, line, ledger, store, turns, body) = (self.keyring, self.line, self.ledger, self.store, self.turns, request.body)
         pool.submit {
             let reading = PostbackReading(proto, body)
+            let onDisk = EarlierOnDisk.lookUp(reading, ledger: ledger, store: store)
             var check: PostbackKeyring.Check?
             if case .postback(let postback, _) = reading, !reading.isKnownRetry(in: ledger) {
                 check = keyring.check(postback)
             }
-            if line.checked(sequence, reading: reading, check: check) { turns.request() }
+            if line.checked(sequence, reading: reading, check: check, onDisk: onDisk) { turns.request() }
         }
     }
 

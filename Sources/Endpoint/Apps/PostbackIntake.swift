@@ -57,18 +57,14 @@ struct PostbackIntake: Sendable {
         }
         let duplicateKey = postback.duplicateKey
         if let original = ledger.retry(duplicateKey: duplicateKey, contentHash: contentHash) {
-            let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback's retry")
-            store.appendRetry(of: original, protocol: proto, steps: answer.steps(
-                answer: { _ in Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []) },
-                stored: { _ in
-                    ledger.countRetry(of: original)
-                    metrics.postbackRetried(proto)
-                }))
-            return
+            return storeRetry(of: original, proto, responder: responder)
         }
         let check = item.check ?? keyring.check(postback)
         let verified = check.outcome.isVerified
-        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified)
+        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified,
+                                    earlier: earlierOnDisk(item, duplicateKey: duplicateKey))
+        // A copy of a postback that has left memory: found in its segment's key table.
+        if case .retry(let original) = claim { return storeRetry(of: original, proto, responder: responder) }
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
@@ -83,6 +79,26 @@ struct PostbackIntake: Sendable {
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))
         if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id, verified: verified) }
+    }
+
+    /// A device's copy of postback `original`: only counted, and answered like the first.
+    private func storeRetry(of original: UInt64, _ proto: AttributionProtocol, responder: HTTPResponder) {
+        let (ledger, metrics) = (self.ledger, context.metrics)
+        let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback's retry")
+        store.appendRetry(of: original, protocol: proto, steps: answer.steps(
+            answer: { _ in Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []) },
+            stored: { record in
+                ledger.countRetry(of: original, end: record.recordEnd)
+                metrics.postbackRetried(proto)
+            }))
+    }
+
+    /// The postbacks the key tables hold under the key: the worker's lookup, unless a table was
+    /// added since it asked memory (then memory may have let go of one it did not look for).
+    private func earlierOnDisk(_ item: QueuedPostback, duplicateKey: String) -> [PostbackArchive.Earlier] {
+        guard let archive = ledger.archive else { return [] }
+        if let onDisk = item.onDisk, onDisk.generation == archive.generation { return onDisk.earlier }
+        return archive.earlier(duplicateKey: duplicateKey, hash: DuplicateKeyHash(duplicateKey), in: store)
     }
 }
 

@@ -2,6 +2,7 @@ import Locking
 import Postbacks
 import Primitives
 import HTTPServer
+import ReportStore
 
 /// A postback taken in and waiting for the event loop: a reference, so that the line moves
 /// pointers, not a postback's fields, as it advances.
@@ -14,6 +15,8 @@ final class QueuedPostback: @unchecked Sendable {
     var reading: PostbackReading?
     /// The signature's outcome, once a worker thread has checked it.
     var check: PostbackKeyring.Check?
+    /// What the key tables hold under its key, looked up by the worker thread that checked it.
+    var onDisk: EarlierOnDisk?
     /// Ready for the loop: read and checked, or a copy of a stored postback that needs no check.
     /// These three are read and written under the line's lock only.
     var ready: Bool
@@ -25,6 +28,22 @@ final class QueuedPostback: @unchecked Sendable {
         self.responder = responder
         self.reading = reading
         self.ready = ready
+    }
+}
+
+/// The postbacks a key's tables hold (`PostbackArchive.earlier`), and the archive's generation
+/// when memory was asked first: a table added since may hold a postback that memory then let go.
+struct EarlierOnDisk: Sendable {
+    var generation: Int
+    var earlier: [PostbackArchive.Earlier]
+
+    /// Memory first, then the tables: what a worker thread looks up before the loop classifies.
+    static func lookUp(_ reading: PostbackReading, ledger: PostbackLedger, store: ReportStore) -> EarlierOnDisk? {
+        guard let archive = ledger.archive, case .postback(let postback, _) = reading else { return nil }
+        let generation = archive.generation
+        guard !reading.isKnownRetry(in: ledger) else { return nil }
+        let key = postback.duplicateKey
+        return EarlierOnDisk(generation: generation, earlier: archive.earlier(duplicateKey: key, hash: DuplicateKeyHash(key), in: store))
     }
 }
 
@@ -82,11 +101,12 @@ final class PostbackLine: Sendable {
     /// check in flight is done, and none has asked since the last drain. (While postbacks keep
     /// arriving their requests turn the loop, which takes up what is done in passing; every
     /// extra turn would cost a flush of its own.)
-    func checked(_ sequence: UInt64, reading: PostbackReading, check: PostbackKeyring.Check?) -> Bool {
+    func checked(_ sequence: UInt64, reading: PostbackReading, check: PostbackKeyring.Check?, onDisk: EarlierOnDisk?) -> Bool {
         state.withLock { l -> Bool in
             let item = l.entries[Int(sequence - l.first)]
             item.reading = reading
             item.check = check
+            item.onDisk = onDisk
             item.ready = true
             l.checking -= 1
             guard l.checking == 0, !l.turnRequested else { return false }

@@ -19,6 +19,7 @@ struct OperationsRoutes: Sendable {
     var exporter: ClickHouseExporter? = nil
     var retention: LogRetention? = nil
     var tokenKeyRotation: TokenKeyRotation? = nil
+    var postbackWindow: PostbackWindow? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -52,6 +53,7 @@ struct OperationsRoutes: Sendable {
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
                                          + LogSegmentMetrics.prometheusText(store: store, retention: retention)
+                                         + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0) } ?? "")
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (exporter?.status.prometheusText() ?? "")).utf8))

@@ -56,6 +56,8 @@ public struct EndpointConfiguration: Sendable {
     public var logPreallocationMB = 4
     /// Megabytes of records in one log segment; a segment is also sealed at each new UTC day.
     public var logSegmentMB = 256
+    /// Days a postback's duplicate key stays in the ledger's memory (`PostbackWindow`).
+    public var postbackWindowDays = PostbackWindow.defaultDays
     /// Remove whole log segments whose last record is older than this many days; nil keeps everything.
     public var retentionDays: Int?
     /// Replace each served site's PCM token key this many days after it began to be served; nil: by hand only.

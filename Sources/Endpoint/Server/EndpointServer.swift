@@ -35,6 +35,8 @@ public final class EndpointServer: Sendable {
     let retention: LogRetention?
     /// With `--token-key-rotation-days`.
     let tokenKeyRotation: TokenKeyRotation?
+    /// Lets the postback ledger's memory go after `--postback-window-days`.
+    let postbackWindow: PostbackWindow
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -76,15 +78,29 @@ public final class EndpointServer: Sendable {
         let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() })
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
         var replayed = ReplayedTriggers()
-        let ledger = PostbackLedger()
+        let archive = try PostbackArchive(directory: configuration.dataDirectory + "/postback-keys")
+        for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
+        let replayedLedger = PostbackLedger(archive: archive)
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20,
                                 segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
                                 clock: { clock.now() }, replaying: { record in
                                     replayed.take(record)
-                                    ledger.take(record)
+                                    replayedLedger.take(record)
                                     if let verified = StoredReport.withVerifiedToken(record) { tokenChecks.take(verified) }
                                 })
+        let ledger: PostbackLedger
+        if archive.describes(store.segments) {
+            ledger = replayedLedger
+        } else {
+            // Tables of another log (a restored log/ beside newer tables): they cannot be trusted,
+            // so the postbacks they held are read again from the log itself.
+            EventLog.write("postback_key_tables_rebuilt", ["tables": .number(String(archive.tables.count))])
+            archive.removeAll()
+            let rebuilt = PostbackLedger(archive: archive)
+            store.scanRecords(ofAny: [.postback, .postbackRetry], through: store.bytesOnDisk) { rebuilt.take($0); return true }
+            ledger = rebuilt
+        }
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
         checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
@@ -109,7 +125,7 @@ public final class EndpointServer: Sendable {
         let keyring = try PostbackKeyring(testKeys: configuration.postbackKeys)
         let checks: any PostbackChecks = checkThreads > 0
             ? PostbackChecksOnWorkers(line: line, pool: WorkerPool(named: "signature-check", threads: checkThreads, priority: .background),
-                                      keyring: keyring, ledger: ledger, turns: turns)
+                                      keyring: keyring, ledger: ledger, store: store, turns: turns)
             : PostbackChecksOnTheLoop(line: line, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
@@ -130,11 +146,16 @@ public final class EndpointServer: Sendable {
                                announce: { EventLog.write($0, $1) })
         }
 
+        let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
+                                            clock: clock, announce: { EventLog.write($0, $1) })
+        self.postbackWindow = postbackWindow
         let checkpointer = self.checkpointer
         let exporter = self.exporter
         retention = configuration.retentionDays.map { days in
             LogRetention(days: days, store: store, clock: clock,
-                         keptElsewhereThrough: { min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max) },
+                         keptElsewhereThrough: {
+                             min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max, postbackWindow.tabledThrough)
+                         },
                          announce: { EventLog.write($0, $1) })
         }
 
@@ -169,7 +190,7 @@ public final class EndpointServer: Sendable {
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention,
-                               tokenKeyRotation: tokenKeyRotation).routes(bearer: bearer)
+                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -207,6 +228,7 @@ public final class EndpointServer: Sendable {
         appleAds.start()
         summaryRebuild.start()
         exporter?.start()
+        postbackWindow.start()
         retention?.start()
         tokenKeyRotation?.start()
         var fields: [(String, JSONValue)] = [
@@ -245,6 +267,7 @@ public final class EndpointServer: Sendable {
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
         retention?.stop()
+        postbackWindow.stop()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()

@@ -1,0 +1,135 @@
+import Foundation
+import Locking
+import Postbacks
+import Primitives
+import RawHTTPClient
+import ReportStore
+import Testing
+@testable import Demo
+@testable import Endpoint
+
+/// `--postback-window-days`: postbacks leave the ledger's memory once their devices have stopped
+/// retrying, and a copy that comes later still is found in its segment's key table, over real
+/// HTTP, before and after a restart.
+@Suite(.serialized) struct PostbackWindowTests {
+    static let path = DemoPostbacks.adattributionkitPath
+
+    /// An AdAttributionKit postback signed with the demo key; `n` names it, `value` is unsigned.
+    /// A signature is new each time it is made, so each body is made once: a device resends the
+    /// very bytes it sent.
+    static func postback(_ n: Int, value: Int = 7) -> [UInt8] {
+        bodies.withLock { made in
+            if let body = made[n * 100 + value] { return body }
+            let body = makePostback(n, value: value)
+            made[n * 100 + value] = body
+            return body
+        }
+    }
+    private static let bodies = Locked<[Int: [UInt8]]>([:])
+
+    private static func makePostback(_ n: Int, value: Int) -> [UInt8] {
+        let payload = #"{"impression-type":"app-impression","ad-network-identifier":"demo.adattributionkit","source-identifier":"5678","advertised-item-identifier":\#(DemoPostbacks.appID),"conversion-type":"download","postback-identifier":"\#(DemoPostbacks.uuid(n))","did-win":true,"postback-sequence-index":0,"marketplace-identifier":"com.apple.AppStore"}"#
+        return Array(#"{"jws-string":"\#(DemoPostbacks.jws(payload))","ad-interaction-type":"click","conversion-value":\#(value)}"#.utf8)
+    }
+
+    static func start(_ directory: String, signatureThreads: Int, at time: String) throws -> LiveEndpoint {
+        try LiveEndpoint(sites: ["app.example"], directory: directory, startingAt: time) { c in
+            c.signatureThreads = signatureThreads
+            c.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)]
+        }.waitingForTheStartSweep()
+    }
+
+    static func send(_ endpoint: LiveEndpoint, _ body: [UInt8]) throws -> [String: Any] {
+        let response = try httpRequest(port: endpoint.port, method: "POST", path: path, host: "app.example", body: body)
+        #expect(response.status == 200, "\(response.bodyText)")
+        return json(response)
+    }
+
+    /// Each stored postback's id, verdict, reasons and retries, as the export says.
+    static func rows(_ endpoint: LiveEndpoint) throws -> [String] {
+        try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").map { line in
+            let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            return "\(row["id"]!) \(row["verdict"]!) \(row["reasons"]!) \(row["duplicates_received"]!)"
+        }
+    }
+
+    static func appsSummary(_ endpoint: LiveEndpoint) throws -> String {
+        try endpoint.get("/api/apps/summary?site=app.example&from=2026-10-01&to=2026-12-31").bodyText
+    }
+
+    @Test(arguments: [0, 1]) func keysLeaveMemoryAndALateCopyIsStillARetry(signatureThreads: Int) throws {
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory, signatureThreads: signatureThreads, at: "2026-11-01T10:00:00Z")
+        var ids: [Int: Int] = [:]
+        for n in 1...40 { ids[n] = try Self.send(endpoint, Self.postback(n))["id"] as? Int }
+        // Devices' retries the same day, counted once each.
+        for n in [3, 3, 17] { #expect(try Self.send(endpoint, Self.postback(n))["retry"] as? Bool == true) }
+        // A later day's first postback seals the first day's segment.
+        endpoint.clock.set("2026-11-03T10:00:00Z")
+        ids[41] = try Self.send(endpoint, Self.postback(41))["id"] as? Int
+        let window = endpoint.server.postbackWindow
+        #expect(window.ledger.keysInMemory == 41)
+        // Within the window nothing leaves.
+        #expect(window.sweep().isEmpty)
+        let rowsBefore = try Self.rows(endpoint)
+        let summaryBefore = try Self.appsSummary(endpoint)
+
+        // Past the window: the first day's 40 postbacks go to their table; the later day's stays.
+        endpoint.clock.set("2026-11-14T11:00:00Z")
+        let written = window.sweep()
+        #expect(written.count == 1 && written[0].keys == 40)
+        #expect(window.ledger.keysInMemory == 1)
+        #expect(window.tabledThrough == written[0].segmentEnd)
+        // The exports and the summary say what they said.
+        #expect(try Self.rows(endpoint) == rowsBefore)
+        #expect(try Self.appsSummary(endpoint) == summaryBefore)
+
+        // A late copy of postback 3 is its retry, not a new postback; a postback under 5's key
+        // with other content is a conflict; a new one is new.
+        let late = try Self.send(endpoint, Self.postback(3))
+        #expect(late["retry"] as? Bool == true && late["id"] as? Int == ids[3])
+        let conflict = try Self.send(endpoint, Self.postback(5, value: 9))
+        #expect(conflict["verdict"] as? String == "quarantined")
+        #expect((conflict["reasons"] as? [String])?.contains("conflicting_duplicate") == true)
+        #expect(try Self.send(endpoint, Self.postback(42))["verdict"] as? String == "accepted")
+        #expect(window.ledger.foundOnDisk == 2)
+        let rowsAfter = try Self.rows(endpoint)
+        #expect(rowsAfter.contains("\(ids[3]!) accepted [] 3"))
+        #expect(rowsAfter.count == 43)
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_found_on_disk_total 2\n"))
+        endpoint.stop()
+
+        // A restart keeps the first day's postbacks on disk and still knows them.
+        endpoint = try Self.start(directory, signatureThreads: signatureThreads, at: "2026-11-14T12:00:00Z")
+        #expect(endpoint.server.postbackWindow.ledger.keysInMemory == 3)
+        #expect(try Self.rows(endpoint) == rowsAfter)
+        #expect(try Self.send(endpoint, Self.postback(17))["id"] as? Int == ids[17])
+        #expect(try Self.send(endpoint, Self.postback(3))["retry"] as? Bool == true)
+        let rowsRestarted = try Self.rows(endpoint)
+        #expect(rowsRestarted.contains("\(ids[3]!) accepted [] 4"))
+        #expect(rowsRestarted.contains("\(ids[17]!) accepted [] 2"))
+        endpoint.stop()
+
+        // A table that is not whole is never trusted: the start reads its postbacks again from
+        // the log, and writes their table anew, every retry counted.
+        let table = directory + "/postback-keys/\(written[0].segmentBase).keys"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: table)))
+        bytes[bytes.count - 9] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: table))
+        endpoint = try Self.start(directory, signatureThreads: signatureThreads, at: "2026-11-14T13:00:00Z")
+        #expect(endpoint.server.postbackWindow.archive.tables.count == 1)
+        #expect(endpoint.server.postbackWindow.ledger.keysInMemory == 3)
+        #expect(try Self.rows(endpoint) == rowsRestarted)
+        #expect(try Self.send(endpoint, Self.postback(3))["retry"] as? Bool == true)
+        #expect(try Self.rows(endpoint).contains("\(ids[3]!) accepted [] 5"))
+        endpoint.stop()
+    }
+}
+
+extension LiveEndpoint {
+    /// Once the window's sweep at start is done, so that what memory holds is settled.
+    func waitingForTheStartSweep() -> LiveEndpoint {
+        server.postbackWindow.waitUntilStartSwept()
+        return self
+    }
+}
