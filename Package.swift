@@ -64,7 +64,7 @@ let package = Package(
         // the durable cursor, the exporter's thread. Knows the store and the codecs, no protocol.
         .target(name: "ClickHouseExport", dependencies: ["ReportStore", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
         // PCM's records in the log: reports and triggers, encoded and decoded above the store.
-        .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners"]),
+        .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners", "Locking"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
                                                 "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "AppleAdsRecords", "Signatures",

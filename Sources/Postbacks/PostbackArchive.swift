@@ -37,12 +37,14 @@ public final class PostbackArchive: Sendable {
         tables.sort { $0.segmentBase < $1.segmentBase }
         // Two tables over one id range (a copied folder, a file named by hand) cannot both be true.
         var kept: [PostbackKeyTable] = []
+        var idsEnd: UInt64 = 0
         for table in tables {
-            if let last = kept.last, table.segmentBase < last.segmentEnd || (table.ids > 0 && last.ids > 0 && table.firstID < last.firstID + UInt64(last.ids)) {
+            if let last = kept.last, table.segmentBase < last.segmentEnd || (table.ids > 0 && table.firstID < idsEnd) {
                 discarded.append(table.path)
                 continue
             }
             kept.append(table)
+            if table.ids > 0 { idsEnd = table.firstID + UInt64(table.ids) }
         }
         for path in discarded { unlink(path) }
         self.discarded = discarded
@@ -82,12 +84,14 @@ public final class PostbackArchive: Sendable {
     }
 
     /// Whether every table is of a segment of this log (`segments`, the store's, oldest first), or
-    /// of one removed before it: a table written for another log cannot be trusted.
+    /// of one removed before it, and counted retries no further than the log goes: a table
+    /// written for another log (a restored `log/` beside newer tables) cannot be trusted.
     public func describes(_ segments: [ReportStore.Segment]) -> Bool {
-        let firstKept = segments.first?.base ?? 0
+        let firstKept = segments.first?.base ?? 0, logEnd = segments.last?.end ?? 0
         return tables.allSatisfy { table in
-            table.segmentEnd <= firstKept
-                || segments.contains { $0.sealed && $0.base == table.segmentBase && $0.end == table.segmentEnd }
+            table.retriesThrough <= logEnd
+                && (table.segmentEnd <= firstKept
+                    || segments.contains { $0.sealed && $0.base == table.segmentBase && $0.end == table.segmentEnd })
         }
     }
 
@@ -118,12 +122,15 @@ public final class PostbackArchive: Sendable {
         public var verified: Bool
     }
 
-    /// The postbacks stored under `duplicateKey` in the tabled segments, each confirmed against
-    /// its record (a hash matches by chance; a record is gone once retention removed it).
-    public func earlier(duplicateKey: String, hash: DuplicateKeyHash, in store: ReportStore) -> [Earlier] {
+    /// The postbacks stored under `duplicateKey` in the tabled segments that are still kept, each
+    /// confirmed against its record (a hash matches by chance). A table that cannot be read is an
+    /// error, not a miss: it may hold the postback.
+    public func earlier(duplicateKey: String, hash: DuplicateKeyHash, in store: ReportStore) throws(PostbackKeyTable.Unreadable) -> [Earlier] {
+        let firstKept = store.segments.first?.base ?? 0
         var found: [Earlier] = []
-        for table in tables {
-            for start in table.starts(of: hash.disk) {
+        for table in tables where table.segmentEnd > firstKept {
+            for start in try table.starts(of: hash.disk) {
+                // Nil for a record retention removed since, or one damaged (the store reports it).
                 let earlier = store.record(startingAt: start) { view -> Earlier? in
                     guard let stored = StoredPostback.decode(view), stored.draft.duplicateKey == duplicateKey else { return nil }
                     return Earlier(id: stored.id, contentHash: stored.draft.contentHash, verified: stored.draft.signature.isVerified)

@@ -5,11 +5,16 @@ import ReportStore
 /// tells a device's repeated delivery from a new postback.
 ///
 /// Memory holds the postbacks whose devices may still retry (nine times over at most nine days,
-/// PROTOCOLS.md §3): 16 bytes of key hash and about 30 of facts each, never the key's text. Once
-/// a sealed segment is older than the window its postbacks are written to a key table
-/// (`PostbackArchive`) and let go of here; a delivery that comes later still is found there,
-/// on a signature-check thread, and counted as the retry it is. Replay puts back in memory only
-/// the postbacks no table holds.
+/// PROTOCOLS.md §3): a 16-byte hash of the key and the facts, about 100 bytes each with the
+/// dictionary and the id index, never the key's text. Once a sealed segment is older than the
+/// window its postbacks are written to a key table (`PostbackArchive`) and let go of here; a
+/// delivery that comes later still is found there (on a signature-check thread, or on the loop
+/// when there are none) and counted as the retry it is. Replay puts back in memory only the
+/// postbacks no table holds.
+///
+/// In memory two keys are the same when both 64-bit hashes are: a collision made on purpose can
+/// only make a forgery count as a retry of what it collides with (a verified postback claims its
+/// key only against verified ones). On disk every match is confirmed against the record.
 ///
 /// A postback is claimed when it is queued, before it is on disk, so that a second delivery in
 /// the same turn of the event loop is already known as a retry; a claim whose write fails is
@@ -37,6 +42,8 @@ public final class PostbackLedger: Sendable {
         var countedThrough = 0
         /// Deliveries that were retries of, or conflicts with, a postback found on disk.
         var foundOnDisk = 0
+        /// Key tables that could not be read when asked (a lookup answered 503; a count read as none).
+        var tableErrors = 0
         /// Releases that came before their record (a commit on another thread can fail a
         /// postback before its intake has noted it): the record is then not kept.
         var releasedEarly: [DuplicateKeyHash: [UInt64]] = [:]
@@ -112,27 +119,49 @@ public final class PostbackLedger: Sendable {
         return state.withLock { s in s.deliveries(key).first(where: { $0.contentHash == contentHash })?.id }
     }
 
+    /// What the key tables held under a key when it was looked up, and the archive's generation
+    /// then (`PostbackArchive.generation`).
+    public struct LookedUp: Sendable {
+        public var generation: Int
+        public var earlier: [PostbackArchive.Earlier]
+
+        public init(generation: Int, earlier: [PostbackArchive.Earlier]) {
+            self.generation = generation
+            self.earlier = earlier
+        }
+    }
+
     /// What a delivery is, once its signature is checked, given the deliveries in memory and
-    /// those found on disk (`earlier`, from `PostbackArchive.earlier`). Only a verified delivery
-    /// claims its key: a verified one conflicts only with an earlier verified one, so that a
-    /// forgery (a zeroed signature, a guessed `postback-identifier` or `transaction-id`) stored
-    /// first is quarantined alone and never erases the genuine postback. One that is not verified
-    /// conflicts with any earlier delivery under its key.
-    public func classify(duplicateKey: String, contentHash: UInt64, verified: Bool,
-                         earlier onDisk: [PostbackArchive.Earlier] = []) -> Claim {
+    /// those on disk: `onDisk` when no table was added since it was looked up, else `lookUp()`'s,
+    /// asked under the ledger's lock so that no postback leaves memory between the two. Only a
+    /// verified delivery claims its key: a verified one conflicts only with an earlier verified
+    /// one, so that a forgery (a zeroed signature, a guessed `postback-identifier` or
+    /// `transaction-id`) stored first is quarantined alone and never erases the genuine
+    /// postback. One that is not verified conflicts with any earlier delivery under its key.
+    public func classify<Failure: Error>(duplicateKey: String, contentHash: UInt64, verified: Bool, onDisk: LookedUp?,
+                                         lookUp: () throws(Failure) -> [PostbackArchive.Earlier]) throws(Failure) -> Claim {
         let key = DuplicateKeyHash(duplicateKey)
-        return state.withLock { s in
+        return try state.withLock { s throws(Failure) -> Claim in
             let inMemory = s.deliveries(key)
             if let same = inMemory.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
-            if let same = onDisk.first(where: { $0.contentHash == contentHash }) {
+            var disk: [PostbackArchive.Earlier] = []
+            if let archive {
+                if let onDisk, onDisk.generation == archive.generation { disk = onDisk.earlier } else { disk = try lookUp() }
+            }
+            if let same = disk.first(where: { $0.contentHash == contentHash }) {
                 s.foundOnDisk += 1
                 return .retry(of: same.id)
             }
-            guard !inMemory.isEmpty || !onDisk.isEmpty else { return .new }
-            if verified && !inMemory.contains(where: \.verified) && !onDisk.contains(where: \.verified) { return .new }
+            guard !inMemory.isEmpty || !disk.isEmpty else { return .new }
+            if verified && !inMemory.contains(where: \.verified) && !disk.contains(where: \.verified) { return .new }
             if inMemory.isEmpty { s.foundOnDisk += 1 }
             return .conflict
         }
+    }
+
+    /// What a delivery is, given memory alone (a ledger without key tables).
+    public func classify(duplicateKey: String, contentHash: UInt64, verified: Bool) -> Claim {
+        classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified, onDisk: nil, lookUp: { () throws(Never) in [] })
     }
 
     /// Notes a postback queued (or replayed) under `id`; ids rise.
@@ -140,7 +169,7 @@ public final class PostbackLedger: Sendable {
         record(key: DuplicateKeyHash(duplicateKey), contentHash: contentHash, id: id, verified: verified)
     }
 
-    private func record(key: DuplicateKeyHash, contentHash: UInt64, id: UInt64, verified: Bool) {
+    func record(key: DuplicateKeyHash, contentHash: UInt64, id: UInt64, verified: Bool) {
         state.withLock { s in
             if let early = s.releasedEarly[key], let i = early.firstIndex(of: contentHash) {
                 s.releasedEarly[key]!.remove(at: i)
@@ -188,7 +217,6 @@ public final class PostbackLedger: Sendable {
     public struct RetryReader {
         let ledger: PostbackLedger
         private var block: (ids: Range<UInt64>, counts: [UInt32])?
-        static let blockIDs: UInt64 = 4096
 
         public init(ledger: PostbackLedger) {
             self.ledger = ledger
@@ -202,20 +230,36 @@ public final class PostbackLedger: Sendable {
             if let inMemory { return Int(inMemory) + Int(late) }
             if let block, block.ids.contains(id) { return Int(block.counts[Int(id - block.ids.lowerBound)]) + Int(late) }
             guard let table = ledger.archive?.table(covering: id) else { return Int(late) }
-            let upper = table.firstID + UInt64(table.ids)
-            let ids = id..<min(upper, id + Self.blockIDs)
-            guard let counts = table.retries(of: ids) else { return Int(late) }
-            block = (ids, counts)
-            return Int(counts[0]) + Int(late)
+            // A count block that cannot be read counts none (`attribution_postback_key_table_errors_total`).
+            guard let read = try? table.retryBlock(holding: id), read.ids.contains(id) else {
+                ledger.state.withLock { $0.tableErrors += 1 }
+                return Int(late)
+            }
+            block = read
+            return Int(read.counts[Int(id - read.ids.lowerBound)]) + Int(late)
         }
     }
 
     /// Postbacks in memory: what the window holds.
-    public var keysInMemory: Int { state.withLock { $0.order.count - $0.orderStart } }
+    public var keysInMemory: Int { state.withLock { $0.first.count + $0.more.values.reduce(0) { $0 + $1.count } } }
     /// Postbacks with retries counted after they left memory.
     public var lateRetried: Int { state.withLock { $0.late.count } }
     /// Deliveries told apart by a postback found on disk: retries and conflicts after the window.
     public var foundOnDisk: Int { state.withLock { $0.foundOnDisk } }
+    /// Key tables that could not be read when asked.
+    public var tableErrors: Int { state.withLock { $0.tableErrors } }
+
+    /// Counts a table that could not be read for a lookup.
+    public func noteTableError() {
+        state.withLock { $0.tableErrors += 1 }
+    }
+
+    /// Lets go of the late retries of postbacks whose segments retention removed.
+    public func forgetLate(below id: UInt64) {
+        state.withLock { s in
+            for key in s.late.keys where key < id { s.late[key] = nil }
+        }
+    }
 
     /// Takes one record of the log as replay shows it. A postback a table holds stays on disk;
     /// a retry a table counted is passed over.
@@ -223,13 +267,21 @@ public final class PostbackLedger: Sendable {
         if view.kind == RecordKind.postback.number {
             if archive?.table(covering: view.id) != nil { return }
             guard let stored = StoredPostback.decode(view) else { return }
-            record(key: DuplicateKeyHash(stored.draft.duplicateKey), contentHash: stored.draft.contentHash, id: stored.id,
-                   verified: stored.draft.signature.isVerified)
+            takePostback(id: stored.id, key: DuplicateKeyHash(stored.draft.duplicateKey), contentHash: stored.draft.contentHash,
+                         verified: stored.draft.signature.isVerified)
         } else if view.kind == RecordKind.postbackRetry.number, view.payload.count >= 8 {
-            let original = view.payload.loadLE(UInt64.self, at: 0)
-            if let table = archive?.table(covering: original), view.end <= table.retriesThrough { return }
-            countRetry(of: original, end: view.end)
+            takeRetry(of: view.payload.loadLE(UInt64.self, at: 0), end: view.end)
         }
+    }
+
+    func takePostback(id: UInt64, key: DuplicateKeyHash, contentHash: UInt64, verified: Bool) {
+        if archive?.table(covering: id) != nil { return }
+        record(key: key, contentHash: contentHash, id: id, verified: verified)
+    }
+
+    func takeRetry(of original: UInt64, end: Int) {
+        if let table = archive?.table(covering: original), end <= table.retriesThrough { return }
+        countRetry(of: original, end: end)
     }
 
     // MARK: - Leaving memory

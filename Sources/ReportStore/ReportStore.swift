@@ -86,6 +86,18 @@ public final class ReportStore: Sendable {
         /// Where the record begins in the log: what `record(startingAt:_:)` reads it back from.
         public var start: Int
         public var end: Int
+
+        /// A record as an owner kept it elsewhere (a segment's digest), to be read by the same
+        /// decoder as the log's.
+        public init(kind: UInt8, tag: UInt8, id: UInt64, time: Timestamp, payload: UnsafeRawBufferPointer, start: Int, end: Int) {
+            self.kind = kind
+            self.tag = tag
+            self.id = id
+            self.time = time
+            self.payload = payload
+            self.start = start
+            self.end = end
+        }
     }
 
     /// The bytes every payload starts with, the store's own: u64 id, i64 time in milliseconds.
@@ -613,6 +625,24 @@ public final class ReportStore: Sendable {
         defer { walk.finish() }
         guard let view = walk.next(), view.start == start else { return nil }
         return read(view)
+    }
+
+    /// Calls `visit` with every record from `start` up to `end`, of every kind (a segment's
+    /// digest); as `scanRecords(of:from:through:_:)` otherwise.
+    @discardableResult
+    public func scanEveryRecord(from start: Int = 0, through end: Int, _ visit: (RecordView) -> Bool) -> Int {
+        var walk = walk(from: start, through: end)
+        defer { walk.finish() }
+        while let view = walk.next() {
+            if !visit(view) { return walk.offset }
+        }
+        return walk.offset
+    }
+
+    /// The bases of the sealed segments in `directory`'s log, oldest first, from their names
+    /// alone: what a start checks segment digests against before it opens the log.
+    public static func sealedSegmentBases(directory: String) -> [Int] {
+        (try? LogDirectory(directory: directory).sealedBases()) ?? []
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.

@@ -117,6 +117,7 @@ import Testing
         bytes[bytes.count - 9] ^= 0x40
         try Data(bytes).write(to: URL(fileURLWithPath: table))
         endpoint = try Self.start(directory, signatureThreads: signatureThreads, at: "2026-11-14T13:00:00Z")
+        #expect(endpoint.server.postbackWindow.archive.discarded == [table])
         #expect(endpoint.server.postbackWindow.archive.tables.count == 1)
         #expect(endpoint.server.postbackWindow.ledger.keysInMemory == 3)
         #expect(try Self.rows(endpoint) == rowsRestarted)
@@ -127,8 +128,10 @@ import Testing
 }
 
 extension LiveEndpoint {
-    /// Once the window's sweep at start is done, so that what memory holds is settled.
+    /// Once the digests' and the window's sweeps at start are done, so that what memory holds
+    /// and what the next start reads are settled.
     func waitingForTheStartSweep() -> LiveEndpoint {
+        server.digests.waitUntilStartSwept()
         server.postbackWindow.waitUntilStartSwept()
         return self
     }

@@ -38,17 +38,18 @@ import Testing
         var expected: [UInt64: Set<Int>] = [:]
         for p in postbacks { expected[p.hash, default: []].insert(p.start) }
         for (hash, starts) in expected {
-            #expect(Set(opened.starts(of: hash)) == starts)
-            #expect(opened.starts(of: hash).count == starts.count)
+            let found = try opened.starts(of: hash)
+            #expect(Set(found) == starts && found.count == starts.count)
         }
         // Hashes it does not hold: below, between and above every one it does.
         for hash: UInt64 in [0, 1, 0x7fff_ffff_ffff_ffff, 0x8000_0000_0000_0001, .max] where expected[hash] == nil {
-            #expect(opened.starts(of: hash).isEmpty)
+            #expect(try opened.starts(of: hash).isEmpty)
         }
-        #expect(opened.retries(of: 1000..<1010) == (1000..<1010).map { UInt32($0 % 7) })
-        #expect(opened.retries(of: 1700..<1705) == (1700..<1705).map { UInt32($0 % 7) })
-        #expect(opened.retries(of: 999..<1001) == nil)
-        #expect(opened.retries(of: 1704..<1706) == nil)
+        // Counts by blocks of 1,024 ids: the first block, and the last, short one.
+        let first = try opened.retryBlock(holding: 1003)
+        #expect(first.ids == 1000..<1705 && first.counts == (1000..<1705).map { UInt32($0 % 7) })
+        #expect(try opened.retryBlock(holding: 999).counts.isEmpty)
+        #expect(try opened.retryBlock(holding: 1705).counts.isEmpty)
         #expect(opened.covers(id: 1704) && !opened.covers(id: 1705) && !opened.covers(id: 999))
     }
 
@@ -56,7 +57,9 @@ import Testing
         let path = Self.directory() + "/0.keys"
         _ = try PostbackKeyTable.write(path: path, segmentBase: 0, segmentEnd: 100, postbacks: [], retries: { _ in 1 }, retriesThrough: 0)
         let table = try #require(PostbackKeyTable.open(path: path))
-        #expect(table.ids == 0 && table.keys == 0 && table.starts(of: 0).isEmpty && table.retries(of: 0..<1) == nil)
+        #expect(table.ids == 0 && table.keys == 0)
+        #expect(try table.starts(of: 0).isEmpty)
+        #expect(try table.retryBlock(holding: 0).counts.isEmpty)
     }
 
     @Test func aFileThatIsNotWholeIsRefused() throws {
@@ -72,27 +75,39 @@ import Testing
             try Data(whole[..<length]).write(to: URL(fileURLWithPath: probe))
             #expect(PostbackKeyTable.open(path: probe) == nil, "cut at \(length)")
         }
-        // Every flipped byte of the header and the fence; one in the counts or the keys is caught
-        // by what the record read back says (`PostbackArchive.earlier`), never trusted alone.
-        let fenceStart = whole.count - 4 - 8 * 2
-        for i in Array(0..<60) + Array(fenceStart..<whole.count) {
+        // Every flipped byte of the header and of what follows the keys: the table is refused.
+        let tailStart = 60 + 4 * table.ids + 16 * table.keys
+        for i in Array(0..<60) + Array(tailStart..<whole.count) {
             var bytes = whole
             bytes[i] ^= 0x01
             try Data(bytes).write(to: URL(fileURLWithPath: probe))
             #expect(PostbackKeyTable.open(path: probe) == nil, "flipped byte \(i)")
         }
+        // A flipped byte in the counts or the keys: the table opens, and reading that block is an
+        // error, never a wrong count or a miss; the other blocks still read.
+        for i in stride(from: 60, to: tailStart, by: 7) {
+            var bytes = whole
+            bytes[i] ^= 0x10
+            try Data(bytes).write(to: URL(fileURLWithPath: probe))
+            let damaged = try #require(PostbackKeyTable.open(path: probe))
+            if i < 60 + 4 * table.ids {
+                #expect(throws: PostbackKeyTable.Unreadable.self) { try damaged.retryBlock(holding: 1000) }
+            } else {
+                let entry = (i - 60 - 4 * table.ids) / 16
+                let block = entry / 256
+                let sortedHashes = postbacks.map(\.hash).sorted()
+                #expect(throws: PostbackKeyTable.Unreadable.self) { try damaged.starts(of: sortedHashes[block * 256]) }
+            }
+        }
         // Numbers past anything real under a checksum that matches them: refused, not allocated.
         for field in 0..<6 {
-            var bytes = Array(whole[..<60])
-            bytes.replaceSubrange((8 + 8 * field)..<(16 + 8 * field), with: withUnsafeBytes(of: UInt64.max.littleEndian, Array.init))
-            var checked = bytes
-            checked.append(contentsOf: whole[fenceStart..<(whole.count - 4)])
-            bytes += whole[60..<(whole.count - 4)]
-            bytes += withUnsafeBytes(of: CRC32C.checksum(checked).littleEndian, Array.init)
+            var header = Array(whole[..<60])
+            header.replaceSubrange((8 + 8 * field)..<(16 + 8 * field), with: withUnsafeBytes(of: UInt64.max.littleEndian, Array.init))
+            let tail = Array(whole[tailStart..<(whole.count - 4)])
+            let bytes = header + whole[60..<tailStart] + tail + withUnsafeBytes(of: CRC32C.checksum(header + tail).littleEndian, Array.init)
             try Data(bytes).write(to: URL(fileURLWithPath: probe))
             #expect(PostbackKeyTable.open(path: probe) == nil, "field \(field)")
         }
-        // A table whose keys lie only costs a record that does not match; its starts are as written.
         #expect(PostbackKeyTable.open(path: path) == table)
     }
 
@@ -106,8 +121,8 @@ import Testing
         // One over the same records (a copy by hand), a stray file, and a temporary one a crash left.
         _ = try PostbackKeyTable.write(path: directory + "/1500.keys", segmentBase: 1500, segmentEnd: 2500,
                                        postbacks: Array(postbacks[150..<250]), retries: { _ in 0 }, retriesThrough: 0)
-        FileManager.default.createFile(atPath: directory + "/notes.txt", contents: Data("x".utf8))
-        FileManager.default.createFile(atPath: directory + "/2000.keys.tmp", contents: Data([1, 2, 3]))
+        _ = FileManager.default.createFile(atPath: directory + "/notes.txt", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: directory + "/2000.keys.tmp", contents: Data([1, 2, 3]))
         let archive = try PostbackArchive(directory: directory)
         #expect(archive.tables.map(\.segmentBase) == [0, 1000])
         #expect(Set(archive.discarded.map { ($0 as NSString).lastPathComponent }) == ["1500.keys", "notes.txt", "2000.keys.tmp"])
@@ -121,8 +136,11 @@ import Testing
     }
 
     @Test func duplicateKeyHashesAreStable() {
-        // Stored on disk: these values must never change.
+        // Stored on disk: these values must never change. FNV-1a 64 of "a" is a published value.
         #expect(DuplicateKeyHash("").disk == 0xcbf2_9ce4_8422_2325)
+        #expect(DuplicateKeyHash("a").disk == 0xaf63_dc4c_8601_ec8c)
+        #expect(DuplicateKeyHash("foobar").disk == 0x8594_4171_f739_67e8)
+        #expect(DuplicateKeyHash("a").other == DuplicateKeyHash(disk: 0, other: (0x8422_2325_cbf2_9ce4 ^ 0x61) &* 0x0000_0100_0000_01b3).other)
         #expect(DuplicateKeyHash("adattributionkit\u{1F}P-1").disk == DuplicateKeyHash("adattributionkit\u{1F}P-1").disk)
         #expect(DuplicateKeyHash("ab").disk != DuplicateKeyHash("ba").disk)
         #expect(DuplicateKeyHash("ab").other != DuplicateKeyHash("ba").other)

@@ -54,7 +54,7 @@ struct PostbackChecksOnWorkers: PostbackChecks {
         let (keyring, line, ledger, store, turns, body) = (self.keyring, self.line, self.ledger, self.store, self.turns, request.body)
         pool.submit {
             let reading = PostbackReading(proto, body)
-            let onDisk = EarlierOnDisk.lookUp(reading, ledger: ledger, store: store)
+            let onDisk = PostbackLedger.LookedUp.lookUp(reading, ledger: ledger, store: store)
             var check: PostbackKeyring.Check?
             if case .postback(let postback, _) = reading, !reading.isKnownRetry(in: ledger) {
                 check = keyring.check(postback)

@@ -61,8 +61,18 @@ struct PostbackIntake: Sendable {
         }
         let check = item.check ?? keyring.check(postback)
         let verified = check.outcome.isVerified
-        let claim = ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified,
-                                    earlier: earlierOnDisk(item, duplicateKey: duplicateKey))
+        let claim: PostbackLedger.Claim
+        do {
+            claim = try ledger.classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified, onDisk: item.onDisk,
+                                        lookUp: { () throws(PostbackKeyTable.Unreadable) in try lookUpOnDisk(duplicateKey) })
+        } catch {
+            // The postback may be in the table that could not be read: not stored, so that it is
+            // never counted twice; the device sends it again.
+            ledger.noteTableError()
+            EventLog.write("postback_key_table_unreadable", ["path": .string(error.path)])
+            return responder.respond(Problem(status: 503, rule: "postback_keys_unreadable",
+                                             detail: "this endpoint cannot read its record of earlier postbacks right now; send this one again later").response)
+        }
         // A copy of a postback that has left memory: found in its segment's key table.
         if case .retry(let original) = claim { return storeRetry(of: original, proto, responder: responder) }
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
@@ -93,12 +103,11 @@ struct PostbackIntake: Sendable {
             }))
     }
 
-    /// The postbacks the key tables hold under the key: the worker's lookup, unless a table was
-    /// added since it asked memory (then memory may have let go of one it did not look for).
-    private func earlierOnDisk(_ item: QueuedPostback, duplicateKey: String) -> [PostbackArchive.Earlier] {
+    /// The postbacks the key tables hold under the key, read on the loop: when there was no
+    /// worker, or a table was added since it looked.
+    private func lookUpOnDisk(_ duplicateKey: String) throws(PostbackKeyTable.Unreadable) -> [PostbackArchive.Earlier] {
         guard let archive = ledger.archive else { return [] }
-        if let onDisk = item.onDisk, onDisk.generation == archive.generation { return onDisk.earlier }
-        return archive.earlier(duplicateKey: duplicateKey, hash: DuplicateKeyHash(duplicateKey), in: store)
+        return try archive.earlier(duplicateKey: duplicateKey, hash: DuplicateKeyHash(duplicateKey), in: store)
     }
 }
 

@@ -16,7 +16,7 @@ final class QueuedPostback: @unchecked Sendable {
     /// The signature's outcome, once a worker thread has checked it.
     var check: PostbackKeyring.Check?
     /// What the key tables hold under its key, looked up by the worker thread that checked it.
-    var onDisk: EarlierOnDisk?
+    var onDisk: PostbackLedger.LookedUp?
     /// Ready for the loop: read and checked, or a copy of a stored postback that needs no check.
     /// These three are read and written under the line's lock only.
     var ready: Bool
@@ -31,19 +31,18 @@ final class QueuedPostback: @unchecked Sendable {
     }
 }
 
-/// The postbacks a key's tables hold (`PostbackArchive.earlier`), and the archive's generation
-/// when memory was asked first: a table added since may hold a postback that memory then let go.
-struct EarlierOnDisk: Sendable {
-    var generation: Int
-    var earlier: [PostbackArchive.Earlier]
-
-    /// Memory first, then the tables: what a worker thread looks up before the loop classifies.
-    static func lookUp(_ reading: PostbackReading, ledger: PostbackLedger, store: ReportStore) -> EarlierOnDisk? {
+extension PostbackLedger.LookedUp {
+    /// What a worker thread looks up before the loop classifies: nothing for a copy memory knows,
+    /// else the key tables' postbacks under the key, with the archive's generation read before
+    /// memory was asked. Nil when there are no tables or one could not be read: the loop then
+    /// looks again itself.
+    static func lookUp(_ reading: PostbackReading, ledger: PostbackLedger, store: ReportStore) -> PostbackLedger.LookedUp? {
         guard let archive = ledger.archive, case .postback(let postback, _) = reading else { return nil }
         let generation = archive.generation
         guard !reading.isKnownRetry(in: ledger) else { return nil }
         let key = postback.duplicateKey
-        return EarlierOnDisk(generation: generation, earlier: archive.earlier(duplicateKey: key, hash: DuplicateKeyHash(key), in: store))
+        guard let earlier = try? archive.earlier(duplicateKey: key, hash: DuplicateKeyHash(key), in: store) else { return nil }
+        return PostbackLedger.LookedUp(generation: generation, earlier: earlier)
     }
 }
 
@@ -101,7 +100,7 @@ final class PostbackLine: Sendable {
     /// check in flight is done, and none has asked since the last drain. (While postbacks keep
     /// arriving their requests turn the loop, which takes up what is done in passing; every
     /// extra turn would cost a flush of its own.)
-    func checked(_ sequence: UInt64, reading: PostbackReading, check: PostbackKeyring.Check?, onDisk: EarlierOnDisk?) -> Bool {
+    func checked(_ sequence: UInt64, reading: PostbackReading, check: PostbackKeyring.Check?, onDisk: PostbackLedger.LookedUp?) -> Bool {
         state.withLock { l -> Bool in
             let item = l.entries[Int(sequence - l.first)]
             item.reading = reading

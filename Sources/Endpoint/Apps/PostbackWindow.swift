@@ -30,8 +30,13 @@ final class PostbackWindow: Sendable {
     /// Left once the thread's first sweep (the one at start) is done.
     private let firstSweep = DispatchGroup()
 
+    /// Told of each table written (the segment's digest keeps less of it from then on).
+    private let onTableWritten: @Sendable (PostbackKeyTable) -> Void
+
     init(days: Int, store: ReportStore, ledger: PostbackLedger, archive: PostbackArchive, clock: EndpointClock,
-         announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
+         announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
+         onTableWritten: @escaping @Sendable (PostbackKeyTable) -> Void = { _ in }) {
+        self.onTableWritten = onTableWritten
         self.days = days
         self.store = store
         self.ledger = ledger
@@ -91,13 +96,15 @@ final class PostbackWindow: Sendable {
     private func sweepOnce() -> [PostbackKeyTable] {
         let segments = store.segments
         archive.removeTables(endingBy: segments.first?.base ?? 0)
+        if let oldest = archive.tables.first(where: { $0.ids > 0 })?.firstID { ledger.forgetLate(below: oldest) }
         let cutoff = clock.now().millisecondsSinceEpoch - Int64(days) * TimingModel.day
         var written: [PostbackKeyTable] = []
         for segment in segments where segment.sealed && !archive.hasTable(forSegment: segment.base) {
             if let last = segment.lastTime, last.millisecondsSinceEpoch >= cutoff { break }
             do {
-                guard let table = try table(of: segment) else { break }
+                guard let table = try table(of: segment) else { throw PostbackKeyTable.Unreadable(path: "segment \(segment.base) of the log") }
                 written.append(table)
+                onTableWritten(table)
             } catch {
                 state.withLock { $0.failures += 1 }
                 announce("postback_key_table_failed", [("segment", .number(String(segment.base))), ("error", .string("\(error)"))])

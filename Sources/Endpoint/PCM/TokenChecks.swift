@@ -2,6 +2,7 @@ import Locking
 import PCM
 import PCMRecords
 import Primitives
+import Signatures
 
 /// Fraud prevention in reports: each `*_secret_token` pair a report carries is checked with the
 /// key of the site that signed it (the source site for `source_*`, the destination site for
@@ -115,16 +116,32 @@ final class TokenChecks: Sendable {
     /// Remembers the verified tokens of a stored report, at replay
     /// (`StoredReport.withVerifiedToken` finds them without reading the bodies of the others).
     func take(_ stored: StoredReport) {
-        guard case .success(let report) = PCMReportValidator(siteRules: SiteRules(developmentMode: true)).validate(body: stored.body) else { return }
+        let tokens = Self.verifiedTokens(of: stored)
+        guard !tokens.isEmpty else { return }
         remembered.withLock { r in
-            // Reports stored before key ids were kept share one set, never dropped.
-            for (side, reason, text, keyID) in [
-                (Side.source, "source_token_verified", report.sourceSecretToken, stored.tokenKeyIDs.source),
-                (.destination, "destination_token_verified", report.destinationSecretToken, stored.tokenKeyIDs.destination),
-            ] where stored.reasons.contains(reason) {
-                guard let text, let token = Base64.decode(text, urlSafe: true) else { continue }
-                r.seen[keyID ?? "", default: []].insert(Self.fingerprint(token, side: side, role: stored.role))
-            }
+            for token in tokens { r.seen[token.keyID, default: []].insert(token.fingerprint) }
+        }
+    }
+
+    /// The fingerprints of a stored report's verified tokens, under the keys that verified them
+    /// (reports stored before key ids were kept share one set, "", never dropped).
+    static func verifiedTokens(of stored: StoredReport) -> [(keyID: String, fingerprint: UInt64)] {
+        guard case .success(let report) = PCMReportValidator(siteRules: SiteRules(developmentMode: true)).validate(body: stored.body) else { return [] }
+        var out: [(keyID: String, fingerprint: UInt64)] = []
+        for (side, reason, text, keyID) in [
+            (Side.source, "source_token_verified", report.sourceSecretToken, stored.tokenKeyIDs.source),
+            (.destination, "destination_token_verified", report.destinationSecretToken, stored.tokenKeyIDs.destination),
+        ] where stored.reasons.contains(reason) {
+            guard let text, let token = Base64.decode(text, urlSafe: true) else { continue }
+            out.append((keyID ?? "", fingerprint(token, side: side, role: stored.role)))
+        }
+        return out
+    }
+
+    /// Takes tokens found in a segment's digest.
+    func remember(_ tokens: [(keyID: String, fingerprint: UInt64)]) {
+        remembered.withLock { r in
+            for token in tokens { r.seen[token.keyID, default: []].insert(token.fingerprint) }
         }
     }
 
@@ -145,14 +162,9 @@ final class TokenChecks: Sendable {
         remembered.withLock { r in expired.forEach { r.seen[$0] = nil } }
     }
 
-    /// Keyed per process (Swift's `Hasher`): the set is rebuilt at every start, and nobody can
-    /// make two tokens collide on purpose.
-    private static func fingerprint(_ token: [UInt8], side: Side, role: ReportRole) -> UInt64 {
-        var hasher = Hasher()
-        hasher.combine(side.rawValue)
-        hasher.combine(role.rawValue)
-        hasher.combine(token.count)
-        token.withUnsafeBytes { hasher.combine(bytes: $0) }
-        return UInt64(bitPattern: Int64(hasher.finalize()))
+    /// SHA-256's first 64 bits over side, role and token: the same in every process, so that
+    /// segments' digests can keep it, and nobody can make one token's collide with another's.
+    static func fingerprint(_ token: [UInt8], side: Side, role: ReportRole) -> UInt64 {
+        Fingerprint.sha256Prefix(Array(side.rawValue.utf8) + [0] + Array(role.rawValue.utf8) + [0], token)
     }
 }

@@ -37,6 +37,11 @@ public final class EndpointServer: Sendable {
     let tokenKeyRotation: TokenKeyRotation?
     /// Lets the postback ledger's memory go after `--postback-window-days`.
     let postbackWindow: PostbackWindow
+    /// Sealed segments' digests, for the next start.
+    let digests: SegmentDigests
+    /// Segments this start took from their digests instead of reading them (0 when it read the
+    /// whole log again, having found a digest or key table not of this log).
+    let startedFromDigests: Int
     private let book: SiteOwnerBook
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
@@ -75,32 +80,37 @@ public final class EndpointServer: Sendable {
                                                      "serves_from": .string(key.servesFrom.rfc3339), "rotation": .bool(true)])
             })
         }
-        let tokenChecks = TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() })
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
-        var replayed = ReplayedTriggers()
         let archive = try PostbackArchive(directory: configuration.dataDirectory + "/postback-keys")
         for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
-        let replayedLedger = PostbackLedger(archive: archive)
+        let keepTriggersFrom = SiteOwnerBook.oldestUseful(now: clock.now(), model: configuration.timingModel)
+        func rebuilt() -> RebuiltAtStart {
+            RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: PostbackLedger(archive: archive),
+                           tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }))
+        }
+        // The sealed segments' digests first, then only the log written since the last of them.
+        let digestsDirectory = configuration.dataDirectory + "/digests"
+        var state = rebuilt()
+        let restored = SegmentDigests.restore(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
+        let replaying = state
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20,
                                 segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
-                                clock: { clock.now() }, replaying: { record in
-                                    replayed.take(record)
-                                    replayedLedger.take(record)
-                                    if let verified = StoredReport.withVerifiedToken(record) { tokenChecks.take(verified) }
-                                })
-        let ledger: PostbackLedger
-        if archive.describes(store.segments) {
-            ledger = replayedLedger
+                                clock: { clock.now() }, replayFrom: restored.replayFrom, replaying: { replaying.take($0) })
+        if !restored.describes(store.segments) || !archive.describes(store.segments) {
+            // Digests or key tables of another log (a restored log/ beside newer ones): never
+            // trusted. The tables go, and everything is read again from the log itself.
+            EventLog.write("start_rebuilt_from_log", ["digests": .number(String(restored.digests.count)),
+                                                      "postback_key_tables": .number(String(archive.tables.count))])
+            if !archive.describes(store.segments) { archive.removeAll() }
+            state = rebuilt()
+            let everyone = state
+            store.scanEveryRecord(through: store.bytesOnDisk) { everyone.take($0); return true }
+            startedFromDigests = 0
         } else {
-            // Tables of another log (a restored log/ beside newer tables): they cannot be trusted,
-            // so the postbacks they held are read again from the log itself.
-            EventLog.write("postback_key_tables_rebuilt", ["tables": .number(String(archive.tables.count))])
-            archive.removeAll()
-            let rebuilt = PostbackLedger(archive: archive)
-            store.scanRecords(ofAny: [.postback, .postbackRetry], through: store.bytesOnDisk) { rebuilt.take($0); return true }
-            ledger = rebuilt
+            startedFromDigests = restored.digests.count
         }
+        let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
         checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
@@ -110,7 +120,7 @@ public final class EndpointServer: Sendable {
         // The registrations.
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
-                                 siteRules: siteRules, replayed: replayed, now: clock.now())
+                                 siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: apps)
@@ -146,8 +156,12 @@ public final class EndpointServer: Sendable {
                                announce: { EventLog.write($0, $1) })
         }
 
+        let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners, store: store, restored: restored, clock: clock,
+                                         announce: { EventLog.write($0, $1) })
+        self.digests = digests
         let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
-                                            clock: clock, announce: { EventLog.write($0, $1) })
+                                            clock: clock, announce: { EventLog.write($0, $1) },
+                                            onTableWritten: { digests.compact(base: $0.segmentBase) })
         self.postbackWindow = postbackWindow
         let checkpointer = self.checkpointer
         let exporter = self.exporter
@@ -218,6 +232,8 @@ public final class EndpointServer: Sendable {
             "corrupt_offsets": .array(replay.corruptRecords.map { .number(String($0.offset)) }),
             "torn_tail_bytes": .number(String(replay.tornTailBytes)),
             "seconds": .number(String(format: "%.3f", replay.seconds)),
+            // Sealed segments taken from their digests; records read are those after them.
+            "digested_segments": .number(String(startedFromDigests)), "records_read": .number(String(replay.recordsRead)),
         ])
         // Before the first request, so that one asking for a key still being made waits for it.
         tokenKeys.generateMissing()
@@ -228,6 +244,7 @@ public final class EndpointServer: Sendable {
         appleAds.start()
         summaryRebuild.start()
         exporter?.start()
+        digests.start()
         postbackWindow.start()
         retention?.start()
         tokenKeyRotation?.start()
@@ -249,6 +266,9 @@ public final class EndpointServer: Sendable {
         return port
     }
 
+    /// Triggers a report may still use, held in memory.
+    var triggerCount: Int { book.triggerCount }
+
     /// Stops accepting connections and lets requests in flight finish. Returns at once.
     public func shutdown() {
         http.shutdown()
@@ -268,6 +288,7 @@ public final class EndpointServer: Sendable {
         exporter?.stop()
         retention?.stop()
         postbackWindow.stop()
+        digests.stop()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()

@@ -35,7 +35,7 @@ final class SiteOwnerBook: RegistryKeeper {
     }
 
     /// A trigger older than this cannot back any report received from `now` on.
-    private static func oldestUseful(now: Timestamp, model: TimingModel) -> Timestamp {
+    static func oldestUseful(now: Timestamp, model: TimingModel) -> Timestamp {
         now.adding(milliseconds: -model.cutoff - TimingModel.day)
     }
 
