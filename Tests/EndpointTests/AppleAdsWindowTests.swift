@@ -71,11 +71,29 @@ import Testing
         // the waiting one is held, and the numbers are the same.
         let dayLater = Timestamp(millisecondsSinceEpoch: Timestamp(rfc3339: start)!.millisecondsSinceEpoch + (24 * 3600 + 2) * 1000).rfc3339
         endpoint = try helpers.endpoint(standIn, directory: directory, startingAt: dayLater)
-        defer { endpoint.stop() }
         #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 1")
         helpers.at(endpoint, start, plus: 24 * 3600 + 2)
         #expect(try numbers(endpoint, waiting: waiting) == before)
         #expect(standIn.calls(for: "t-yes") == 1, "never called again")
+        // The waiting token's 24 hours end: its last record seals the first day's segment.
+        helpers.at(endpoint, start, plus: 26 * 3600)
+        #expect(helpers.status(endpoint, waiting)["status"] as? String == "expired")
+        endpoint.stop()
+
+        // Days later the first day's segment is more than a day old: a start takes its tokens from
+        // its digest, as counts, and the numbers are those of a start that read the log.
+        try FileManager.default.removeItem(atPath: directory + "/digests")
+        let daysLater = Timestamp(millisecondsSinceEpoch: Timestamp(rfc3339: start)!.millisecondsSinceEpoch + 3 * 86_400_000).rfc3339
+        endpoint = try helpers.endpoint(standIn, directory: directory, startingAt: daysLater).waitingForTheStartSweep()
+        #expect(endpoint.server.appleAds.segmentsFromDigests == 0)
+        let fromLog = try numbers(endpoint, waiting: "(none)")
+        #expect(fromLog[0].contains("\"attributed\":1") && fromLog[0].contains("\"expired\":1") && fromLog[0].contains("\"tokens\":4"))
+        endpoint.stop()
+        endpoint = try helpers.endpoint(standIn, directory: directory, startingAt: daysLater)
+        defer { endpoint.stop() }
+        #expect(endpoint.server.appleAds.segmentsFromDigests >= 1)
+        #expect(try numbers(endpoint, waiting: "(none)") == fromLog)
+        #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 0")
     }
 
     /// The summary a final call carries comes after all an earlier version reads: the format byte

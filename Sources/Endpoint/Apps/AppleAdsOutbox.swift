@@ -146,8 +146,16 @@ final class AppleAdsOutbox: Sendable {
     /// Asks the event loop for a turn, so that it commits what the outbox queued.
     private let turns: TurnRequester
 
-    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester) {
+    /// Where sealed segments' digests are (`SegmentDigests`): a start takes the tokens settled
+    /// in old segments from them, as counts.
+    let digestsDirectory: String?
+    /// Sealed segments the start took from their digests.
+    private(set) nonisolated(unsafe) var segmentsFromDigests = 0
+
+    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester,
+         digestsDirectory: String? = nil) {
         self.store = store
+        self.digestsDirectory = digestsDirectory
         self.client = client
         self.clock = clock
         self.maxPending = maxPending
@@ -161,13 +169,15 @@ final class AppleAdsOutbox: Sendable {
 
     /// Rebuilds the outbox from the log, tokens and calls in the order they were written: each
     /// token is held only until its final call, then counted in the tally (and kept a day if it
-    /// was answered in the last one).
+    /// was answered in the last one). Sealed segments older than that day are taken from their
+    /// digests (`AppleAdsOutbox+Digest`) while they have one, so that a start reads about a day of
+    /// the log whatever its history.
     private func replay() {
         let end = store.bytesOnDisk
         let cutoff = clock.now().millisecondsSinceEpoch - Self.settledKept
         var entries: [UInt64: Entry] = [:]
         var replayed = State()
-        store.scanRecords(ofAny: [.appleAdsToken, .appleAdsCall], through: end) { view in
+        func take(_ view: ReportStore.RecordView) {
             if let token = StoredAppleAdsToken.decode(view) {
                 entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
                                           receivedAt: token.receivedAt, tokenHash: token.token.hashValue, token: token.token,
@@ -176,15 +186,16 @@ final class AppleAdsOutbox: Sendable {
                 // A second final call for a token still held (never written, but a log is not to be
                 // trusted) changes nothing: the token is counted once.
                 guard var entry = entries[call.tokenID], !entry.status.isFinal else {
-                    if entries[call.tokenID] != nil { return true }
-                    // Its token's record went with a segment retention removed: the call says all.
+                    if entries[call.tokenID] != nil { return }
+                    // Its token's record went with a segment retention removed, or is in a
+                    // digested segment that settled it: the call says all.
                     if let summary = call.token, call.status.isFinal { replayed.tally.add(Entry.settled(call, summary)) }
-                    return true
+                    return
                 }
                 Self.apply(call, to: &entry)
                 guard entry.status.isFinal else {
                     entries[call.tokenID] = entry
-                    return true
+                    return
                 }
                 replayed.tally.add(entry)
                 if call.token == nil { replayed.legacy.append(entry) }
@@ -195,6 +206,19 @@ final class AppleAdsOutbox: Sendable {
                     entries[call.tokenID] = nil
                 }
             }
+        }
+        var from = 0, digested = 0
+        for segment in store.segments where segment.sealed {
+            guard let last = segment.lastTime, last.millisecondsSinceEpoch < cutoff, let digest = digest(of: segment),
+                  let section = digest.sections[digestName], let read = Self.read(section) else { break }
+            replayed.tally.merge(read.tally)
+            _ = RecordCopy.read(section, from: read.recordsAt, count: read.records) { take($0) }
+            from = segment.end
+            digested += 1
+        }
+        segmentsFromDigests = digested
+        store.scanRecords(ofAny: [.appleAdsToken, .appleAdsCall], from: from, through: end) { view in
+            take(view)
             return true
         }
         state.withLock { s in
@@ -213,8 +237,15 @@ final class AppleAdsOutbox: Sendable {
         }
     }
 
+    /// The segment's digest, if it is whole and of this very segment.
+    private func digest(of segment: ReportStore.Segment) -> SegmentDigest? {
+        guard let digestsDirectory, let data = FileManager.default.contents(atPath: digestsDirectory + "/\(segment.base).digest"),
+              let digest = SegmentDigest.decode([UInt8](data)), digest.describes(segment) else { return nil }
+        return digest
+    }
+
     /// What a call's record says about its token, live or replayed.
-    private static func apply(_ call: StoredAppleAdsCall, to entry: inout Entry) {
+    static func apply(_ call: StoredAppleAdsCall, to entry: inout Entry) {
         if call.called {
             entry.calls += 1
             entry.lastHTTPStatus = call.httpStatus

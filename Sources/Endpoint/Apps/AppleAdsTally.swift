@@ -1,3 +1,4 @@
+import AppleAds
 import Primitives
 
 /// The final Apple Ads tokens, counted per UTC day of their arrival and site as each settles:
@@ -23,5 +24,83 @@ struct AppleAdsTally: Sendable {
             total.merge(summary)
         }
         return total
+    }
+}
+
+extension AppleAdsTally {
+    mutating func merge(_ other: AppleAdsTally) {
+        for (key, summary) in other.counts { counts[key, default: AppleAdsSummary()].merge(summary) }
+    }
+
+    /// `u32 count · (i32 day · u8 length · site · u8 statuses · (u8 status · u64 count)* · u64 calls ·
+    /// u32 installs · (u8 which ids are there · i64 campaign · i64 ad group · i64 keyword · u64
+    /// downloads · u64 redownloads · u64 other)*)*`, for a segment's digest.
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.appendLE(UInt32(counts.count))
+        for (key, summary) in counts.sorted(by: { ($0.key.day, $0.key.site) < ($1.key.day, $1.key.site) }) {
+            out.appendLE(key.day)
+            let site = Array(key.site.utf8.prefix(255))
+            out.append(UInt8(site.count))
+            out.append(contentsOf: site)
+            out.append(UInt8(summary.byStatus.count))
+            for (status, count) in summary.byStatus.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                out.append(status.rawValue)
+                out.appendLE(UInt64(count))
+            }
+            out.appendLE(UInt64(summary.calls))
+            out.appendLE(UInt32(summary.installs.count))
+            for (install, row) in summary.installs.sorted(by: { $0.key < $1.key }) {
+                out.append((install.campaign == nil ? 0 : 1) | (install.adGroup == nil ? 0 : 2) | (install.keyword == nil ? 0 : 4))
+                for id in [install.campaign, install.adGroup, install.keyword] { out.appendLE(id ?? 0) }
+                for n in [row.downloads, row.redownloads, row.other] { out.appendLE(UInt64(n)) }
+            }
+        }
+        return out
+    }
+
+    /// The tally `bytes[at...]` holds, and where it ends; nil when it is not one.
+    static func decode(_ bytes: [UInt8], at start: Int) -> (AppleAdsTally, end: Int)? {
+        var at = start
+        func need(_ n: Int) -> Bool { at + n <= bytes.count }
+        func count(_ value: UInt64) -> Int? { value <= UInt64(Int32.max) * 1024 ? Int(value) : nil }
+        guard need(4) else { return nil }
+        var tally = AppleAdsTally()
+        let entries = Int(bytes.loadLE(UInt32.self, at: at))
+        at += 4
+        for _ in 0..<entries {
+            guard need(5) else { return nil }
+            let day = bytes.loadLE(Int32.self, at: at), siteLength = Int(bytes[at + 4])
+            at += 5
+            guard need(siteLength + 1) else { return nil }
+            let site = String(decoding: bytes[at..<(at + siteLength)], as: UTF8.self)
+            at += siteLength
+            var summary = AppleAdsSummary()
+            let statuses = Int(bytes[at])
+            at += 1
+            for _ in 0..<statuses {
+                guard need(9), let status = AppleAdsCallPolicy.Status(rawValue: bytes[at]),
+                      let n = count(bytes.loadLE(UInt64.self, at: at + 1)) else { return nil }
+                summary.byStatus[status] = n
+                at += 9
+            }
+            guard need(12), let calls = count(bytes.loadLE(UInt64.self, at: at)) else { return nil }
+            summary.calls = calls
+            let installs = Int(bytes.loadLE(UInt32.self, at: at + 8))
+            at += 12
+            for _ in 0..<installs {
+                guard need(49) else { return nil }
+                let which = bytes[at]
+                let ids = (0..<3).map { bytes.loadLE(Int64.self, at: at + 1 + 8 * $0) }
+                let rows = (0..<3).map { count(bytes.loadLE(UInt64.self, at: at + 25 + 8 * $0)) }
+                guard let downloads = rows[0], let redownloads = rows[1], let other = rows[2] else { return nil }
+                let key = AppleAdsSummary.Key(campaign: which & 1 != 0 ? ids[0] : nil, adGroup: which & 2 != 0 ? ids[1] : nil,
+                                              keyword: which & 4 != 0 ? ids[2] : nil)
+                summary.installs[key] = (downloads, redownloads, other)
+                at += 49
+            }
+            tally.counts[DaySite(day: day, site: site), default: AppleAdsSummary()].merge(summary)
+        }
+        return (tally, at)
     }
 }

@@ -142,7 +142,8 @@ public final class EndpointServer: Sendable {
         appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                       timeout: configuration.appleAdsTimeout,
                                                                       connections: AppleAdsOutbox.maxInFlight),
-                                  clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns)
+                                  clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
+                                  digestsDirectory: digestsDirectory)
 
         let store = self.store
         let clickhouse = try configuration.resolvedClickHouse()
@@ -156,7 +157,7 @@ public final class EndpointServer: Sendable {
                                announce: { EventLog.write($0, $1) })
         }
 
-        let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners, store: store, restored: restored, clock: clock,
+        let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners + [appleAds], store: store, restored: restored, clock: clock,
                                          announce: { EventLog.write($0, $1) })
         self.digests = digests
         let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
