@@ -6,7 +6,8 @@ import ReportStore
 /// postbacks from these and reads only the log written since the last seal.
 ///
 /// A byte saying what follows: 0, every entry; 1, what is left once the segment's key table is
-/// written (`compact`), which is read only while that table is there. Then entries in log order:
+/// written (`compact`), then `u16 count · u64 segment base*` of the other tables whose counts it
+/// relied on: read only while this segment's table and those are there. Then entries in log order:
 /// `1 · u64 id · u64 key hash (disk) · u64 key hash (other) · u64 content hash · u8 verified`, or
 /// `2 · u64 postback id · u64 retry record's end`.
 extension PostbackLedger: SegmentDigestOwner {
@@ -42,9 +43,19 @@ extension PostbackLedger: SegmentDigestOwner {
     }
 
     public func readDigest(_ bytes: [UInt8], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
-        guard let form = bytes.first, form == 0 || (form == 1 && archive?.hasTable(forSegment: digest.base) == true) else { return nil }
-        var entries: [Entry] = []
+        guard let form = bytes.first, form <= 1 else { return nil }
         var at = 1
+        if form == 1 {
+            guard let archive, archive.hasTable(forSegment: digest.base), bytes.count >= 3 else { return nil }
+            let count = Int(bytes.loadLE(UInt16.self, at: 1))
+            guard bytes.count >= 3 + 8 * count else { return nil }
+            for i in 0..<count {
+                let base = bytes.loadLE(UInt64.self, at: 3 + 8 * i)
+                guard base <= UInt64(1) << 62, archive.hasTable(forSegment: Int(base)) else { return nil }
+            }
+            at = 3 + 8 * count
+        }
+        var entries: [Entry] = []
         while at < bytes.count {
             switch bytes[at] {
             case 1 where at + 34 <= bytes.count:
@@ -76,12 +87,14 @@ extension PostbackLedger: SegmentDigestOwner {
 
 extension PostbackLedger {
     /// Once the segment's key table is written its postbacks are taken from the table, and so are
-    /// the retries it counted: what is left are retries counted after their postback's table was
+    /// the retries that the tables of their postbacks counted (this segment's, or an earlier one's,
+    /// named in the section): what is left are retries counted after their postback's table was
     /// written (late ones), which replay counts again. A year of segments then costs a start a few
     /// bytes each.
     public func compact(_ bytes: [UInt8], of digest: SegmentDigest) -> [UInt8]? {
         guard let archive, archive.hasTable(forSegment: digest.base), bytes.first == 0 else { return nil }
-        var kept: [UInt8] = [1]
+        var kept: [UInt8] = []
+        var reliedOn: Set<Int> = []
         var at = 1
         while at < bytes.count {
             switch bytes[at] {
@@ -90,7 +103,8 @@ extension PostbackLedger {
             case 2 where at + 17 <= bytes.count:
                 let original = bytes.loadLE(UInt64.self, at: at + 1), end = bytes.loadLE(UInt64.self, at: at + 9)
                 if let table = archive.table(covering: original), end <= UInt64(table.retriesThrough) {
-                    // Counted in the table.
+                    // Counted in that table, which must then be there when this is read.
+                    reliedOn.insert(table.segmentBase)
                 } else {
                     kept.append(contentsOf: bytes[at..<(at + 17)])
                 }
@@ -99,6 +113,9 @@ extension PostbackLedger {
                 return nil
             }
         }
-        return kept
+        var out: [UInt8] = [1]
+        out.appendLE(UInt16(min(reliedOn.count, Int(UInt16.max))))
+        for base in reliedOn.sorted().prefix(Int(UInt16.max)) { out.appendLE(UInt64(base)) }
+        return out + kept
     }
 }

@@ -14,8 +14,7 @@ public struct PostbackRetryExportCodec: RecordCodec {
 
     public func reader() -> (ReportStore.RecordView) -> ExportRow? {
         { view in
-            guard view.payload.count == 8 else { return nil }
-            let original = view.payload.loadLE(UInt64.self, at: 0)
+            guard let original = ReportStore.retry(view)?.original else { return nil }
             let proto = AttributionProtocol(rawValue: view.tag)?.name ?? "unknown"
             let members = [
                 JSONMember(key: "id", value: .number(String(view.id))),

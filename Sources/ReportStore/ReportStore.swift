@@ -238,7 +238,7 @@ public final class ReportStore: Sendable {
     /// so that state derived from the log up to there can be checked against it.
     /// `replayFrom`: `replaying` is called with every record that ends after this offset, in
     /// order, so that the owner can rebuild what it keeps in memory; sealed segments before it are
-    /// not read at all.
+    /// not read at all, unless one has no index or holds `fingerprintAt` (read, not shown).
     public init(directory: String, committer: Committer = .writerThread, preallocation: Int = 0,
                 segments policy: SegmentPolicy = SegmentPolicy(), fingerprintAt: Int? = nil,
                 clock: (@Sendable () -> Timestamp)? = nil, replayFrom: Int = 0,

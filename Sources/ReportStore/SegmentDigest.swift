@@ -88,6 +88,9 @@ public struct SegmentDigest: Sendable, Equatable {
 public protocol SegmentDigestOwner: Sendable {
     /// The section's name on disk; a new encoding takes a new name.
     var digestName: String { get }
+    /// Whether the section stays once retention removed the segment (counts that outlive their
+    /// records): a start takes it from the digests of removed segments too.
+    var keptAfterRemoval: Bool { get }
     /// A digester for one segment's records, in order.
     func digester() -> any SegmentDigester
     /// What a section keeps once the owner needs less of it (the postback ledger's, once the
@@ -100,6 +103,7 @@ public protocol SegmentDigestOwner: Sendable {
 }
 
 extension SegmentDigestOwner {
+    public var keptAfterRemoval: Bool { false }
     public func compact(_ bytes: [UInt8], of digest: SegmentDigest) -> [UInt8]? { nil }
 }
 

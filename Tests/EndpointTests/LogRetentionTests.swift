@@ -7,6 +7,13 @@ import Testing
 @testable import Demo
 @testable import Endpoint
 
+/// The Apps view's numbers for the demo's month, without the day records are kept from.
+private func appsNumbers(_ endpoint: LiveEndpoint) throws -> String {
+    var object = json(try endpoint.get("/api/apps/summary?from=2026-10-01&to=2026-11-30"))
+    object["records_kept_from"] = nil
+    return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+}
+
 /// The PCM summary as numbers, without what depends on when it is asked (refusals since start,
 /// the day records are kept from).
 private func pcmNumbers(_ endpoint: LiveEndpoint) throws -> String {
@@ -24,7 +31,8 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
     let endpoint = try LiveEndpoint(sites: Demo.sites, directory: directory) { c in
         c.lateCutoffDays = 7
         c.retentionDays = days
-    }
+        c.postbackWindowDays = 10
+    }.waitingForTheStartSweep()
     // Until the rebuild has taken the checkpoint, nothing counts as kept elsewhere.
     endpoint.server.waitUntilSummaryIsReady()
     return endpoint
@@ -38,6 +46,8 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         let first = try LiveEndpoint(sites: Demo.sites, directory: directory) { $0.manualClock = true }
         try Demo.drive(port: first.port, token: "test-token")
         let numbers = try pcmNumbers(first)
+        let apps = try appsNumbers(first)
+        #expect(((json(try first.get("/api/apps/summary?from=2026-10-01&to=2026-11-30"))["postbacks"] as? [String: Any])?["stored"] as? Int ?? 0) > 200)
         let everything = try first.export()
         let segmentsBefore = first.server.store.segments
         first.stop()
@@ -56,8 +66,10 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         }
         #expect(kept[0].lastTime! >= cutoff)
         let keptFrom = kept[0].firstTime!
-        // The PCM summary counts every report still: from its checkpoint.
+        // The PCM summary counts every report still: from its checkpoint; the Apps view every
+        // postback, from its days' counts.
         #expect(try pcmNumbers(second) == numbers)
+        #expect(try appsNumbers(second) == apps)
         #expect(json(try second.get("/api/summary"))["records_kept_from"] as? String == String(keptFrom.rfc3339.prefix(10)))
         // The export has the kept reports only, all of them.
         let exported = try second.export()
@@ -77,6 +89,8 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         let third = try retained(directory)
         defer { third.stop() }
         #expect(third.server.summaryCheckpoint == "used")
+        // The removed segments' digests keep their days for the Apps view.
+        #expect(try appsNumbers(third) == apps)
         let newID = json(stored)["id"] as? Int
         #expect(newID == (everything.last?["id"] as? Int).map { $0 + 1 })
         #expect(try third.export().map { $0["id"] as? Int } == (stillThere.map { $0["id"] as? Int } + [newID]))

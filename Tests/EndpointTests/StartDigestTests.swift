@@ -23,7 +23,6 @@ import Testing
             let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
             return "\(row["id"]!):\(row["duplicates_received"]!)"
         }
-        // A copy of every report the demo sent again is a replay, or quarantined, as before.
         return "triggers \(endpoint.server.triggerCount)\n" + metrics.joined(separator: "\n") + "\n" + postbacks.joined(separator: " ")
     }
 
@@ -35,12 +34,13 @@ import Testing
         first.server.digests.sweep()
         let sealed = first.server.store.segments.filter(\.sealed)
         #expect(sealed.count >= 20 && first.server.digests.count == sealed.count)
-        var records = (active: first.server.store.segments.last!.records, all: first.server.store.segments.reduce(0) { $0 + $1.records })
-        first.stop()
+        // What the log holds once each run has stopped: what the next start reads.
+        var records = (active: 0, all: 0)
         func stop(_ endpoint: LiveEndpoint) {
-            records = (endpoint.server.store.segments.last!.records, endpoint.server.store.segments.reduce(0) { $0 + $1.records })
             endpoint.stop()
+            records = (endpoint.server.store.segments.last!.records, endpoint.server.store.segments.reduce(0) { $0 + $1.records })
         }
+        stop(first)
 
         // From the digests: only the active segment is read.
         var endpoint = try Self.start(directory)
@@ -75,7 +75,7 @@ import Testing
         // A digest of another log in a segment's place (same base and end, other records):
         // everything is read again from the log.
         let other = SegmentDigest(base: middle.base, end: middle.end, records: middle.records + 1, sections: [
-            "postback-ledger-1": [0], "triggers-1": [], "verified-tokens-1": [],
+            "postback-ledger-1": [0], "triggers-1": [], "verified-tokens-1": [], "apps-1": Array("[]".utf8), "apple-ads-1": [0, 0, 0, 0, 0, 0, 0, 0],
         ])
         try Data(other.encoded()).write(to: URL(fileURLWithPath: path))
         endpoint = try Self.start(directory)

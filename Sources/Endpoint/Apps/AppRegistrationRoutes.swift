@@ -82,8 +82,7 @@ struct AppRegistrationRoutes: Sendable {
 /// `GET /api/apps/summary?site=&from=YYYY-MM-DD&to=YYYY-MM-DD`: the Apps view's numbers; and
 /// `GET /api/apple-ads/summary`, the Apple Ads view's, for the same period and site.
 struct AppsSummaryRoutes: Sendable {
-    let store: ReportStore
-    let ledger: PostbackLedger
+    let aggregates: AppsAggregates
     let book: AppBook
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
@@ -110,7 +109,7 @@ struct AppsSummaryRoutes: Sendable {
     }
 
     func summary(_ query: AppsSummary.Query) -> String {
-        AppsSummary(store: store, ledger: ledger, query: query).json(book.registry, query: query)
+        aggregates.summary(query).json(book.registry, query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.

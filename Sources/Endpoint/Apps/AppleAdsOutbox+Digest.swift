@@ -26,9 +26,11 @@ extension AppleAdsOutbox: SegmentDigestOwner {
             if let token = StoredAppleAdsToken.decode(view) {
                 var records: [UInt8] = []
                 RecordCopy.append(view, to: &records)
+                // A second record of one token (never written; a log is not to be trusted) replaces
+                // the first, as replay's does.
+                if held[token.id] == nil { arrival.append(token.id) }
                 held[token.id] = (records, 1, Entry(tokenID: token.id, publicID: AppleAdsOutbox.text(of: token.publicID), site: token.site,
                                                     receivedAt: token.receivedAt))
-                arrival.append(token.id)
             } else if let call = StoredAppleAdsCall.decode(view) {
                 guard var token = held[call.tokenID] else {
                     RecordCopy.append(view, to: &foreign)

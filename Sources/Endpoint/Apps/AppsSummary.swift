@@ -4,20 +4,21 @@ import Primitives
 import ReportStore
 import SiteOwners
 
-/// The Apps view: what app developers' postback copies say, per app site and period, counted
-/// from the stored postbacks themselves so that every number matches `/api/postbacks`.
+/// The Apps view: what app developers' postback copies say, per app site and period: the same
+/// postbacks `/api/postbacks` lists, counted as they are stored (`AppsAggregates`, per day and
+/// site) or read from the cluster's warehouse.
 ///
 /// Conversions, values, windows, fidelity and privacy tiers count accepted postbacks only; the
 /// data-quality numbers count every stored one (quarantine reasons, the quarantined ones). An install, redownload or re-engagement is a
 /// winning postback of the first window (sequence index 0, or none before SKAdNetwork 4).
-struct AppsSummary {
+struct AppsSummary: Codable {
     struct Query {
         var site: String?
         var from: Int32
         var to: Int32
     }
 
-    private struct ConversionKey: Hashable {
+    private struct ConversionKey: Hashable, Codable {
         var adNetwork: String
         var campaign: String
         var appID: String
@@ -34,18 +35,6 @@ struct AppsSummary {
     private var valueTiers: [String: Int] = [:]
     private var signatures: [String: Int] = [:]
     private var reasons: [String: Int] = [:]
-
-    init(store: ReportStore, ledger: PostbackLedger, query: Query) {
-        let since = Timestamp(millisecondsSinceEpoch: Int64(query.from) * TimingModel.day)
-        let until = Timestamp(millisecondsSinceEpoch: Int64(query.to + 1) * TimingModel.day)
-        let cursor = store.postbacks(since: since, until: until)
-        var retries = PostbackLedger.RetryReader(ledger: ledger)
-        while let postback = cursor.next() {
-            sites.insert(postback.draft.site)
-            if let site = query.site, postback.draft.site != site { continue }
-            add(Facts(postback), retries: retries.retries(of: postback.id))
-        }
-    }
 
     /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
     init(sites: Set<String>) {
@@ -89,6 +78,26 @@ struct AppsSummary {
     /// Deliveries that came again, counted apart from the postbacks they repeat.
     mutating func addDuplicates(_ n: Int) {
         duplicates += n
+    }
+
+    /// Adds another period's or site's counts.
+    mutating func merge(_ other: AppsSummary) {
+        stored += other.stored
+        accepted += other.accepted
+        duplicates += other.duplicates
+        development += other.development
+        sites.formUnion(other.sites)
+        for (key, counts) in other.conversions {
+            for (kind, n) in counts { conversions[key, default: [:]][kind, default: 0] += n }
+        }
+        for (k, n) in other.fine { fine[k, default: 0] += n }
+        for (k, n) in other.coarse { coarse[k, default: 0] += n }
+        for (k, n) in other.windows { windows[k, default: 0] += n }
+        for (k, n) in other.fidelity { fidelity[k, default: 0] += n }
+        for (k, n) in other.digits { digits[k, default: 0] += n }
+        for (k, n) in other.valueTiers { valueTiers[k, default: 0] += n }
+        for (k, n) in other.signatures { signatures[k, default: 0] += n }
+        for (k, n) in other.reasons { reasons[k, default: 0] += n }
     }
 
     /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came again.

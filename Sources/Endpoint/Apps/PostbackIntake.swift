@@ -18,6 +18,8 @@ struct PostbackIntake: Sendable {
     let checks: any PostbackChecks
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
+    /// The Apps view's counts, kept as postbacks and retries are stored.
+    let aggregates: AppsAggregates
     let sites: ServedSite
     let developmentMode: Bool
     let maxPostbackBytes: Int
@@ -49,7 +51,7 @@ struct PostbackIntake: Sendable {
     }
 
     private func process(_ item: QueuedPostback) {
-        let (ledger, metrics, proto, responder) = (self.ledger, context.metrics, item.proto, item.responder)
+        let (ledger, metrics, aggregates, proto, responder) = (self.ledger, context.metrics, self.aggregates, item.proto, item.responder)
         let postback: Postback, contentHash: UInt64
         switch item.reading ?? PostbackReading(proto, item.body) {
         case .refused(let problem): return context.refuse(problem, body: item.body, responder: responder)
@@ -57,7 +59,7 @@ struct PostbackIntake: Sendable {
         }
         let duplicateKey = postback.duplicateKey
         if let original = ledger.retry(duplicateKey: duplicateKey, contentHash: contentHash) {
-            return storeRetry(of: original, proto, responder: responder)
+            return storeRetry(of: original, proto, site: item.site, responder: responder)
         }
         let check = item.check ?? keyring.check(postback)
         let verified = check.outcome.isVerified
@@ -74,7 +76,7 @@ struct PostbackIntake: Sendable {
                                              detail: "this endpoint cannot read its record of earlier postbacks right now; send this one again later").response)
         }
         // A copy of a postback that has left memory: found in its segment's key table.
-        if case .retry(let original) = claim { return storeRetry(of: original, proto, responder: responder) }
+        if case .retry(let original) = claim { return storeRetry(of: original, proto, site: item.site, responder: responder) }
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
@@ -85,20 +87,25 @@ struct PostbackIntake: Sendable {
             answer: { record in
                 Self.acknowledgement(id: record.id, retry: false, verdict: verdict, signature: check.outcome, reasons: reasons)
             },
-            stored: { record in metrics.postbackStored(StoredPostback(id: record.id, receivedAt: record.time, draft: draft)) },
+            stored: { record in
+                let stored = StoredPostback(id: record.id, receivedAt: record.time, draft: draft)
+                aggregates.add(stored)
+                metrics.postbackStored(stored)
+            },
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))
         if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id, verified: verified) }
     }
 
     /// A device's copy of postback `original`: only counted, and answered like the first.
-    private func storeRetry(of original: UInt64, _ proto: AttributionProtocol, responder: HTTPResponder) {
-        let (ledger, metrics) = (self.ledger, context.metrics)
+    private func storeRetry(of original: UInt64, _ proto: AttributionProtocol, site: String, responder: HTTPResponder) {
+        let (ledger, metrics, aggregates) = (self.ledger, context.metrics, self.aggregates)
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback's retry")
-        store.appendRetry(of: original, protocol: proto, steps: answer.steps(
+        store.appendRetry(of: original, protocol: proto, site: site, steps: answer.steps(
             answer: { _ in Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []) },
             stored: { record in
                 ledger.countRetry(of: original, end: record.recordEnd)
+                aggregates.addRetry(site: site, at: record.time)
                 metrics.postbackRetried(proto)
             }))
     }

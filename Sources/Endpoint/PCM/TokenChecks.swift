@@ -20,7 +20,8 @@ import Signatures
 ///
 /// Only verified tokens are remembered: each one is a signature the site itself gave out, so the
 /// sets grow with the sites' real clicks and no sender can fill them with made-up tokens. There
-/// is a set per key, of 64-bit keyed hashes, rebuilt from the log at start (`take`); a key's set
+/// is a set per key, of 64-bit SHA-256 prefixes, rebuilt at start from the segments' digests and
+/// the log written since (`take`, `TokenChecks+Digest`); a key's set
 /// is dropped once the key is retired for good (`TokenKeyBook.isExpired`), so memory is bounded
 /// by the tokens of the keys still in service.
 final class TokenChecks: Sendable {

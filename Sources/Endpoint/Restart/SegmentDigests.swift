@@ -9,8 +9,9 @@ import ReportStore
 /// start rebuilds (`RebuiltAtStart`) took from a segment, written by a thread of their own
 /// (`segment-digests`, at nice 19) soon after the segment is sealed, once a minute and whenever a
 /// manual clock is set. The next start takes the digests instead of the segments, and reads only
-/// the log written since the last digested seal; a digest that is missing, damaged or not of this
-/// log makes it read the log from there on, as before.
+/// the log written since the last digested seal; a digest that is missing or damaged makes it read
+/// the log from that segment on, and one of another log (a restored `log/` beside newer digests)
+/// makes it read the whole log again, once: that digest is removed and written anew.
 final class SegmentDigests: Sendable {
     let directory: String
     private let owners: [any SegmentDigestOwner]
@@ -18,7 +19,7 @@ final class SegmentDigests: Sendable {
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
-    private let state = Locked<(stopping: Bool, failures: Int, bases: Set<Int>)>((false, 0, []))
+    private let state = Locked<(stopping: Bool, failures: Int, bases: Set<Int>, toCompact: [Int])>((false, 0, [], []))
     private let sweeping = Locked(())
     /// Left once the thread's first sweep is done.
     private let firstSweep = DispatchGroup()
@@ -33,8 +34,17 @@ final class SegmentDigests: Sendable {
         self.announce = announce
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let segments = store.segments
-        let good = zip(restored.digests, segments).filter { $0.describes($1) }.map(\.0.base)
-        state.withLock { $0.bases = Set(good) }
+        var good: Set<Int> = []
+        for (digest, segment) in zip(restored.digests, segments) {
+            // One of another log is gone at once, so that it cannot make every start read the log.
+            guard digest.describes(segment) else {
+                unlink(path(base: digest.base))
+                continue
+            }
+            // One without a section an owner now keeps (written before it kept one) is written again.
+            if owners.allSatisfy({ restored.sectionNames[digest.base]?.contains($0.digestName) == true }) { good.insert(digest.base) }
+        }
+        state.withLock { $0.bases = good }
         clock.whenSet { [wake] in wake.signal() }
         firstSweep.enter()
     }
@@ -63,6 +73,19 @@ final class SegmentDigests: Sendable {
         stopped.wait()
     }
 
+    /// Just after the last sealed segment, counted from the oldest kept, that has its digest:
+    /// retention removes no segment before its digest holds what outlives it.
+    var digestedThrough: Int {
+        let segments = store.segments
+        let known = state.withLock { $0.bases }
+        var through = segments.first?.base ?? 0
+        for segment in segments where segment.sealed {
+            guard known.contains(segment.base) else { break }
+            through = segment.end
+        }
+        return through
+    }
+
     /// Digests that could not be written since start (the disk full); those segments are read at
     /// the next start meanwhile.
     var failures: Int { state.withLock { $0.failures } }
@@ -80,12 +103,20 @@ final class SegmentDigests: Sendable {
     @discardableResult
     func sweep() -> [SegmentDigest] {
         sweeping.withLock { _ in
+            compactQueued()
             let segments = store.segments
             let firstKept = segments.first?.base ?? 0
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                guard let base = Self.base(ofName: name), base < firstKept else { continue }
-                unlink(path(base: base))
+            // A removed segment's digest keeps what outlives its records (the Apps view's days).
+            let outliving = owners.filter(\.keptAfterRemoval).map(\.digestName)
+            for base in state.withLock({ $0.bases }) where base < firstKept {
                 state.withLock { _ = $0.bases.remove(base) }
+                guard let data = FileManager.default.contents(atPath: path(base: base)), var digest = SegmentDigest.decode([UInt8](data)),
+                      !outliving.isEmpty else {
+                    unlink(path(base: base))
+                    continue
+                }
+                digest.sections = digest.sections.filter { outliving.contains($0.key) }
+                try? DurableFile.replace(path: path(base: base), with: digest.encoded())
             }
             let known = state.withLock { $0.bases }
             var written: [SegmentDigest] = []
@@ -118,16 +149,24 @@ final class SegmentDigests: Sendable {
                 }
                 state.withLock { _ = $0.bases.insert(segment.base) }
                 written.append(digest)
+                // A table written meanwhile makes its digest smaller: not after the whole history.
+                compactQueued()
             }
+            compactQueued()
             return written
         }
     }
 
-    /// Rewrites a segment's digest with what its owners still need of it (`compact`): after the
-    /// postback window wrote the segment's key table.
+    /// Asks the thread to rewrite a segment's digest with what its owners still need of it
+    /// (`compact`): after the postback window wrote the segment's key table. Returns at once.
     func compact(base: Int) {
-        sweeping.withLock { _ in
-            guard let data = FileManager.default.contents(atPath: path(base: base)), var digest = SegmentDigest.decode([UInt8](data)) else { return }
+        state.withLock { $0.toCompact.append(base) }
+        wake.signal()
+    }
+
+    private func compactQueued() {
+        for base in state.withLock({ s in defer { s.toCompact = [] }; return s.toCompact }) {
+            guard let data = FileManager.default.contents(atPath: path(base: base)), var digest = SegmentDigest.decode([UInt8](data)) else { continue }
             var changed = false
             for owner in owners {
                 guard let bytes = digest.sections[owner.digestName], let kept = owner.compact(bytes, of: digest), kept != bytes else { continue }
@@ -142,7 +181,10 @@ final class SegmentDigests: Sendable {
 
     /// What a start took from digests: the segments, and where the log must be read from.
     struct Restored {
+        /// The digests taken, without their sections.
         var digests: [SegmentDigest] = []
+        /// Each one's sections' names.
+        var sectionNames: [Int: Set<String>] = [:]
         var replayFrom: Int { digests.last?.end ?? 0 }
 
         /// Whether each digest taken names the kept segment in its place: only then is what the
@@ -160,6 +202,17 @@ final class SegmentDigests: Sendable {
         let bases = ReportStore.sealedSegmentBases(directory: dataDirectory)
         var restored = Restored()
         var takes: [@Sendable () -> Void] = []
+        // Segments retention removed (every digest before the oldest sealed segment kept, or all of
+        // them when none is): what outlives their records.
+        let removed = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap(base(ofName:))
+            .filter { base in bases.first.map { base < $0 } ?? true }.sorted()
+        for base in removed {
+            guard let data = FileManager.default.contents(atPath: directory + "/" + String(base) + ".digest"),
+                  let digest = SegmentDigest.decode([UInt8](data)) else { continue }
+            for owner in owners where owner.keptAfterRemoval {
+                if let take = digest.sections[owner.digestName].flatMap({ owner.readDigest($0, of: digest) }) { takes.append(take) }
+            }
+        }
         for (i, base) in bases.enumerated() {
             let path = directory + "/" + String(base) + ".digest"
             guard let data = FileManager.default.contents(atPath: path), let digest = SegmentDigest.decode([UInt8](data)),
@@ -170,8 +223,11 @@ final class SegmentDigests: Sendable {
                 segmentTakes.append(take)
             }
             guard segmentTakes.count == owners.count else { break }
-            takes += segmentTakes
-            restored.digests.append(digest)
+            // Every owner read it: taken now, so that a start holds one segment's worth at a time.
+            for take in takes + segmentTakes { take() }
+            takes = []
+            restored.sectionNames[digest.base] = Set(digest.sections.keys)
+            restored.digests.append(SegmentDigest(base: digest.base, end: digest.end, records: digest.records, sections: [:]))
         }
         for take in takes { take() }
         return restored

@@ -86,7 +86,8 @@ public final class EndpointServer: Sendable {
         let keepTriggersFrom = SiteOwnerBook.oldestUseful(now: clock.now(), model: configuration.timingModel)
         func rebuilt() -> RebuiltAtStart {
             RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: PostbackLedger(archive: archive),
-                           tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }))
+                           tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
+                           apps: AppsAggregates())
         }
         // The sealed segments' digests first, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
@@ -169,7 +170,8 @@ public final class EndpointServer: Sendable {
         retention = configuration.retentionDays.map { days in
             LogRetention(days: days, store: store, clock: clock,
                          keptElsewhereThrough: {
-                             min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max, postbackWindow.tabledThrough)
+                             min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max, postbackWindow.tabledThrough,
+                                 digests.digestedThrough)
                          },
                          announce: { EventLog.write($0, $1) })
         }
@@ -180,7 +182,7 @@ public final class EndpointServer: Sendable {
                                    roles: RoleResolver(servedSites: sites, developmentMode: configuration.developmentMode),
                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
                                    tokens: tokenChecks, context: context)
-        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger,
+        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps,
                                    sites: servedSite, developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = AdminToken.gate(adminToken)
@@ -194,7 +196,7 @@ public final class EndpointServer: Sendable {
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+            + AppsSummaryRoutes(aggregates: state.apps, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
@@ -288,8 +290,8 @@ public final class EndpointServer: Sendable {
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
         retention?.stop()
-        postbackWindow.stop()
         digests.stop()
+        postbackWindow.stop()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()
