@@ -12,7 +12,7 @@ one log segment a day, then runs the endpoint (release build) on it three times:
   2. "with checkpoints": the restart that follows.
 Each run prints seconds to `listening`, to the first 201 of a report, until /api/summary,
 /api/apps/summary and /api/apple-ads/summary answer 200, the records the start read, and the
-peak RSS.
+peak RSS. The log generated can be kept (--keep) and used again (--reuse).
 
     python3 benchmarks/restart.py [--records 100000000] [--days 285] [--binary .build/release/attribution-endpoint]
                                   [--generator benchmarks/.build/release/log-generator] [--data DIR]
@@ -98,12 +98,15 @@ def main():
     parser.add_argument("--binary", default=".build/release/attribution-endpoint")
     parser.add_argument("--generator", default="benchmarks/.build/release/log-generator")
     parser.add_argument("--data", default="/tmp/restart-bench")
+    parser.add_argument("--reuse", action="store_true", help="keep the log already generated in --data")
+    parser.add_argument("--keep", action="store_true", help="leave --data in place at the end")
     args = parser.parse_args()
 
-    shutil.rmtree(args.data, ignore_errors=True)
     t0 = time.time()
     postbacks = args.records * 10 // 35
-    subprocess.run([args.generator, args.data, str(postbacks), str(args.days * 24), "--mix", "app"], check=True)
+    if not args.reuse:
+        shutil.rmtree(args.data, ignore_errors=True)
+        subprocess.run([args.generator, args.data, str(postbacks), str(args.days * 24), "--mix", "app"], check=True)
     generated = time.time() - t0
     log_bytes = sum(os.path.getsize(os.path.join(root, n)) for root, _, names in os.walk(args.data) for n in names if n.endswith(".log"))
     segments = len([n for n in os.listdir(os.path.join(args.data, "log")) if n.endswith(".log")])
@@ -137,7 +140,8 @@ def main():
     endpoint.stop(timeout=600)
     digests = sum(os.path.getsize(os.path.join(args.data, "digests", n)) for n in os.listdir(os.path.join(args.data, "digests")))
     print("digests on disk: %.1f MB" % (digests / 1e6), flush=True)
-    shutil.rmtree(args.data, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(args.data, ignore_errors=True)
 
 
 if __name__ == "__main__":

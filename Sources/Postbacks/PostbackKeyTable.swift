@@ -27,7 +27,7 @@ import ReportStore
 /// checksum fails is an error, never a miss: a table that lies could hide a duplicate.
 public struct PostbackKeyTable: Sendable, Equatable {
     static let magic = Array("ATTRPBK2".utf8)
-    static let headerSize = 8 + 6 * 8 + 4
+    public static let headerSize = 8 + 6 * 8 + 4
     static let keyBlock = 256
     static let countBlock = 1024
     /// Beyond any log this endpoint writes; a header naming more is damaged.

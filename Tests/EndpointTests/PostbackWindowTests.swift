@@ -127,6 +127,37 @@ import Testing
     }
 }
 
+extension PostbackWindowTests {
+    /// A key block that does not read back as written is an error, never a miss: the copy it may
+    /// hide is answered 503 (the device sends it again), not stored twice. Deleting the table has
+    /// the next start read its postbacks from the log again.
+    @Test func aKeyTableThatCannotBeReadAnswers503() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory, signatureThreads: 1, at: "2026-11-01T10:00:00Z")
+        for n in 1...5 { _ = try Self.send(endpoint, Self.postback(n)) }
+        endpoint.clock.set("2026-11-03T10:00:00Z")
+        _ = try Self.send(endpoint, Self.postback(6))
+        endpoint.clock.set("2026-11-14T11:00:00Z")
+        let table = try #require(endpoint.server.postbackWindow.sweep().first)
+        // A byte of the only key block, which the table's own checksum does not cover.
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: table.path)))
+        bytes[PostbackKeyTable.headerSize + 4 * table.ids + 3] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: table.path))
+        let late = try httpRequest(port: endpoint.port, method: "POST", path: Self.path, host: "app.example", body: Self.postback(2))
+        #expect(late.status == 503 && late.bodyText.contains("postback_keys_unreadable"), "\(late.bodyText)")
+        #expect(late.headers.contains { $0.name.lowercased() == "retry-after" })
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_key_table_errors_total 1\n"))
+        #expect(try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").count == 6)
+        endpoint.stop()
+
+        try FileManager.default.removeItem(atPath: table.path)
+        endpoint = try Self.start(directory, signatureThreads: 1, at: "2026-11-14T12:00:00Z")
+        defer { endpoint.stop() }
+        #expect(try Self.send(endpoint, Self.postback(2))["retry"] as? Bool == true)
+        #expect(try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").count == 6)
+    }
+}
+
 extension LiveEndpoint {
     /// Once the digests' and the window's sweeps at start are done, so that what memory holds
     /// and what the next start reads are settled.

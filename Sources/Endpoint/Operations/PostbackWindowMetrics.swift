@@ -16,6 +16,8 @@ enum PostbackWindowMetrics {
         out += "# TYPE attribution_postback_key_table_bytes gauge\nattribution_postback_key_table_bytes \(archive.bytes)\n"
         out += "# HELP attribution_postback_found_on_disk_total Deliveries told a retry or a conflict by a postback found in a key table, since start.\n"
         out += "# TYPE attribution_postback_found_on_disk_total counter\nattribution_postback_found_on_disk_total \(ledger.foundOnDisk)\n"
+        out += "# HELP attribution_postback_key_table_errors_total Key tables that could not be read when asked: a postback answered 503 (the device sends it again), or a retry count read as none.\n"
+        out += "# TYPE attribution_postback_key_table_errors_total counter\nattribution_postback_key_table_errors_total \(ledger.tableErrors)\n"
         out += "# HELP attribution_postback_key_table_failures_total Key tables that could not be written (the disk full); their postbacks stay in memory meanwhile.\n"
         out += "# TYPE attribution_postback_key_table_failures_total counter\nattribution_postback_key_table_failures_total \(window.failures)\n"
         return out
