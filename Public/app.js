@@ -281,7 +281,7 @@ async function loadApps() {
     renderApps(apps);
     $("apps-retention").hidden = !apps.records_kept_from;
     $("apps-retention").textContent = apps.records_kept_from
-      ? `Postbacks and Apple Ads tokens received before ${apps.records_kept_from} were removed by retention; these views count those kept.` : "";
+      ? `Postbacks and Apple Ads tokens received before ${apps.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
     renderAppleAds(await (await api("/api/apple-ads/summary?" + appsQuery())).json());
   } catch (error) {
     if (error.login) return showLogin(error.message);

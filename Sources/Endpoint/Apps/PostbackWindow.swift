@@ -22,13 +22,10 @@ final class PostbackWindow: Sendable {
     let archive: PostbackArchive
     private let clock: EndpointClock
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let wake = DispatchSemaphore(value: 0)
-    private let stopped = DispatchGroup()
-    private let state = Locked<(stopping: Bool, failures: Int)>((false, 0))
+    private let thread = PeriodicSweep(named: "postback-window", priority: .background)
+    private let failureCount = Locked(0)
     /// One sweep at a time: the thread's, or one asked for by hand.
     private let sweeping = Locked(())
-    /// Left once the thread's first sweep (the one at start) is done.
-    private let firstSweep = DispatchGroup()
 
     /// Told of each table written (the segment's digest keeps less of it from then on).
     private let onTableWritten: @Sendable (PostbackKeyTable) -> Void
@@ -43,36 +40,24 @@ final class PostbackWindow: Sendable {
         self.archive = archive
         self.clock = clock
         self.announce = announce
-        clock.whenSet { [wake] in wake.signal() }
-        firstSweep.enter()
+        clock.whenSet { [thread] in thread.wake() }
     }
 
     func start() {
-        stopped.startThread(named: "postback-window", priority: .background) { [self] in
-            var first = true
-            while !state.withLock({ $0.stopping }) {
-                sweep()
-                if first { firstSweep.leave() }
-                first = false
-                _ = wake.wait(timeout: .now() + 60)
-            }
-            if first { firstSweep.leave() }
-        }
+        thread.start { [self] in sweep() }
     }
 
     /// Waits for the sweep the thread makes at start: what a start's tables let go of has gone.
     func waitUntilStartSwept() {
-        firstSweep.wait()
+        thread.waitUntilStartSwept()
     }
 
     func stop() {
-        state.withLock { $0.stopping = true }
-        wake.signal()
-        stopped.wait()
+        thread.stop()
     }
 
     /// Table writes that failed since start (the disk full): the postbacks stay in memory meanwhile.
-    var failures: Int { state.withLock { $0.failures } }
+    var failures: Int { failureCount.withLock { $0 } }
 
     /// Just after the last sealed segment, counted from the oldest kept, whose postbacks a table
     /// holds: retention may remove segments up to here.
@@ -106,7 +91,7 @@ final class PostbackWindow: Sendable {
                 written.append(table)
                 onTableWritten(table)
             } catch {
-                state.withLock { $0.failures += 1 }
+                failureCount.withLock { $0 += 1 }
                 announce("postback_key_table_failed", [("segment", .number(String(segment.base))), ("error", .string("\(error)"))])
                 break
             }

@@ -19,9 +19,8 @@ final class LogRetention: Sendable {
     /// The log offset below which everything is safe elsewhere: the summary's checkpoint, the export.
     private let keptElsewhereThrough: @Sendable () -> Int
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let wake = DispatchSemaphore(value: 0)
-    private let stopped = DispatchGroup()
-    private let state = Locked<(stopping: Bool, removed: Int, removedBytes: Int, waiting: Int)>((false, 0, 0, 0))
+    private let thread = PeriodicSweep(named: "log-retention")
+    private let state = Locked<(removed: Int, removedBytes: Int, waiting: Int)>((0, 0, 0))
 
     init(days: Int, store: ReportStore, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
          announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
@@ -30,22 +29,15 @@ final class LogRetention: Sendable {
         self.clock = clock
         self.keptElsewhereThrough = keptElsewhereThrough
         self.announce = announce
-        clock.whenSet { [wake] in wake.signal() }
+        clock.whenSet { [thread] in thread.wake() }
     }
 
     func start() {
-        stopped.startThread(named: "log-retention") { [self] in
-            while !state.withLock({ $0.stopping }) {
-                sweep()
-                _ = wake.wait(timeout: .now() + 60)
-            }
-        }
+        thread.start { [self] in sweep() }
     }
 
     func stop() {
-        state.withLock { $0.stopping = true }
-        wake.signal()
-        stopped.wait()
+        thread.stop()
     }
 
     /// Segments removed since start, and their bytes.

@@ -1,4 +1,3 @@
-import Dispatch
 import DurableFiles
 import Foundation
 import Locking
@@ -17,12 +16,9 @@ final class SegmentDigests: Sendable {
     private let owners: [any SegmentDigestOwner]
     private let store: ReportStore
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let wake = DispatchSemaphore(value: 0)
-    private let stopped = DispatchGroup()
-    private let state = Locked<(stopping: Bool, failures: Int, bases: Set<Int>, toCompact: [Int])>((false, 0, [], []))
+    private let thread = PeriodicSweep(named: "segment-digests", priority: .background)
+    private let state = Locked<(failures: Int, bases: Set<Int>, toCompact: [Int])>((0, [], []))
     private let sweeping = Locked(())
-    /// Left once the thread's first sweep is done.
-    private let firstSweep = DispatchGroup()
 
     /// `restored`: the digests the start took, known good; any other file is checked by the first
     /// sweep, and written again unless it is whole and of its segment.
@@ -45,32 +41,20 @@ final class SegmentDigests: Sendable {
             if owners.allSatisfy({ restored.sectionNames[digest.base]?.contains($0.digestName) == true }) { good.insert(digest.base) }
         }
         state.withLock { $0.bases = good }
-        clock.whenSet { [wake] in wake.signal() }
-        firstSweep.enter()
+        clock.whenSet { [thread] in thread.wake() }
     }
 
     func start() {
-        stopped.startThread(named: "segment-digests", priority: .background) { [self] in
-            var first = true
-            while !state.withLock({ $0.stopping }) {
-                sweep()
-                if first { firstSweep.leave() }
-                first = false
-                _ = wake.wait(timeout: .now() + 60)
-            }
-            if first { firstSweep.leave() }
-        }
+        thread.start { [self] in sweep() }
     }
 
     /// Waits for the sweep the thread makes at start.
     func waitUntilStartSwept() {
-        firstSweep.wait()
+        thread.waitUntilStartSwept()
     }
 
     func stop() {
-        state.withLock { $0.stopping = true }
-        wake.signal()
-        stopped.wait()
+        thread.stop()
     }
 
     /// Just after the last sealed segment, counted from the oldest kept, that has its digest:
@@ -121,7 +105,7 @@ final class SegmentDigests: Sendable {
             let known = state.withLock { $0.bases }
             var written: [SegmentDigest] = []
             for segment in segments where segment.sealed && !known.contains(segment.base) {
-                guard !state.withLock({ $0.stopping }) else { break }
+                guard !thread.stopping else { break }
                 // One written before this start and not taken by it (after a gap): kept if whole.
                 if let data = FileManager.default.contents(atPath: path(base: segment.base)),
                    let found = SegmentDigest.decode([UInt8](data)), found.describes(segment),
@@ -161,7 +145,7 @@ final class SegmentDigests: Sendable {
     /// (`compact`): after the postback window wrote the segment's key table. Returns at once.
     func compact(base: Int) {
         state.withLock { $0.toCompact.append(base) }
-        wake.signal()
+        thread.wake()
     }
 
     private func compactQueued() {
