@@ -113,9 +113,16 @@ def main():
     print("generated %d records (%d postback copies) over %d days in %.0f s: %.1f GB in %d sealed segments"
           % (args.records, postbacks, args.days, generated, log_bytes / 1e9, segments), flush=True)
 
-    # 0: the token keys, made once.
-    endpoint = Endpoint(args.binary, args.data, TOKEN, extra=SITES)
-    endpoint.stop()
+    # 0: the token keys, made once on an empty data directory and copied (an RSA key is made on a
+    # site's first start).
+    keys = args.data + "-keys"
+    shutil.rmtree(keys, ignore_errors=True)
+    endpoint = Endpoint(args.binary, keys, TOKEN, extra=SITES)
+    for site in ["news.example", "shop.example", "app.example", "blog.example", "store.example"]:
+        status(endpoint.port, "GET", "/.well-known/private-click-measurement/get-token-public-key/", host=site)
+    endpoint.stop(timeout=600)
+    shutil.copy(os.path.join(keys, "token-keys.json"), os.path.join(args.data, "token-keys.json"))
+    shutil.rmtree(keys, ignore_errors=True)
     for derived in ["digests", "postback-keys", "summary.checkpoint"]:
         path = os.path.join(args.data, derived)
         shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else (os.path.exists(path) and os.remove(path))
@@ -138,6 +145,8 @@ def main():
     with_checkpoints["postback_keys_in_memory"] = metric(endpoint.port, "attribution_postback_keys_in_memory")
     print(json.dumps(with_checkpoints), flush=True)
     endpoint.stop(timeout=600)
+    without_rss = without["peak_rss_mb"]
+    print("first start without checkpoints: peak RSS %.0f MB (the postbacks of every segment not yet in a key table)" % without_rss)
     digests = sum(os.path.getsize(os.path.join(args.data, "digests", n)) for n in os.listdir(os.path.join(args.data, "digests")))
     print("digests on disk: %.1f MB" % (digests / 1e6), flush=True)
     if not args.keep:

@@ -302,7 +302,12 @@ public final class PostbackLedger: Sendable {
                 if let delivery = s.deliveries(key).first(where: { $0.id == id }), delivery.retries > 0 { counts[id] = delivery.retries }
                 i += 1
             }
-            for (id, late) in s.late where ids.contains(id) { counts[id, default: 0] &+= late }
+            // Whichever is smaller: the segment's ids, or the late retries.
+            if s.late.count < ids.count {
+                for (id, late) in s.late where ids.contains(id) { counts[id, default: 0] &+= late }
+            } else {
+                for id in ids { if let late = s.late[id] { counts[id, default: 0] &+= late } }
+            }
             return (counts, s.countedThrough)
         }
     }
@@ -319,14 +324,23 @@ public final class PostbackLedger: Sendable {
                     if let gone = s.remove(key, where: { $0.id == id }), gone.retries > 0 { s.late[id, default: 0] &+= gone.retries }
                     s.orderStart += 1
                 }
-                for id in s.late.keys where table.covers(id: id) {
-                    let since = s.late[id]! &- min(s.late[id]!, snapshot[id] ?? 0)
+                // Only ids with a count can have a late one to keep.
+                for (id, counted) in snapshot {
+                    guard let late = s.late[id] else { continue }
+                    let since = late &- min(late, counted)
                     s.late[id] = since > 0 ? since : nil
                 }
             }
+            // Storage that removals leave behind is given back once it is mostly empty: a first
+            // start without tables holds every postback until they are written, then only the window.
             if s.orderStart > 4096 && s.orderStart * 2 > s.order.count {
-                s.order.removeFirst(s.orderStart)
+                s.order = Array(s.order[s.orderStart...])
                 s.orderStart = 0
+            }
+            if s.first.capacity > 4 * max(s.first.count, 4096) {
+                var smaller = [DuplicateKeyHash: Delivery](minimumCapacity: s.first.count)
+                for (key, delivery) in s.first { smaller[key] = delivery }
+                s.first = smaller
             }
         }
     }

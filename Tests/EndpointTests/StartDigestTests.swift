@@ -46,6 +46,7 @@ import Testing
         var endpoint = try Self.start(directory)
         #expect(endpoint.server.startedFromDigests == sealed.count)
         #expect(endpoint.server.store.replay.recordsRead == records.active)
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_segment_digests \(sealed.count)\n"))
         let fromDigests = try Self.rebuilt(endpoint)
         #expect(!fromDigests.contains("triggers 0\n") && !fromDigests.contains("attribution_tokens_remembered 0\n"))
         stop(endpoint)

@@ -85,6 +85,8 @@ final class PostbackWindow: Sendable {
         let cutoff = clock.now().millisecondsSinceEpoch - Int64(days) * TimingModel.day
         var written: [PostbackKeyTable] = []
         for segment in segments where segment.sealed && !archive.hasTable(forSegment: segment.base) {
+            // A stop waits for one segment, not for every one a first start has to table.
+            guard !thread.stopping else { break }
             if let last = segment.lastTime, last.millisecondsSinceEpoch >= cutoff { break }
             do {
                 guard let table = try table(of: segment) else { throw PostbackKeyTable.Unreadable(path: "segment \(segment.base) of the log") }

@@ -4,7 +4,7 @@ import ReportStore
 /// The log's segments in `/metrics`: what each takes on disk, which days it holds, the oldest
 /// record kept and what retention removed.
 enum LogSegmentMetrics {
-    static func prometheusText(store: ReportStore, retention: LogRetention?) -> String {
+    static func prometheusText(store: ReportStore, retention: LogRetention?, digests: SegmentDigests? = nil) -> String {
         let segments = store.segments
         func day(_ time: Timestamp?) -> String { time.map { String($0.rfc3339.prefix(10)) } ?? "" }
         var out = "# HELP attribution_log_bytes Bytes of the log's kept segments on disk (the active one without the zeros kept ahead of it).\n"
@@ -34,6 +34,12 @@ enum LogSegmentMetrics {
         let rolls = store.rollFailures
         out += "# HELP attribution_log_roll_failures_total Times the active segment could not be sealed (the disk full, log/ unwritable); it takes records meanwhile and grows.\n"
         out += "# TYPE attribution_log_roll_failures_total counter\nattribution_log_roll_failures_total \(rolls.count)\n"
+        if let digests {
+            out += "# HELP attribution_segment_digests Sealed segments with a digest: what the next start takes instead of reading them.\n"
+            out += "# TYPE attribution_segment_digests gauge\nattribution_segment_digests \(digests.count)\n"
+            out += "# HELP attribution_segment_digest_failures_total Digests that could not be written (the disk full); their segments are read at the next start.\n"
+            out += "# TYPE attribution_segment_digest_failures_total counter\nattribution_segment_digest_failures_total \(digests.failures)\n"
+        }
         return out
     }
 }

@@ -20,6 +20,7 @@ struct OperationsRoutes: Sendable {
     var retention: LogRetention? = nil
     var tokenKeyRotation: TokenKeyRotation? = nil
     var postbackWindow: PostbackWindow? = nil
+    var digests: SegmentDigests? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -52,7 +53,7 @@ struct OperationsRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
-                                         + LogSegmentMetrics.prometheusText(store: store, retention: retention)
+                                         + LogSegmentMetrics.prometheusText(store: store, retention: retention, digests: digests)
                                          + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0) } ?? "")
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")

@@ -39,6 +39,8 @@ public final class EndpointServer: Sendable {
     let postbackWindow: PostbackWindow
     /// Sealed segments' digests, for the next start.
     let digests: SegmentDigests
+    /// What the start spent taking the digests and rebuilding the Apple Ads outbox, in seconds.
+    let startSeconds: [String: Double]
     /// Segments this start took from their digests instead of reading them (0 when it read the
     /// whole log again, having found a digest or key table not of this log).
     let startedFromDigests: Int
@@ -92,7 +94,9 @@ public final class EndpointServer: Sendable {
         // The sealed segments' digests first, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
         var state = rebuilt()
+        var started = Date()
         let restored = SegmentDigests.restore(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
+        var seconds = ["digests": Date().timeIntervalSince(started)]
         let replaying = state
         store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                 preallocation: configuration.logPreallocationMB << 20,
@@ -140,11 +144,14 @@ public final class EndpointServer: Sendable {
             : PostbackChecksOnTheLoop(line: line, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
+        started = Date()
         appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                       timeout: configuration.appleAdsTimeout,
                                                                       connections: AppleAdsOutbox.maxInFlight),
                                   clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
                                   digestsDirectory: digestsDirectory)
+        seconds["apple_ads"] = Date().timeIntervalSince(started)
+        startSeconds = seconds
 
         let store = self.store
         let clickhouse = try configuration.resolvedClickHouse()
@@ -207,7 +214,8 @@ public final class EndpointServer: Sendable {
             + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention,
-                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow).routes(bearer: bearer)
+                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow,
+                               digests: digests).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -237,6 +245,8 @@ public final class EndpointServer: Sendable {
             "seconds": .number(String(format: "%.3f", replay.seconds)),
             // Sealed segments taken from their digests; records read are those after them.
             "digested_segments": .number(String(startedFromDigests)), "records_read": .number(String(replay.recordsRead)),
+            "digests_seconds": .number(String(format: "%.3f", startSeconds["digests"] ?? 0)),
+            "apple_ads_seconds": .number(String(format: "%.3f", startSeconds["apple_ads"] ?? 0)),
         ])
         // Before the first request, so that one asking for a key still being made waits for it.
         tokenKeys.generateMissing()
