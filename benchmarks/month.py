@@ -8,13 +8,13 @@ connections:
   - POSTBACKS postback copies: AdAttributionKit postbacks signed with a test key the endpoint
     trusts (--postback-key), of which three in ten are a device's second delivery of one sent
     that day or the day before;
-  - as many Apple Ads tokens, each answered by the stand-in;
+  - TOKENS Apple Ads tokens (as many by default), each answered by the stand-in;
   - a tenth as many PCM reports.
 After each day it waits until no Apple Ads call is due and prints the day's RSS, what the
 postback ledger and the Apple Ads outbox hold, the log's size and the seconds the day took.
 The target (issue 30): RSS on day 30 within 10 % of day 10.
 
-    python3 benchmarks/month.py [--binary .build/release/attribution-endpoint] [--days 30] [--postbacks 100000]
+    python3 benchmarks/month.py [--binary .build/release/attribution-endpoint] [--days 30] [--postbacks 100000] [--tokens 100000]
 """
 import argparse
 import base64
@@ -125,7 +125,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=".build/release/attribution-endpoint")
     parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--postbacks", type=int, default=100_000, help="postback copies a day; as many tokens, a tenth as many reports")
+    parser.add_argument("--postbacks", type=int, default=100_000, help="postback copies a day; a tenth as many reports")
+    parser.add_argument("--tokens", type=int, default=100_000, help="Apple Ads tokens a day (the stand-in answers about 400 calls a second)")
     args = parser.parse_args()
 
     apple, apple_url = apple_stand_in(b'{"attribution":false}')
@@ -155,7 +156,7 @@ def main():
                 + random.sample(yesterday, min(len(yesterday), (args.postbacks - new_per_day) // 3))
             requests = [request("/.well-known/appattribution/report-attribution/", "app.example", body) for body in copies]
             requests += [request("/apple-ads/attribution", "app.example",
-                                 ("d%02d-token-%08d-" % (day, n) + "x" * 110).encode(), "text/plain") for n in range(args.postbacks)]
+                                 ("d%02d-token-%08d-" % (day, n) + "x" * 110).encode(), "text/plain") for n in range(args.tokens)]
             requests += [request("/.well-known/private-click-measurement/report-attribution/", "news.example",
                                  json.dumps({"source_engagement_type": "click", "source_site": "news.example", "source_id": n % 256,
                                              "attributed_on_site": "shop.example", "trigger_data": n % 16, "version": 3}).encode())
