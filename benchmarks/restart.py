@@ -15,7 +15,7 @@ Each run prints seconds to `listening`, to the first 201 of a report, until /api
 peak RSS. The log generated can be kept (--keep) and used again (--reuse).
 
     python3 benchmarks/restart.py [--records 100000000] [--days 285] [--binary .build/release/attribution-endpoint]
-                                  [--generator benchmarks/.build/release/log-generator] [--data DIR]
+                                  [--generator benchmarks/.build/release/log-generator] [--data DIR] [--keep | --reuse | --again]
 """
 import argparse
 import http.client
@@ -100,7 +100,17 @@ def main():
     parser.add_argument("--data", default="/tmp/restart-bench")
     parser.add_argument("--reuse", action="store_true", help="keep the log already generated in --data")
     parser.add_argument("--keep", action="store_true", help="leave --data in place at the end")
+    parser.add_argument("--again", action="store_true",
+                        help="only the start with checkpoints, on a --data a run with --keep left (digests and tables written)")
     args = parser.parse_args()
+    if args.again:
+        for n in range(3):
+            endpoint, result = run(args.binary, args.data, "with checkpoints, again (%d)" % (n + 1))
+            result["postback_keys_in_memory"] = metric(endpoint.port, "attribution_postback_keys_in_memory")
+            result["replay"] = {k: v for k, v in json.loads(endpoint.event("replay")).items() if k.endswith("seconds")}
+            endpoint.stop(timeout=600)
+            print(json.dumps(result), flush=True)
+        return
 
     t0 = time.time()
     postbacks = args.records * 10 // 35

@@ -169,6 +169,8 @@ final class SegmentDigests: Sendable {
         var digests: [SegmentDigest] = []
         /// Each one's sections' names.
         var sectionNames: [Int: Set<String>] = [:]
+        /// The bases of removed segments' digests.
+        var removed: [Int] = []
         var replayFrom: Int { digests.last?.end ?? 0 }
 
         /// Whether each digest taken names the kept segment in its place: only then is what the
@@ -179,41 +181,49 @@ final class SegmentDigests: Sendable {
         }
     }
 
-    /// Before the log is opened: reads the digests of the sealed segments, oldest first and
-    /// without a gap, until one is missing or cannot be read by every owner, and has the owners
-    /// take them, in order.
-    static func restore(dataDirectory: String, directory: String, owners: [any SegmentDigestOwner]) -> Restored {
+    /// Before the log is opened: the digests of the sealed segments, oldest first and without a
+    /// gap, until one is missing, damaged or without every owner's section. Only their headers
+    /// are kept; the log is then opened to read from the end of the last.
+    static func chain(dataDirectory: String, directory: String, owners: [any SegmentDigestOwner]) -> Restored {
         let bases = ReportStore.sealedSegmentBases(directory: dataDirectory)
-        var restored = Restored()
-        var takes: [@Sendable () -> Void] = []
-        // Segments retention removed (every digest before the oldest sealed segment kept, or all of
-        // them when none is): what outlives their records.
-        let removed = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap(base(ofName:))
+        var chain = Restored()
+        for (i, base) in bases.enumerated() {
+            guard let data = FileManager.default.contents(atPath: directory + "/" + String(base) + ".digest"),
+                  let digest = SegmentDigest.decode([UInt8](data)),
+                  digest.base == base, i + 1 == bases.count || digest.end == bases[i + 1],
+                  owners.allSatisfy({ digest.sections[$0.digestName] != nil }) else { break }
+            chain.sectionNames[digest.base] = Set(digest.sections.keys)
+            chain.digests.append(SegmentDigest(base: digest.base, end: digest.end, records: digest.records, sections: [:]))
+        }
+        // Segments retention removed: every digest before the oldest sealed segment kept, or all
+        // of them when none is.
+        chain.removed = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap(base(ofName:))
             .filter { base in bases.first.map { base < $0 } ?? true }.sorted()
-        for base in removed {
+        return chain
+    }
+
+    /// Has the owners take the chain's digests, in order, each segment only once every owner has
+    /// read its section (so that a start holds one segment's worth at a time), and before them
+    /// what outlives the removed segments' records. Returns the chain taken: cut at the first
+    /// digest an owner could not read, from whose segment on the log must then be read.
+    static func take(_ chain: Restored, directory: String, owners: [any SegmentDigestOwner]) -> Restored {
+        for base in chain.removed {
             guard let data = FileManager.default.contents(atPath: directory + "/" + String(base) + ".digest"),
                   let digest = SegmentDigest.decode([UInt8](data)) else { continue }
             for owner in owners where owner.keptAfterRemoval {
-                if let take = digest.sections[owner.digestName].flatMap({ owner.readDigest($0, of: digest) }) { takes.append(take) }
+                digest.sections[owner.digestName].flatMap { owner.readDigest($0, of: digest) }?()
             }
         }
-        for (i, base) in bases.enumerated() {
-            let path = directory + "/" + String(base) + ".digest"
-            guard let data = FileManager.default.contents(atPath: path), let digest = SegmentDigest.decode([UInt8](data)),
-                  digest.base == base, i + 1 == bases.count || digest.end == bases[i + 1] else { break }
-            var segmentTakes: [@Sendable () -> Void] = []
-            for owner in owners {
-                guard let take = digest.sections[owner.digestName].flatMap({ owner.readDigest($0, of: digest) }) else { break }
-                segmentTakes.append(take)
-            }
-            guard segmentTakes.count == owners.count else { break }
-            // Every owner read it: taken now, so that a start holds one segment's worth at a time.
-            for take in takes + segmentTakes { take() }
-            takes = []
-            restored.sectionNames[digest.base] = Set(digest.sections.keys)
-            restored.digests.append(SegmentDigest(base: digest.base, end: digest.end, records: digest.records, sections: [:]))
+        var taken = Restored()
+        for header in chain.digests {
+            guard let data = FileManager.default.contents(atPath: directory + "/" + String(header.base) + ".digest"),
+                  let digest = SegmentDigest.decode([UInt8](data)), digest.base == header.base, digest.end == header.end else { break }
+            let takes = owners.compactMap { owner in digest.sections[owner.digestName].flatMap { owner.readDigest($0, of: digest) } }
+            guard takes.count == owners.count else { break }
+            for take in takes { take() }
+            taken.sectionNames[header.base] = chain.sectionNames[header.base]
+            taken.digests.append(header)
         }
-        for take in takes { take() }
-        return restored
+        return taken
     }
 }

@@ -1,6 +1,7 @@
 import ClickHouseExport
 import Foundation
 import HTTPServer
+import Locking
 import PCM
 import PCMRecords
 import Postbacks
@@ -91,30 +92,67 @@ public final class EndpointServer: Sendable {
                            tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
                            apps: AppsAggregates())
         }
-        // The sealed segments' digests first, then only the log written since the last of them.
+        // The sealed segments' digests, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
         var state = rebuilt()
-        var started = Date()
-        let restored = SegmentDigests.restore(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
-        var seconds = ["digests": Date().timeIntervalSince(started)]
+        let chain = SegmentDigests.chain(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
+        // Without digests the owners take the records as the log is opened, in one pass; with
+        // them, after the digests, on a thread of their own (below).
         let replaying = state
-        store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
-                                preallocation: configuration.logPreallocationMB << 20,
-                                segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
-                                clock: { clock.now() }, replayFrom: restored.replayFrom, replaying: { replaying.take($0) })
-        if !restored.describes(store.segments) || !archive.describes(store.segments) {
+        let store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
+                                    preallocation: configuration.logPreallocationMB << 20,
+                                    segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
+                                    clock: { clock.now() }, replayFrom: chain.replayFrom,
+                                    replaying: chain.digests.isEmpty ? { replaying.take($0) } : { _ in })
+        self.store = store
+        let turns = TurnRequester()
+        self.turns = turns
+        let makeOutbox = {
+            AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
+                                                               timeout: configuration.appleAdsTimeout,
+                                                               connections: AppleAdsOutbox.maxInFlight),
+                           clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
+                           digestsDirectory: digestsDirectory)
+        }
+        var restored = SegmentDigests.Restored()
+        var seconds: [String: Double] = [:]
+        if chain.describes(store.segments) && archive.describes(store.segments) {
+            // Two threads: the owners take the digests and the log after them while the Apple Ads
+            // outbox reads its last day (neither touches the other's state; the log is only read).
+            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0))
+            let taking = DispatchGroup()
+            taking.startThread(named: "start-digests") {
+                let started = Date()
+                // (Also what removed segments' digests keep, when no sealed segment has one.)
+                let restored = SegmentDigests.take(chain, directory: digestsDirectory, owners: owners.owners)
+                if !chain.digests.isEmpty {
+                    store.scanEveryRecord(from: restored.replayFrom, through: store.bytesOnDisk) { owners.take($0); return true }
+                }
+                taken.withLock { $0 = (restored, Date().timeIntervalSince(started)) }
+            }
+            let started = Date()
+            appleAds = makeOutbox()
+            seconds["apple_ads"] = Date().timeIntervalSince(started)
+            taking.wait()
+            (restored, seconds["digests"]) = taken.withLock { $0 }
+            startedFromDigests = restored.digests.count
+        } else {
             // Digests or key tables of another log (a restored log/ beside newer ones): never
             // trusted. The tables go, and everything is read again from the log itself.
-            EventLog.write("start_rebuilt_from_log", ["digests": .number(String(restored.digests.count)),
+            EventLog.write("start_rebuilt_from_log", ["digests": .number(String(chain.digests.count)),
                                                       "postback_key_tables": .number(String(archive.tables.count))])
             if !archive.describes(store.segments) { archive.removeAll() }
             state = rebuilt()
             let everyone = state
+            var removedOnly = SegmentDigests.Restored()
+            removedOnly.removed = chain.removed
+            _ = SegmentDigests.take(removedOnly, directory: digestsDirectory, owners: everyone.owners)
             store.scanEveryRecord(through: store.bytesOnDisk) { everyone.take($0); return true }
+            appleAds = makeOutbox()
+            restored.digests = chain.digests
             startedFromDigests = 0
-        } else {
-            startedFromDigests = restored.digests.count
         }
+        startSeconds = seconds
         let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryBook(complete: store.bytesOnDisk == 0)
@@ -132,8 +170,6 @@ public final class EndpointServer: Sendable {
         if configuration.cluster { try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps) }
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
-        let turns = TurnRequester()
-        self.turns = turns
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
         let line = PostbackLine(capacity: 4096)
         // One keyring for the workers and the loop: it remembers which key verified last.
@@ -144,16 +180,7 @@ public final class EndpointServer: Sendable {
             : PostbackChecksOnTheLoop(line: line, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
-        started = Date()
-        appleAds = AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
-                                                                      timeout: configuration.appleAdsTimeout,
-                                                                      connections: AppleAdsOutbox.maxInFlight),
-                                  clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
-                                  digestsDirectory: digestsDirectory)
-        seconds["apple_ads"] = Date().timeIntervalSince(started)
-        startSeconds = seconds
 
-        let store = self.store
         let clickhouse = try configuration.resolvedClickHouse()
         // The cluster's summaries are read on a thread of their own, one query at a time.
         clusterScope = clickhouse.map { target in
