@@ -76,6 +76,15 @@ public struct StoredPostback: Sendable, Equatable {
         }
     }
 
+    /// The site a postback's record was sent to, read without the rest: nil if it is not one.
+    public static func site(of record: ReportStore.RecordView) -> String? {
+        let p = record.payload
+        guard record.kind == RecordKind.postback.number, p.count >= 13, p[0] == 1 else { return nil }
+        let length = Int(p.loadLE(UInt16.self, at: 11))
+        guard 13 + length <= p.count else { return nil }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: p[13..<(13 + length)]), as: UTF8.self)
+    }
+
     /// The postback a record holds, or nil if the record is not one this version can read.
     public static func decode(_ record: ReportStore.RecordView) -> StoredPostback? {
         guard record.kind == RecordKind.postback.number, let proto = AttributionProtocol(logTag: record.tag) else { return nil }

@@ -4,13 +4,14 @@ import Postbacks
 import Primitives
 import ReportStore
 
-/// The Apps view's counts per UTC day and site, kept as postbacks and retries are stored, so that
-/// a summary costs the days it covers, not the postbacks, and answers for days whose records
-/// retention removed. A start rebuilds them from the segments' digests (those of removed segments
-/// are kept for this) and the log written since.
+/// The Apps view's counts per UTC day and site, kept as postbacks are stored, so that a summary
+/// costs the days it covers, not the postbacks, and answers for days whose records retention
+/// removed. A start rebuilds them from the segments' digests (those of removed segments are kept
+/// for this) and the log written since.
 ///
-/// A retry is counted on the day it arrived, for the site it was sent to (retry records written
-/// before the site was kept count under no site: in the all-sites view only).
+/// Not the deliveries that came again: those are counted against the postbacks they repeat (the
+/// day and site of the first delivery, as the cluster's view counts them), which a retry record
+/// alone does not say (`AppsSummaryRoutes` reads them per query).
 final class AppsAggregates: SegmentDigestOwner {
     private struct DaySite: Hashable, Codable {
         var day: Int32
@@ -25,19 +26,9 @@ final class AppsAggregates: SegmentDigestOwner {
         counts.withLock { $0[key, default: AppsSummary(sites: [key.site])].add(facts, retries: 0) }
     }
 
-    /// Counts a retry sent to `site`, stored at `time`.
-    func addRetry(site: String, at time: Timestamp) {
-        let key = DaySite(day: SummaryAggregates.day(of: time), site: site)
-        counts.withLock { $0[key, default: AppsSummary(sites: site.isEmpty ? [] : [site])].addDuplicates(1) }
-    }
-
     /// Takes one record as replay shows it.
     func take(_ view: ReportStore.RecordView) {
-        if let postback = StoredPostback.decode(view) {
-            add(postback)
-        } else if let retry = ReportStore.retry(view) {
-            addRetry(site: retry.site, at: view.time)
-        }
+        if let postback = StoredPostback.decode(view) { add(postback) }
     }
 
     /// The counts of the query's days and site; `sites` names every site with postbacks in those days.
@@ -57,7 +48,7 @@ final class AppsAggregates: SegmentDigestOwner {
 
     // MARK: - Digests
 
-    var digestName: String { "apps-1" }
+    var digestName: String { "apps-2" }
     /// Its days outlive their records.
     var keptAfterRemoval: Bool { true }
 

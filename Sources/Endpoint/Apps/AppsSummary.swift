@@ -36,6 +36,23 @@ struct AppsSummary: Codable {
     private var signatures: [String: Int] = [:]
     private var reasons: [String: Int] = [:]
 
+    /// Deliveries that came again of the postbacks received in the query's period and site: read
+    /// from the postbacks' records and their retry counts, as `/api/postbacks` shows them.
+    static func duplicates(store: ReportStore, ledger: PostbackLedger, query: Query) -> Int {
+        let since = Timestamp(millisecondsSinceEpoch: Int64(query.from) * TimingModel.day)
+        let until = Timestamp(millisecondsSinceEpoch: Int64(query.to + 1) * TimingModel.day)
+        let cursor = store.records(of: .postback, since: since, until: until)
+        var retries = PostbackLedger.RetryReader(ledger: ledger)
+        var total = 0
+        while let id = cursor.next({ view -> UInt64? in
+            guard let site = query.site else { return view.id }
+            return StoredPostback.site(of: view) == site ? view.id : nil
+        }) {
+            total += retries.retries(of: id)
+        }
+        return total
+    }
+
     /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
     init(sites: Set<String>) {
         self.sites = sites

@@ -99,13 +99,12 @@ struct PostbackIntake: Sendable {
 
     /// A device's copy of postback `original`: only counted, and answered like the first.
     private func storeRetry(of original: UInt64, _ proto: AttributionProtocol, site: String, responder: HTTPResponder) {
-        let (ledger, metrics, aggregates) = (self.ledger, context.metrics, self.aggregates)
+        let (ledger, metrics) = (self.ledger, context.metrics)
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback's retry")
         store.appendRetry(of: original, protocol: proto, site: site, steps: answer.steps(
             answer: { _ in Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []) },
             stored: { record in
                 ledger.countRetry(of: original, end: record.recordEnd)
-                aggregates.addRetry(site: site, at: record.time)
                 metrics.postbackRetried(proto)
             }))
     }

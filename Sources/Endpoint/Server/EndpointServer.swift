@@ -230,7 +230,7 @@ public final class EndpointServer: Sendable {
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(aggregates: state.apps, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+            + AppsSummaryRoutes(aggregates: state.apps, store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
