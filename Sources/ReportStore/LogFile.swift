@@ -10,6 +10,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var operation: String
     public var errno: Int32
 
+    public init(operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
     public var description: String { "\(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))" }
     /// Out of space (or quota): the condition an operator can fix by freeing disk.
     public var isDiskFull: Bool { errno == ENOSPC || errno == EDQUOT }

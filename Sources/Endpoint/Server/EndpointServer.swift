@@ -40,7 +40,8 @@ public final class EndpointServer: Sendable {
     let postbackWindow: PostbackWindow
     /// Sealed segments' digests, for the next start.
     let digests: SegmentDigests
-    /// What the start spent taking the digests and rebuilding the Apple Ads outbox, in seconds.
+    /// What the start spent, in seconds, taking the digests and the log after them ("digests") and
+    /// rebuilding the Apple Ads outbox ("apple_ads"), side by side.
     let startSeconds: [String: Double]
     /// Segments this start took from their digests instead of reading them (0 when it read the
     /// whole log again, having found a digest or key table not of this log).
@@ -119,22 +120,30 @@ public final class EndpointServer: Sendable {
         if chain.describes(store.segments) && archive.describes(store.segments) {
             // Two threads: the owners take the digests and the log after them while the Apple Ads
             // outbox reads its last day (neither touches the other's state; the log is only read).
-            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0))
+            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0, true))
             let taking = DispatchGroup()
             taking.startThread(named: "start-digests") {
                 let started = Date()
                 // (Also what removed segments' digests keep, when no sealed segment has one.)
                 let restored = SegmentDigests.take(chain, directory: digestsDirectory, owners: owners.owners)
+                var whole = true
                 if !chain.digests.isEmpty {
-                    store.scanEveryRecord(from: restored.replayFrom, through: store.bytesOnDisk) { owners.take($0); return true }
+                    let end = store.bytesOnDisk
+                    whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
                 }
-                taken.withLock { $0 = (restored, Date().timeIntervalSince(started)) }
+                taken.withLock { $0 = (restored, Date().timeIntervalSince(started), whole) }
             }
             let started = Date()
             appleAds = makeOutbox()
             seconds["apple_ads"] = Date().timeIntervalSince(started)
             taking.wait()
-            (restored, seconds["digests"]) = taken.withLock { $0 }
+            let whole: Bool
+            (restored, seconds["digests"], whole) = taken.withLock { $0 }
+            // A segment that could not be read (EIO, EMFILE) would leave the ledgers short of it:
+            // no start rather than one that counts a postback twice.
+            guard whole else {
+                throw StoreError(operation: "read the log after its digests, from offset \(restored.replayFrom)", errno: EIO)
+            }
             startedFromDigests = restored.digests.count
         } else {
             // Digests or key tables of another log (a restored log/ beside newer ones): never
