@@ -120,6 +120,7 @@ public final class PostbackArchive: Sendable {
         public var id: UInt64
         public var contentHash: UInt64
         public var verified: Bool
+        public var origin: PostbackOrigin
     }
 
     /// The postbacks stored under `duplicateKey` in the tabled segments that are still kept, each
@@ -133,7 +134,8 @@ public final class PostbackArchive: Sendable {
                 // Nil for a record retention removed since, or one damaged (the store reports it).
                 let earlier = store.record(startingAt: start) { view -> Earlier? in
                     guard let stored = StoredPostback.decode(view), stored.draft.duplicateKey == duplicateKey else { return nil }
-                    return Earlier(id: stored.id, contentHash: stored.draft.contentHash, verified: stored.draft.signature.isVerified)
+                    return Earlier(id: stored.id, contentHash: stored.draft.contentHash, verified: stored.draft.signature.isVerified,
+                                   origin: PostbackOrigin(receivedAt: stored.receivedAt, site: stored.draft.site))
                 }
                 if let earlier { found.append(earlier) }
             }

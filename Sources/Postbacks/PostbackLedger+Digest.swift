@@ -1,17 +1,18 @@
 import Primitives
 import ReportStore
 
-/// What the ledger takes from a sealed segment, 34 bytes a postback and 17 a retry instead of
+/// What the ledger takes from a sealed segment, about 50 bytes a postback and 17 a retry instead of
 /// the records themselves (a postback's body is most of the log): a start takes the window's
 /// postbacks from these and reads only the log written since the last seal.
 ///
 /// A byte saying what follows: 0, every entry; 1, what is left once the segment's key table is
 /// written (`compact`), then `u16 count · u64 segment base*` of the other tables whose counts it
 /// relied on: read only while this segment's table and those are there. Then entries in log order:
-/// `1 · u64 id · u64 key hash (disk) · u64 key hash (other) · u64 content hash · u8 verified`, or
-/// `2 · u64 postback id · u64 retry record's end`.
+/// `1 · u64 id · u64 key hash (disk) · u64 key hash (other) · u64 content hash · u8 verified ·
+/// i32 day · u8 length · site` (the postback's origin), or `2 · u64 postback id · u64 retry
+/// record's end`.
 extension PostbackLedger: SegmentDigestOwner {
-    public var digestName: String { "postback-ledger-1" }
+    public var digestName: String { "postback-ledger-2" }
 
     public func digester() -> any SegmentDigester { Digester() }
 
@@ -27,6 +28,10 @@ extension PostbackLedger: SegmentDigestOwner {
                 out.appendLE(key.other)
                 out.appendLE(stored.draft.contentHash)
                 out.append(stored.draft.signature.isVerified ? 1 : 0)
+                out.appendLE(PostbackOrigin.day(of: stored.receivedAt))
+                let site = Array(stored.draft.site.utf8.prefix(255))
+                out.append(UInt8(site.count))
+                out.append(contentsOf: site)
             } else if view.kind == RecordKind.postbackRetry.number, view.payload.count >= 8 {
                 out.append(2)
                 out.appendLE(view.payload.loadLE(UInt64.self, at: 0))
@@ -38,7 +43,7 @@ extension PostbackLedger: SegmentDigestOwner {
     }
 
     private enum Entry {
-        case postback(id: UInt64, key: DuplicateKeyHash, contentHash: UInt64, verified: Bool)
+        case postback(id: UInt64, key: DuplicateKeyHash, contentHash: UInt64, verified: Bool, origin: PostbackOrigin)
         case retry(of: UInt64, end: Int)
     }
 
@@ -58,11 +63,14 @@ extension PostbackLedger: SegmentDigestOwner {
         var entries: [Entry] = []
         while at < bytes.count {
             switch bytes[at] {
-            case 1 where at + 34 <= bytes.count:
+            case 1 where at + 39 <= bytes.count && at + 39 + Int(bytes[at + 38]) <= bytes.count:
                 let key = DuplicateKeyHash(disk: bytes.loadLE(UInt64.self, at: at + 9), other: bytes.loadLE(UInt64.self, at: at + 17))
+                let length = Int(bytes[at + 38])
+                let origin = PostbackOrigin(day: bytes.loadLE(Int32.self, at: at + 34),
+                                            site: String(decoding: bytes[(at + 39)..<(at + 39 + length)], as: UTF8.self))
                 entries.append(.postback(id: bytes.loadLE(UInt64.self, at: at + 1), key: key,
-                                         contentHash: bytes.loadLE(UInt64.self, at: at + 25), verified: bytes[at + 33] == 1))
-                at += 34
+                                         contentHash: bytes.loadLE(UInt64.self, at: at + 25), verified: bytes[at + 33] == 1, origin: origin))
+                at += 39 + length
             case 2 where at + 17 <= bytes.count:
                 let end = bytes.loadLE(UInt64.self, at: at + 9)
                 guard end <= UInt64(1) << 62 else { return nil }
@@ -75,8 +83,8 @@ extension PostbackLedger: SegmentDigestOwner {
         return { [entries] in
             for entry in entries {
                 switch entry {
-                case .postback(let id, let key, let contentHash, let verified):
-                    self.takePostback(id: id, key: key, contentHash: contentHash, verified: verified)
+                case .postback(let id, let key, let contentHash, let verified, let origin):
+                    self.takePostback(id: id, key: key, contentHash: contentHash, verified: verified, origin: origin)
                 case .retry(let original, let end):
                     self.takeRetry(of: original, end: end)
                 }
@@ -98,8 +106,8 @@ extension PostbackLedger {
         var at = 1
         while at < bytes.count {
             switch bytes[at] {
-            case 1 where at + 34 <= bytes.count:
-                at += 34
+            case 1 where at + 39 <= bytes.count && at + 39 + Int(bytes[at + 38]) <= bytes.count:
+                at += 39 + Int(bytes[at + 38])
             case 2 where at + 17 <= bytes.count:
                 let original = bytes.loadLE(UInt64.self, at: at + 1), end = bytes.loadLE(UInt64.self, at: at + 9)
                 if let table = archive.table(covering: original), end <= UInt64(table.retriesThrough) {

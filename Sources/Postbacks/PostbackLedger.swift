@@ -5,8 +5,8 @@ import ReportStore
 /// tells a device's repeated delivery from a new postback.
 ///
 /// Memory holds the postbacks whose devices may still retry (nine times over at most nine days,
-/// PROTOCOLS.md §3): a 16-byte hash of the key and the facts, about 100 bytes each with the
-/// dictionary and the id index, never the key's text. Once a sealed segment is older than the
+/// PROTOCOLS.md §3): a 16-byte hash of the key and the facts, about 48 bytes each with the index
+/// (`DeliveryTable`), never the key's text. Once a sealed segment is older than the
 /// window its postbacks are written to a key table (`PostbackArchive`) and let go of here; a
 /// delivery that comes later still is found there (on a signature-check thread, or on the loop
 /// when there are none) and counted as the retry it is. Replay puts back in memory only the
@@ -20,22 +20,12 @@ import ReportStore
 /// the same turn of the event loop is already known as a retry; a claim whose write fails is
 /// released, and the next delivery is stored again.
 public final class PostbackLedger: Sendable {
-    private struct Delivery: Sendable {
-        var id: UInt64
-        var contentHash: UInt64
-        var retries: UInt32
-        /// Its signature verified with a key this endpoint trusts.
-        var verified: Bool
-    }
-
     private struct State: Sendable {
-        /// The first delivery under each key, and the rare further ones (conflicts, forgeries).
-        var first: [DuplicateKeyHash: Delivery] = [:]
-        var more: [DuplicateKeyHash: [Delivery]] = [:]
-        /// Every delivery noted, by rising id from `orderStart`: finds a retry's postback by id,
-        /// and lets go of the oldest.
-        var order: [(id: UInt64, key: DuplicateKeyHash)] = []
-        var orderStart = 0
+        /// Every postback in the window, by key and by id.
+        var deliveries = DeliveryTable()
+        /// The sites postbacks were sent to, numbered for `DeliveryTable.Delivery`.
+        var sites: [String] = []
+        var siteNumbers: [String: UInt16] = [:]
         /// Retries counted after their postback left memory (or after its table was written).
         var late: [UInt64: UInt32] = [:]
         /// Just after the last retry record counted: a table written now holds the retries up to here.
@@ -48,49 +38,23 @@ public final class PostbackLedger: Sendable {
         /// postback before its intake has noted it): the record is then not kept.
         var releasedEarly: [DuplicateKeyHash: [UInt64]] = [:]
 
-        func deliveries(_ key: DuplicateKeyHash) -> [Delivery] {
-            guard let first = first[key] else { return [] }
-            return [first] + (more[key] ?? [])
+        mutating func siteNumber(_ site: String) -> UInt16 {
+            if let number = siteNumbers[site] { return number }
+            guard sites.count < Int(DeliveryTable.siteLimit) else { return DeliveryTable.siteLimit }
+            let number = UInt16(sites.count)
+            sites.append(site)
+            siteNumbers[site] = number
+            return number
         }
 
-        /// The key of the delivery noted with `id`, while memory holds it.
-        func key(of id: UInt64) -> DuplicateKeyHash? {
-            var low = orderStart, high = order.count
-            while low < high {
-                let mid = (low + high) / 2
-                if order[mid].id < id { low = mid + 1 } else { high = mid }
-            }
-            guard low < order.count, order[low].id == id else { return nil }
-            return order[low].key
+        func origin(_ delivery: DeliveryTable.Delivery) -> PostbackOrigin {
+            let site = delivery.site
+            return PostbackOrigin(day: Int32(delivery.day), site: Int(site) < sites.count ? sites[Int(site)] : "")
         }
 
-        /// Applies `change` to delivery `id` under `key`; false when it is not there (released).
-        mutating func update(_ key: DuplicateKeyHash, id: UInt64, _ change: (inout Delivery) -> Void) -> Bool {
-            if first[key]?.id == id {
-                change(&first[key]!)
-                return true
-            }
-            guard let i = more[key]?.firstIndex(where: { $0.id == id }) else { return false }
-            change(&more[key]![i])
-            return true
-        }
-
-        /// Removes the delivery under `key` that `matches`, promoting the next one.
-        @discardableResult
-        mutating func remove(_ key: DuplicateKeyHash, where matches: (Delivery) -> Bool) -> Delivery? {
-            if let head = first[key], matches(head) {
-                if var rest = more[key], !rest.isEmpty {
-                    first[key] = rest.removeFirst()
-                    more[key] = rest.isEmpty ? nil : rest
-                } else {
-                    first[key] = nil
-                }
-                return head
-            }
-            guard let i = more[key]?.firstIndex(where: matches) else { return nil }
-            let removed = more[key]!.remove(at: i)
-            if more[key]!.isEmpty { more[key] = nil }
-            return removed
+        /// The live delivery under `key` with `contentHash`, if any.
+        func same(_ key: DuplicateKeyHash, contentHash: UInt64) -> DeliveryTable.Delivery? {
+            deliveries.indexes(of: key).lazy.map { deliveries[$0] }.first { $0.contentHash == contentHash }
         }
     }
 
@@ -106,17 +70,22 @@ public final class PostbackLedger: Sendable {
     public enum Claim: Sendable, Equatable {
         /// Never seen: store it.
         case new
-        /// The same content as postback `id`: count it, do not store it again.
-        case retry(of: UInt64)
+        /// The same content as postback `id`, stored at `origin`: count it there, do not store it again.
+        case retry(of: UInt64, origin: PostbackOrigin)
         /// The key of an earlier postback with other content: a new fact, stored and quarantined.
         case conflict
     }
 
     /// The postback in memory whose copy this is, if one with the same content is stored: a
     /// retry needs no signature check.
-    public func retry(duplicateKey: String, contentHash: UInt64) -> UInt64? {
+    public func retry(duplicateKey: String, contentHash: UInt64) -> (id: UInt64, origin: PostbackOrigin)? {
         let key = DuplicateKeyHash(duplicateKey)
-        return state.withLock { s in s.deliveries(key).first(where: { $0.contentHash == contentHash })?.id }
+        return state.withLock { s in s.same(key, contentHash: contentHash).map { ($0.id, s.origin($0)) } }
+    }
+
+    /// Where postback `id` was stored, while memory holds it.
+    public func origin(of id: UInt64) -> PostbackOrigin? {
+        state.withLock { s in s.deliveries.index(of: id).map { s.origin(s.deliveries[$0]) } }
     }
 
     /// What the key tables held under a key when it was looked up, and the archive's generation
@@ -142,15 +111,15 @@ public final class PostbackLedger: Sendable {
                                          lookUp: () throws(Failure) -> [PostbackArchive.Earlier]) throws(Failure) -> Claim {
         let key = DuplicateKeyHash(duplicateKey)
         return try state.withLock { s throws(Failure) -> Claim in
-            let inMemory = s.deliveries(key)
-            if let same = inMemory.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id) }
+            let inMemory = s.deliveries.indexes(of: key).map { s.deliveries[$0] }
+            if let same = inMemory.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id, origin: s.origin(same)) }
             var disk: [PostbackArchive.Earlier] = []
             if let archive {
                 if let onDisk, onDisk.generation == archive.generation { disk = onDisk.earlier } else { disk = try lookUp() }
             }
             if let same = disk.first(where: { $0.contentHash == contentHash }) {
                 s.foundOnDisk += 1
-                return .retry(of: same.id)
+                return .retry(of: same.id, origin: same.origin)
             }
             guard !inMemory.isEmpty || !disk.isEmpty else { return .new }
             if verified && !inMemory.contains(where: \.verified) && !disk.contains(where: \.verified) { return .new }
@@ -164,21 +133,21 @@ public final class PostbackLedger: Sendable {
         classify(duplicateKey: duplicateKey, contentHash: contentHash, verified: verified, onDisk: nil, lookUp: { () throws(Never) in [] })
     }
 
-    /// Notes a postback queued (or replayed) under `id`; ids rise.
-    public func record(duplicateKey: String, contentHash: UInt64, id: UInt64, verified: Bool) {
-        record(key: DuplicateKeyHash(duplicateKey), contentHash: contentHash, id: id, verified: verified)
+    /// Notes a postback queued (or replayed) under `id`, stored at `origin`; ids rise.
+    public func record(duplicateKey: String, contentHash: UInt64, id: UInt64, verified: Bool, origin: PostbackOrigin) {
+        record(key: DuplicateKeyHash(duplicateKey), contentHash: contentHash, id: id, verified: verified, origin: origin)
     }
 
-    func record(key: DuplicateKeyHash, contentHash: UInt64, id: UInt64, verified: Bool) {
+    func record(key: DuplicateKeyHash, contentHash: UInt64, id: UInt64, verified: Bool, origin: PostbackOrigin) {
         state.withLock { s in
             if let early = s.releasedEarly[key], let i = early.firstIndex(of: contentHash) {
                 s.releasedEarly[key]!.remove(at: i)
                 if s.releasedEarly[key]!.isEmpty { s.releasedEarly[key] = nil }
                 return
             }
-            let delivery = Delivery(id: id, contentHash: contentHash, retries: 0, verified: verified)
-            if s.first[key] == nil { s.first[key] = delivery } else { s.more[key, default: []].append(delivery) }
-            s.order.append((id, key))
+            let site = s.siteNumber(origin.site)
+            s.deliveries.append(DeliveryTable.Delivery(key: key, id: id, contentHash: contentHash, verified: verified,
+                                                       day: origin.day, site: site))
         }
     }
 
@@ -187,7 +156,9 @@ public final class PostbackLedger: Sendable {
     public func release(duplicateKey: String, contentHash: UInt64) {
         let key = DuplicateKeyHash(duplicateKey)
         state.withLock { s in
-            if s.remove(key, where: { $0.contentHash == contentHash }) == nil {
+            if let index = s.deliveries.indexes(of: key).first(where: { s.deliveries[$0].contentHash == contentHash }) {
+                s.deliveries.remove(at: index)
+            } else {
                 s.releasedEarly[key, default: []].append(contentHash)
             }
         }
@@ -202,7 +173,10 @@ public final class PostbackLedger: Sendable {
     }
 
     private static func count(_ s: inout State, retryOf id: UInt64) {
-        if let key = s.key(of: id), s.update(key, id: id, { $0.retries &+= 1 }) { return }
+        if let index = s.deliveries.index(of: id) {
+            s.deliveries[index].retries &+= 1
+            return
+        }
         s.late[id, default: 0] &+= 1
     }
 
@@ -224,7 +198,7 @@ public final class PostbackLedger: Sendable {
 
         public mutating func retries(of id: UInt64) -> Int {
             let (inMemory, late) = ledger.state.withLock { s -> (UInt32?, UInt32) in
-                let memory = s.key(of: id).flatMap { key in s.deliveries(key).first(where: { $0.id == id })?.retries }
+                let memory = s.deliveries.index(of: id).map { s.deliveries[$0].retries }
                 return (memory, s.late[id] ?? 0)
             }
             if let inMemory { return Int(inMemory) + Int(late) }
@@ -241,7 +215,9 @@ public final class PostbackLedger: Sendable {
     }
 
     /// Postbacks in memory: what the window holds.
-    public var keysInMemory: Int { state.withLock { $0.first.count + $0.more.values.reduce(0) { $0 + $1.count } } }
+    public var keysInMemory: Int { state.withLock { $0.deliveries.live } }
+    /// Bytes the window's postbacks take in memory.
+    public var bytesInMemory: Int { state.withLock { $0.deliveries.bytes } }
     /// Postbacks with retries counted after they left memory.
     public var lateRetried: Int { state.withLock { $0.late.count } }
     /// Deliveries told apart by a postback found on disk: retries and conflicts after the window.
@@ -268,15 +244,15 @@ public final class PostbackLedger: Sendable {
             if archive?.table(covering: view.id) != nil { return }
             guard let stored = StoredPostback.decode(view) else { return }
             takePostback(id: stored.id, key: DuplicateKeyHash(stored.draft.duplicateKey), contentHash: stored.draft.contentHash,
-                         verified: stored.draft.signature.isVerified)
+                         verified: stored.draft.signature.isVerified, origin: PostbackOrigin(receivedAt: stored.receivedAt, site: stored.draft.site))
         } else if view.kind == RecordKind.postbackRetry.number, view.payload.count >= 8 {
             takeRetry(of: view.payload.loadLE(UInt64.self, at: 0), end: view.end)
         }
     }
 
-    func takePostback(id: UInt64, key: DuplicateKeyHash, contentHash: UInt64, verified: Bool) {
+    func takePostback(id: UInt64, key: DuplicateKeyHash, contentHash: UInt64, verified: Bool, origin: PostbackOrigin) {
         if archive?.table(covering: id) != nil { return }
-        record(key: key, contentHash: contentHash, id: id, verified: verified)
+        record(key: key, contentHash: contentHash, id: id, verified: verified, origin: origin)
     }
 
     func takeRetry(of original: UInt64, end: Int) {
@@ -291,15 +267,10 @@ public final class PostbackLedger: Sendable {
     public func retrySnapshot(of ids: Range<UInt64>) -> (counts: [UInt64: UInt32], through: Int) {
         state.withLock { s in
             var counts: [UInt64: UInt32] = [:]
-            var low = s.orderStart, high = s.order.count
-            while low < high {
-                let mid = (low + high) / 2
-                if s.order[mid].id < ids.lowerBound { low = mid + 1 } else { high = mid }
-            }
-            var i = low
-            while i < s.order.count, s.order[i].id < ids.upperBound {
-                let (id, key) = s.order[i]
-                if let delivery = s.deliveries(key).first(where: { $0.id == id }), delivery.retries > 0 { counts[id] = delivery.retries }
+            var i = s.deliveries.firstIndex(atLeast: ids.lowerBound)
+            while i < s.deliveries.entries.count, s.deliveries[i].id < ids.upperBound {
+                let delivery = s.deliveries[i]
+                if !delivery.isGone, delivery.retries > 0 { counts[delivery.id] = delivery.retries }
                 i += 1
             }
             // Whichever is smaller: the segment's ids, or the late retries.
@@ -319,28 +290,18 @@ public final class PostbackLedger: Sendable {
         state.withLock { s in
             archive?.add(table)
             if let through {
-                while s.orderStart < s.order.count, s.order[s.orderStart].id <= through {
-                    let (id, key) = s.order[s.orderStart]
-                    if let gone = s.remove(key, where: { $0.id == id }), gone.retries > 0 { s.late[id, default: 0] &+= gone.retries }
-                    s.orderStart += 1
+                var late = s.late
+                s.late = [:]
+                s.deliveries.leave(through: through) { gone in
+                    if gone.retries > 0 { late[gone.id, default: 0] &+= gone.retries }
                 }
+                s.late = late
                 // Only ids with a count can have a late one to keep.
                 for (id, counted) in snapshot {
                     guard let late = s.late[id] else { continue }
                     let since = late &- min(late, counted)
                     s.late[id] = since > 0 ? since : nil
                 }
-            }
-            // Storage that removals leave behind is given back once it is mostly empty: a first
-            // start without tables holds every postback until they are written, then only the window.
-            if s.orderStart > 4096 && s.orderStart * 2 > s.order.count {
-                s.order = Array(s.order[s.orderStart...])
-                s.orderStart = 0
-            }
-            if s.first.capacity > 4 * max(s.first.count, 4096) {
-                var smaller = [DuplicateKeyHash: Delivery](minimumCapacity: s.first.count)
-                for (key, delivery) in s.first { smaller[key] = delivery }
-                s.first = smaller
             }
         }
     }

@@ -294,7 +294,7 @@ public final class ReportStore: Sendable {
     @discardableResult
     public func append(kind: RecordKind, tag: UInt8, completion: @escaping RecordCompletion,
                        payload: (inout [UInt8]) -> Void) -> UInt64? {
-        enqueue(kind: kind, tag: tag, callback: .completion(completion), payload: payload)
+        enqueue(kind: kind, tag: tag, callback: .completion(completion), payload: payload)?.id
     }
 
     /// As `append(kind:tag:completion:payload:)`, but `steps` is told each step on the committing
@@ -305,13 +305,20 @@ public final class ReportStore: Sendable {
     @discardableResult
     public func append(kind: RecordKind, tag: UInt8, steps: @escaping RecordSteps,
                        payload: (inout [UInt8]) -> Void) -> UInt64? {
+        enqueue(kind: kind, tag: tag, callback: .steps(steps), payload: payload)?.id
+    }
+
+    /// As `append(kind:tag:steps:payload:)`, returning the record's receive time too (known
+    /// before it is on disk).
+    public func appendWithTime(kind: RecordKind, tag: UInt8, steps: @escaping RecordSteps,
+                               payload: (inout [UInt8]) -> Void) -> (id: UInt64, time: Timestamp)? {
         enqueue(kind: kind, tag: tag, callback: .steps(steps), payload: payload)
     }
 
     private func enqueue(kind: RecordKind, tag: UInt8, callback: Callback,
-                         payload: (inout [UInt8]) -> Void) -> UInt64? {
-        let (queued, first, id) = queue.withLock { q -> (Bool, Bool, UInt64) in
-            guard !q.stopping else { return (false, false, 0) }
+                                  payload: (inout [UInt8]) -> Void) -> (id: UInt64, time: Timestamp)? {
+        let (queued, first, id, time) = queue.withLock { q -> (Bool, Bool, UInt64, Int64) in
+            guard !q.stopping else { return (false, false, 0, 0) }
             let id = q.pending.nextIDs[Int(kind.number)]
             q.pending.nextIDs[Int(kind.number)] += 1
             // Receive times never go backwards in the log, so `since` can binary-search the index.
@@ -324,14 +331,14 @@ public final class ReportStore: Sendable {
                 payload(&out)
             }
             q.pending.entries.append(Entry(kind: kind.number, at: at, id: id, time: time, callback: callback))
-            return (true, q.pending.entries.count == 1, id)
+            return (true, q.pending.entries.count == 1, id, time)
         }
         guard queued else {
             callback.failed(StoreError(operation: "append after close", errno: ESHUTDOWN))
             return nil
         }
         if first && committer == .writerThread { wake.signal() }
-        return id
+        return (id, Timestamp(millisecondsSinceEpoch: time))
     }
 
     /// Whether records are waiting for the next commit.

@@ -7,15 +7,10 @@ import Testing
 @testable import Demo
 @testable import Endpoint
 
-/// The Apps view's numbers for the demo's month, without the day records are kept from and the
-/// deliveries that came again (counted from the postbacks' records, which retention removes).
+/// The Apps view's numbers for the demo's month, without the day records are kept from.
 private func appsNumbers(_ endpoint: LiveEndpoint) throws -> String {
     var object = json(try endpoint.get("/api/apps/summary?from=2026-10-01&to=2026-11-30"))
     object["records_kept_from"] = nil
-    if var postbacks = object["postbacks"] as? [String: Any] {
-        postbacks["duplicates_received"] = nil
-        object["postbacks"] = postbacks
-    }
     return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
 }
 
@@ -52,7 +47,11 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         try Demo.drive(port: first.port, token: "test-token")
         let numbers = try pcmNumbers(first)
         let apps = try appsNumbers(first)
-        #expect(((json(try first.get("/api/apps/summary?from=2026-10-01&to=2026-11-30"))["postbacks"] as? [String: Any])?["stored"] as? Int ?? 0) > 200)
+        let postbacks = json(try first.get("/api/apps/summary?from=2026-10-01&to=2026-11-30"))["postbacks"] as? [String: Any]
+        #expect(postbacks?["stored"] as? Int ?? 0 > 200)
+        // The demo's devices send some postbacks again: counted at the postbacks they repeat,
+        // which retention removes below, and still counted after it.
+        #expect(postbacks?["duplicates_received"] as? Int ?? 0 > 10)
         let everything = try first.export()
         let segmentsBefore = first.server.store.segments
         first.stop()

@@ -19,11 +19,24 @@ import Testing
             $0.hasPrefix("attribution_tokens_remembered ") || $0.hasPrefix("attribution_postback_keys_in_memory ")
                 || $0.hasPrefix("attribution_postback_late_retried ")
         }
+        var byDay: [String: Int] = [:]
         let postbacks = try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").map { line in
             let row = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            byDay[String((row["received_at"] as! String).prefix(10)), default: 0] += row["duplicates_received"] as! Int
             return "\(row["id"]!):\(row["duplicates_received"]!)"
         }
+        // The Apps view counts a delivery that came again on the day of the postback it repeats:
+        // each day's count is the sum over that day's postbacks.
+        #expect(byDay.values.reduce(0, +) > 10)
+        var appsDays: [String] = []
+        for day in byDay.keys.sorted() {
+            let summary = json(try endpoint.get("/api/apps/summary?from=\(day)&to=\(day)"))
+            let duplicates = (summary["postbacks"] as? [String: Any])?["duplicates_received"] as? Int
+            #expect(duplicates == byDay[day], "\(day)")
+            appsDays.append("\(day):\(duplicates ?? -1)")
+        }
         return "triggers \(endpoint.server.triggerCount)\n" + metrics.joined(separator: "\n") + "\n" + postbacks.joined(separator: " ")
+            + "\n" + appsDays.joined(separator: " ")
     }
 
     @Test func aRestartReadsOnlyTheLogSinceTheLastDigestAndRebuildsTheSame() throws {
@@ -76,7 +89,7 @@ import Testing
         // A digest of another log in a segment's place (same base and end, other records):
         // everything is read again from the log.
         let other = SegmentDigest(base: middle.base, end: middle.end, records: middle.records + 1, sections: [
-            "postback-ledger-1": [0], "triggers-1": [], "verified-tokens-1": [], "apps-2": Array("[]".utf8), "apple-ads-1": [0, 0, 0, 0, 0, 0, 0, 0],
+            "postback-ledger-2": [0], "triggers-1": [], "verified-tokens-1": [], "apps-3": Array("[]".utf8), "apple-ads-1": [0, 0, 0, 0, 0, 0, 0, 0],
         ])
         try Data(other.encoded()).write(to: URL(fileURLWithPath: path))
         endpoint = try Self.start(directory)

@@ -6,15 +6,18 @@ import Foundation
 
 /// Telling a device's retry from a new postback, and keeping postbacks in the log.
 @Suite struct PostbackLedgerTests {
+    let here = PostbackOrigin(day: 20_418, site: "app.example")
+    let there = PostbackOrigin(day: 20_419, site: "other.example")
+
     @Test func retriesConflictsAndReleases() {
         let ledger = PostbackLedger()
         #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .new)
-        ledger.record(duplicateKey: "k", contentHash: 1, id: 7, verified: true)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .retry(of: 7))
-        #expect(ledger.retry(duplicateKey: "k", contentHash: 1) == 7)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 7, verified: true, origin: here)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .retry(of: 7, origin: here))
+        #expect(ledger.retry(duplicateKey: "k", contentHash: 1).map { [$0.id: $0.origin] } == [7: here])
         #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .conflict)
-        ledger.record(duplicateKey: "k", contentHash: 2, id: 8, verified: true)
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .retry(of: 8))
+        ledger.record(duplicateKey: "k", contentHash: 2, id: 8, verified: true, origin: there)
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .retry(of: 8, origin: there))
         // A write that failed was never stored: the next delivery is new again.
         ledger.release(duplicateKey: "k", contentHash: 2)
         #expect(ledger.classify(duplicateKey: "k", contentHash: 2, verified: true) == .conflict)
@@ -27,18 +30,18 @@ import Foundation
         let ledger = PostbackLedger()
         // A forgery under the genuine postback's identifier arrives first, and is stored.
         #expect(ledger.classify(duplicateKey: "k", contentHash: 66, verified: false) == .new)
-        ledger.record(duplicateKey: "k", contentHash: 66, id: 1, verified: false)
+        ledger.record(duplicateKey: "k", contentHash: 66, id: 1, verified: false, origin: here)
         // The genuine, verified postback is not its conflict...
         #expect(ledger.classify(duplicateKey: "k", contentHash: 10, verified: true) == .new)
-        ledger.record(duplicateKey: "k", contentHash: 10, id: 2, verified: true)
+        ledger.record(duplicateKey: "k", contentHash: 10, id: 2, verified: true, origin: here)
         // ...its device's retries are its own...
-        #expect(ledger.classify(duplicateKey: "k", contentHash: 10, verified: true) == .retry(of: 2))
+        #expect(ledger.classify(duplicateKey: "k", contentHash: 10, verified: true) == .retry(of: 2, origin: here))
         // ...a second verified postback with other content under the key still is a conflict...
         #expect(ledger.classify(duplicateKey: "k", contentHash: 11, verified: true) == .conflict)
         // ...and so is a further unverified one.
         #expect(ledger.classify(duplicateKey: "k", contentHash: 67, verified: false) == .conflict)
         // Two unverified deliveries (SKAdNetwork 2.0 cannot be checked) still conflict.
-        ledger.record(duplicateKey: "u", contentHash: 1, id: 3, verified: false)
+        ledger.record(duplicateKey: "u", contentHash: 1, id: 3, verified: false, origin: here)
         #expect(ledger.classify(duplicateKey: "u", contentHash: 2, verified: false) == .conflict)
     }
 
@@ -46,7 +49,7 @@ import Foundation
         // A commit on another thread can fail the postback before its intake notes it.
         let ledger = PostbackLedger()
         ledger.release(duplicateKey: "k", contentHash: 1)
-        ledger.record(duplicateKey: "k", contentHash: 1, id: 3, verified: true)
+        ledger.record(duplicateKey: "k", contentHash: 1, id: 3, verified: true, origin: here)
         #expect(ledger.classify(duplicateKey: "k", contentHash: 1, verified: true) == .new)
     }
 
@@ -79,7 +82,7 @@ import Foundation
         let stored = try #require(store.postbacks().next())
         #expect(stored.id == id && stored.draft == draft && stored.protocol == .adattributionkit)
         #expect(ledger.retries(of: stored.id) == 2)
-        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99, verified: true) == .retry(of: stored.id))
+        #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 99, verified: true) == .retry(of: stored.id, origin: PostbackOrigin(receivedAt: stored.receivedAt, site: "app.example")))
         // Replay knows the stored delivery was a forgery: a verified one under its key is new.
         #expect(ledger.classify(duplicateKey: draft.duplicateKey, contentHash: 100, verified: true) == .new)
         // Every kind is counted, each apart.

@@ -83,9 +83,6 @@ struct AppRegistrationRoutes: Sendable {
 /// `GET /api/apple-ads/summary`, the Apple Ads view's, for the same period and site.
 struct AppsSummaryRoutes: Sendable {
     let aggregates: AppsAggregates
-    /// For the deliveries that came again: the period's postbacks and their retry counts.
-    let store: ReportStore
-    let ledger: PostbackLedger
     let book: AppBook
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
@@ -112,9 +109,7 @@ struct AppsSummaryRoutes: Sendable {
     }
 
     func summary(_ query: AppsSummary.Query) -> String {
-        var summary = aggregates.summary(query)
-        summary.addDuplicates(AppsSummary.duplicates(store: store, ledger: ledger, query: query))
-        return summary.json(book.registry, query: query)
+        aggregates.summary(query).json(book.registry, query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.

@@ -9,37 +9,100 @@ import ReportStore
 /// removed. A start rebuilds them from the segments' digests (those of removed segments are kept
 /// for this) and the log written since.
 ///
-/// Not the deliveries that came again: those are counted against the postbacks they repeat (the
-/// day and site of the first delivery, as the cluster's view counts them), which a retry record
-/// alone does not say (`AppsSummaryRoutes` reads them per query).
+/// A delivery that came again is counted at its postback's origin (the day and site of the first
+/// delivery, as the cluster's view counts them), which its retry record names. For retry records
+/// written before the origin was kept, the ledger says it while it holds the postback (a first
+/// start after the upgrade holds them all); failing that a retry counts on its own day and site.
+///
+/// Memory: a day's conversions are rows of numbers (`ConversionTable`), frozen once the day is
+/// over; the other counts are a few small dictionaries a day and site.
 final class AppsAggregates: SegmentDigestOwner {
-    private struct DaySite: Hashable, Codable {
+    fileprivate struct DaySite: Hashable, Codable {
         var day: Int32
         var site: String
     }
-    private let counts = Locked<[DaySite: AppsSummary]>([:])
+
+    private struct Day {
+        /// Every count but the conversions.
+        var counts: AppsSummary
+        var conversions = ConversionTable()
+    }
+
+    private struct State {
+        var days: [DaySite: Day] = [:]
+        var names = NameNumbers()
+        /// The latest day a postback was counted on: days before it are frozen.
+        var newestDay = Int32.min
+
+        mutating func add(_ key: DaySite, _ summary: AppsSummary) {
+            var summary = summary
+            let conversions = summary.removeConversions()
+            var day = days[key] ?? Day(counts: AppsSummary(sites: key.site.isEmpty ? [] : [key.site]))
+            day.counts.merge(summary)
+            for (conversion, counts) in conversions {
+                let numbers = ConversionTable.Key(network: names.number(conversion.adNetwork), campaign: names.number(conversion.campaign),
+                                                  app: names.number(conversion.appID))
+                day.conversions.add(numbers, ConversionTable.Counts(counts))
+            }
+            days[key] = day
+            if key.day > newestDay {
+                newestDay = key.day
+                for (other, _) in days where other.day < newestDay { days[other]?.conversions.freeze() }
+            }
+        }
+    }
+
+    private let state = Locked(State())
+    /// Where a postback was stored, for retry records that do not say (`PostbackLedger.origin(of:)`).
+    private let originOf: @Sendable (UInt64) -> PostbackOrigin?
+
+    init(originOf: @escaping @Sendable (UInt64) -> PostbackOrigin? = { _ in nil }) {
+        self.originOf = originOf
+    }
+
+    /// Where the postback a retry record repeats was stored.
+    fileprivate static func origin(of retry: (original: UInt64, site: String, origin: PostbackOrigin?), at view: ReportStore.RecordView,
+                                   originOf: (UInt64) -> PostbackOrigin?) -> PostbackOrigin {
+        retry.origin ?? originOf(retry.original) ?? PostbackOrigin(receivedAt: view.time, site: retry.site)
+    }
 
     /// Counts a stored postback.
     func add(_ postback: StoredPostback) {
-        let key = DaySite(day: SummaryAggregates.day(of: postback.receivedAt), site: postback.draft.site)
-        let facts = AppsSummary.Facts(postback)
-        counts.withLock { $0[key, default: AppsSummary(sites: [key.site])].add(facts, retries: 0) }
+        let key = DaySite(day: PostbackOrigin.day(of: postback.receivedAt), site: postback.draft.site)
+        var summary = AppsSummary(sites: [])
+        summary.add(AppsSummary.Facts(postback), retries: 0)
+        state.withLock { $0.add(key, summary) }
+    }
+
+    /// Counts a delivery that came again of the postback stored at `origin`.
+    func addDuplicate(at origin: PostbackOrigin) {
+        var summary = AppsSummary(sites: [])
+        summary.addDuplicates(1)
+        state.withLock { $0.add(DaySite(day: origin.day, site: origin.site), summary) }
     }
 
     /// Takes one record as replay shows it.
     func take(_ view: ReportStore.RecordView) {
-        if let postback = StoredPostback.decode(view) { add(postback) }
+        if let postback = StoredPostback.decode(view) {
+            add(postback)
+        } else if let retry = ReportStore.retry(view) {
+            addDuplicate(at: Self.origin(of: retry, at: view, originOf: originOf))
+        }
     }
 
     /// The counts of the query's days and site; `sites` names every site with postbacks in those days.
     func summary(_ query: AppsSummary.Query) -> AppsSummary {
-        counts.withLock { counts in
+        state.withLock { s in
             var sites: Set<String> = []
             var total = AppsSummary(sites: [])
-            for (key, summary) in counts where key.day >= query.from && key.day <= query.to {
+            for (key, day) in s.days where key.day >= query.from && key.day <= query.to {
                 if !key.site.isEmpty { sites.insert(key.site) }
                 guard query.site.map({ $0 == key.site }) ?? true else { continue }
-                total.merge(summary)
+                total.merge(day.counts)
+                day.conversions.forEach { numbers, counts in
+                    total.addConversions(AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
+                                                                   appID: s.names.name(numbers.app)), counts.summary)
+                }
             }
             total.merge(AppsSummary(sites: sites))
             return total
@@ -48,19 +111,30 @@ final class AppsAggregates: SegmentDigestOwner {
 
     // MARK: - Digests
 
-    var digestName: String { "apps-2" }
+    /// 3: duplicates are counted at their postback's origin.
+    var digestName: String { "apps-3" }
     /// Its days outlive their records.
     var keptAfterRemoval: Bool { true }
 
-    func digester() -> any SegmentDigester { Digester() }
+    func digester() -> any SegmentDigester { Digester(originOf: originOf) }
 
+    /// The segment's counts by day and site, as JSON.
     struct Digester: SegmentDigester {
-        let segment = AppsAggregates()
+        let originOf: @Sendable (UInt64) -> PostbackOrigin?
+        fileprivate var days: [DaySite: AppsSummary] = [:]
 
-        mutating func take(_ record: ReportStore.RecordView) { segment.take(record) }
+        mutating func take(_ view: ReportStore.RecordView) {
+            if let postback = StoredPostback.decode(view) {
+                let key = DaySite(day: PostbackOrigin.day(of: postback.receivedAt), site: postback.draft.site)
+                days[key, default: AppsSummary(sites: [])].add(AppsSummary.Facts(postback), retries: 0)
+            } else if let retry = ReportStore.retry(view) {
+                let origin = AppsAggregates.origin(of: retry, at: view, originOf: originOf)
+                days[DaySite(day: origin.day, site: origin.site), default: AppsSummary(sites: [])].addDuplicates(1)
+            }
+        }
 
         func finish() -> [UInt8] {
-            let pairs = segment.counts.withLock { $0.map { Pair(key: $0.key, summary: $0.value) } }
+            let pairs = days.map { Pair(key: $0.key, summary: $0.value) }
             return (try? [UInt8](JSONEncoder().encode(pairs))) ?? []
         }
     }
@@ -72,10 +146,9 @@ final class AppsAggregates: SegmentDigestOwner {
 
     func readDigest(_ bytes: [UInt8], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
         guard let pairs = try? JSONDecoder().decode([Pair].self, from: Data(bytes)) else { return nil }
-        let decoded = pairs.map { ($0.key, $0.summary) }
-        return { [counts] in
-            counts.withLock { counts in
-                for (key, summary) in decoded { counts[key, default: AppsSummary(sites: [])].merge(summary) }
+        return { [state] in
+            state.withLock { s in
+                for pair in pairs { s.add(pair.key, pair.summary) }
             }
         }
     }

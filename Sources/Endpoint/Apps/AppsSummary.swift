@@ -6,7 +6,8 @@ import SiteOwners
 
 /// The Apps view: what app developers' postback copies say, per app site and period: the same
 /// postbacks `/api/postbacks` lists, counted as they are stored (`AppsAggregates`, per day and
-/// site) or read from the cluster's warehouse.
+/// site) or read from the cluster's warehouse. Deliveries that came again are counted at the day
+/// and site of the postback they repeat, whenever they arrive.
 ///
 /// Conversions, values, windows, fidelity and privacy tiers count accepted postbacks only; the
 /// data-quality numbers count every stored one (quarantine reasons, the quarantined ones). An install, redownload or re-engagement is a
@@ -18,15 +19,28 @@ struct AppsSummary: Codable {
         var to: Int32
     }
 
-    private struct ConversionKey: Hashable, Codable {
+    struct ConversionKey: Hashable, Codable {
         var adNetwork: String
         var campaign: String
         var appID: String
     }
 
+    /// Winning first-window postbacks by what they were.
+    struct ConversionCounts: Codable {
+        var installs = 0
+        var redownloads = 0
+        var reEngagements = 0
+
+        mutating func add(_ other: ConversionCounts) {
+            installs += other.installs
+            redownloads += other.redownloads
+            reEngagements += other.reEngagements
+        }
+    }
+
     private var stored = 0, accepted = 0, duplicates = 0, development = 0
     private var sites: Set<String> = []
-    private var conversions: [ConversionKey: [String: Int]] = [:]
+    private(set) var conversions: [ConversionKey: ConversionCounts] = [:]
     private var fine: [Int: Int] = [:]
     private var coarse: [String: Int] = [:]
     private var windows: [Int: Int] = [:]
@@ -35,23 +49,6 @@ struct AppsSummary: Codable {
     private var valueTiers: [String: Int] = [:]
     private var signatures: [String: Int] = [:]
     private var reasons: [String: Int] = [:]
-
-    /// Deliveries that came again of the postbacks received in the query's period and site: read
-    /// from the postbacks' records and their retry counts, as `/api/postbacks` shows them.
-    static func duplicates(store: ReportStore, ledger: PostbackLedger, query: Query) -> Int {
-        let since = Timestamp(millisecondsSinceEpoch: Int64(query.from) * TimingModel.day)
-        let until = Timestamp(millisecondsSinceEpoch: Int64(query.to + 1) * TimingModel.day)
-        let cursor = store.records(of: .postback, since: since, until: until)
-        var retries = PostbackLedger.RetryReader(ledger: ledger)
-        var total = 0
-        while let id = cursor.next({ view -> UInt64? in
-            guard let site = query.site else { return view.id }
-            return StoredPostback.site(of: view) == site ? view.id : nil
-        }) {
-            total += retries.retries(of: id)
-        }
-        return total
-    }
 
     /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
     init(sites: Set<String>) {
@@ -97,6 +94,17 @@ struct AppsSummary: Codable {
         duplicates += n
     }
 
+    /// Adds conversions counted elsewhere (`AppsAggregates` keeps them apart, as numbers).
+    mutating func addConversions(_ key: ConversionKey, _ counts: ConversionCounts) {
+        conversions[key, default: ConversionCounts()].add(counts)
+    }
+
+    /// Takes the conversions out, for `AppsAggregates` to keep apart.
+    mutating func removeConversions() -> [ConversionKey: ConversionCounts] {
+        defer { conversions = [:] }
+        return conversions
+    }
+
     /// Adds another period's or site's counts.
     mutating func merge(_ other: AppsSummary) {
         stored += other.stored
@@ -104,9 +112,7 @@ struct AppsSummary: Codable {
         duplicates += other.duplicates
         development += other.development
         sites.formUnion(other.sites)
-        for (key, counts) in other.conversions {
-            for (kind, n) in counts { conversions[key, default: [:]][kind, default: 0] += n }
-        }
+        for (key, counts) in other.conversions { conversions[key, default: ConversionCounts()].add(counts) }
         for (k, n) in other.fine { fine[k, default: 0] += n }
         for (k, n) in other.coarse { coarse[k, default: 0] += n }
         for (k, n) in other.windows { windows[k, default: 0] += n }
@@ -149,20 +155,20 @@ struct AppsSummary: Codable {
             fidelity[type, default: 0] += count
         }
         guard index == 0, text("did-win") != "false" else { return }
-        let kind: String
+        var kind = ConversionCounts()
         if skadnetwork {
-            kind = text("redownload") == "true" ? "redownloads" : "installs"
+            if text("redownload") == "true" { kind.redownloads = count } else { kind.installs = count }
         } else {
             switch text("conversion-type") {
-            case "redownload": kind = "redownloads"
-            case "re-engagement", "reengagement": kind = "re_engagements"
-            default: kind = "installs"
+            case "redownload": kind.redownloads = count
+            case "re-engagement", "reengagement": kind.reEngagements = count
+            default: kind.installs = count
             }
         }
         let key = ConversionKey(adNetwork: text(skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
                                 campaign: sourceIdentifier ?? text("campaign-id") ?? "",
                                 appID: text(skadnetwork ? "app-id" : "advertised-item-identifier") ?? "")
-        conversions[key, default: [:]][kind, default: 0] += count
+        conversions[key, default: ConversionCounts()].add(kind)
     }
 
     func json(_ registry: AppRegistry, query: Query) -> String {
@@ -184,9 +190,9 @@ struct AppsSummary: Codable {
                 JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
                 JSONMember(key: "app_id", value: .string(key.appID)),
                 JSONMember(key: "app_name", value: app.map { .string($0.name) } ?? .null),
-                JSONMember(key: "installs", value: .number(String(counts["installs"] ?? 0))),
-                JSONMember(key: "redownloads", value: .number(String(counts["redownloads"] ?? 0))),
-                JSONMember(key: "re_engagements", value: .number(String(counts["re_engagements"] ?? 0))),
+                JSONMember(key: "installs", value: .number(String(counts.installs))),
+                JSONMember(key: "redownloads", value: .number(String(counts.redownloads))),
+                JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements))),
             ])
         }
         out.append(("conversions", .array(rows)))

@@ -59,7 +59,7 @@ struct PostbackIntake: Sendable {
         }
         let duplicateKey = postback.duplicateKey
         if let original = ledger.retry(duplicateKey: duplicateKey, contentHash: contentHash) {
-            return storeRetry(of: original, proto, site: item.site, responder: responder)
+            return storeRetry(of: original.id, at: original.origin, proto, site: item.site, responder: responder)
         }
         let check = item.check ?? keyring.check(postback)
         let verified = check.outcome.isVerified
@@ -76,14 +76,14 @@ struct PostbackIntake: Sendable {
                                              detail: "this endpoint cannot read its record of earlier postbacks right now; send this one again later").response)
         }
         // A copy of a postback that has left memory: found in its segment's key table.
-        if case .retry(let original) = claim { return storeRetry(of: original, proto, site: item.site, responder: responder) }
+        if case .retry(let original, let origin) = claim { return storeRetry(of: original, at: origin, proto, site: item.site, responder: responder) }
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
                                          signature: check.outcome, keyName: check.keyName,
                                          duplicateKey: duplicateKey, contentHash: contentHash, body: item.body)
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback")
-        let id = store.append(draft, steps: answer.steps(
+        let queued = store.appendPostback(draft, steps: answer.steps(
             answer: { record in
                 Self.acknowledgement(id: record.id, retry: false, verdict: verdict, signature: check.outcome, reasons: reasons)
             },
@@ -94,17 +94,21 @@ struct PostbackIntake: Sendable {
             },
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))
-        if let id { ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: id, verified: verified) }
+        if let queued {
+            ledger.record(duplicateKey: duplicateKey, contentHash: contentHash, id: queued.id, verified: verified, origin: queued.origin)
+        }
     }
 
-    /// A device's copy of postback `original`: only counted, and answered like the first.
-    private func storeRetry(of original: UInt64, _ proto: AttributionProtocol, site: String, responder: HTTPResponder) {
-        let (ledger, metrics) = (self.ledger, context.metrics)
+    /// A device's copy of postback `original`, stored at `origin`: only counted (there), and
+    /// answered like the first.
+    private func storeRetry(of original: UInt64, at origin: PostbackOrigin, _ proto: AttributionProtocol, site: String, responder: HTTPResponder) {
+        let (ledger, metrics, aggregates) = (self.ledger, context.metrics, self.aggregates)
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback's retry")
-        store.appendRetry(of: original, protocol: proto, site: site, steps: answer.steps(
+        store.appendRetry(of: original, protocol: proto, site: site, origin: origin, steps: answer.steps(
             answer: { _ in Self.acknowledgement(id: original, retry: true, verdict: nil, signature: nil, reasons: []) },
             stored: { record in
                 ledger.countRetry(of: original, end: record.recordEnd)
+                aggregates.addDuplicate(at: origin)
                 metrics.postbackRetried(proto)
             }))
     }

@@ -89,9 +89,10 @@ public final class EndpointServer: Sendable {
         for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
         let keepTriggersFrom = SiteOwnerBook.oldestUseful(now: clock.now(), model: configuration.timingModel)
         func rebuilt() -> RebuiltAtStart {
-            RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: PostbackLedger(archive: archive),
-                           tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
-                           apps: AppsAggregates())
+            let ledger = PostbackLedger(archive: archive)
+            return RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: ledger,
+                                  tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
+                                  apps: AppsAggregates(originOf: { ledger.origin(of: $0) }))
         }
         // The sealed segments' digests, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
@@ -239,7 +240,7 @@ public final class EndpointServer: Sendable {
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(aggregates: state.apps, store: store, ledger: ledger, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+            + AppsSummaryRoutes(aggregates: state.apps, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
