@@ -68,7 +68,7 @@ let package = Package(
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
                                                 "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "AppleAdsRecords", "Signatures",
-                                                "RawHTTPClient", "DurableFiles", "ClickHouseExport"]),
+                                                "RawHTTPClient", "DurableFiles", "ClickHouseExport", "CSystemShims"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit",
                                              "AppleAdsStandIn"]),

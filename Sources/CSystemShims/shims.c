@@ -3,6 +3,7 @@
 
 #ifdef __linux__
 #include <pthread.h>
+#include <malloc.h>
 #include <sched.h>
 #include <string.h>
 
@@ -11,6 +12,13 @@ int c_system_shims_name_this_thread(const char *name) {
     strncpy(cut, name, sizeof cut - 1);
     cut[sizeof cut - 1] = 0;
     return pthread_setname_np(pthread_self(), cut);
+}
+
+void c_system_shims_return_large_frees(void) {
+#ifdef __GLIBC__
+    // Setting it by hand turns off the dynamic adjustment (mallopt(3), M_MMAP_THRESHOLD).
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 }
 
 int c_system_shims_make_this_thread_idle(void) {
@@ -27,4 +35,6 @@ int c_system_shims_name_this_thread(const char *name) {
 int c_system_shims_make_this_thread_idle(void) {
     return 0;
 }
+
+void c_system_shims_return_large_frees(void) {}
 #endif

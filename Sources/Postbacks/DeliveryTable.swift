@@ -1,12 +1,15 @@
-/// The postbacks the ledger holds in memory: 40 bytes each, in one array in the order they were
-/// noted (ids rise, so an id is found by binary search), and an open-addressing index of 4-byte
-/// slots by key. About 48 bytes a postback in all, where a dictionary by key beside an id index
-/// took about 180, and no growth step doubles it at once.
+/// The postbacks the ledger holds in memory: 40 bytes each, in the order they were noted (ids
+/// rise, so an id is found by binary search), and an open-addressing index of 4-byte slots by key.
+/// About 48 bytes a postback in all, where a dictionary by key beside an id index took about 180.
 ///
-/// Slots are never emptied one by one: a delivery that leaves is marked gone and its slot skipped,
-/// until the index is rebuilt from the live deliveries (when it fills up, or once the oldest half
-/// has left). The index hashes with Swift's per-process seeded hasher, so keys crafted to collide
-/// in it cannot be made without knowing the seed.
+/// Deliveries live in chunks of 65,536 at positions that never move: the window grows a chunk at a
+/// time and the oldest chunks are let go whole, so no growth step copies the window (a start that
+/// takes 1.2 million postbacks would otherwise hold the old array and its double at once).
+///
+/// Slots are never emptied one by one: a delivery that leaves is marked gone (or falls before
+/// `start`) and its slot skipped, until the index is rebuilt from the live deliveries (when it
+/// fills up, or is mostly empty). The index hashes with Swift's per-process seeded hasher, so keys
+/// crafted to collide in it cannot be made without knowing the seed.
 struct DeliveryTable {
     struct Delivery {
         var key: DuplicateKeyHash
@@ -38,110 +41,118 @@ struct DeliveryTable {
 
     /// Sites past this many are one "other site" (served sites are configured; there are a few).
     static let siteLimit: UInt16 = 0x3FFF
+    static let chunkBits = 16
+    static let chunkSize = 1 << chunkBits
 
-    private(set) var entries: [Delivery] = []
-    /// Every entry before it has left.
+    /// `chunks[0]` holds positions from `dropped * chunkSize`.
+    private var chunks: [[Delivery]] = []
+    private var dropped = 0
+    /// Just after the last position used.
+    private(set) var end = 0
+    /// Every delivery before this position has left.
     private(set) var start = 0
-    /// Entry index + 1 by key hash; 0 is empty.
+    /// Position + 1 by key hash; 0 is empty.
     private var slots: [UInt32] = []
-    /// Slots filled, by live entries or gone ones.
+    /// Slots filled, by live deliveries or gone ones.
     private var used = 0
     /// Deliveries that have not left.
     private(set) var live = 0
 
     /// Bytes held: what the window costs.
-    var bytes: Int { entries.capacity * MemoryLayout<Delivery>.stride + slots.capacity * 4 }
+    var bytes: Int { chunks.count * Self.chunkSize * MemoryLayout<Delivery>.stride + slots.count * 4 }
+
+    subscript(position: Int) -> Delivery {
+        get { chunks[(position >> Self.chunkBits) - dropped][position & (Self.chunkSize - 1)] }
+        set { chunks[(position >> Self.chunkBits) - dropped][position & (Self.chunkSize - 1)] = newValue }
+    }
 
     mutating func append(_ delivery: Delivery) {
-        if (used + 1) * 10 > slots.count * 7 { rebuild() }
-        entries.append(delivery)
-        insertSlot(entries.count - 1)
+        if (used + 1) * 10 > slots.count * 7 { reindex() }
+        if end >> Self.chunkBits >= dropped + chunks.count {
+            var chunk: [Delivery] = []
+            chunk.reserveCapacity(Self.chunkSize)
+            chunks.append(chunk)
+        }
+        chunks[chunks.count - 1].append(delivery)
+        end += 1
+        insertSlot(end - 1)
         live += 1
     }
 
-    /// The live deliveries under `key`, oldest first, by index.
-    func indexes(of key: DuplicateKeyHash) -> [Int] {
+    /// The live deliveries under `key`, oldest first, by position.
+    func positions(of key: DuplicateKeyHash) -> [Int] {
         guard !slots.isEmpty else { return [] }
         var found: [Int] = []
         let mask = slots.count - 1
         var i = key.hashValue & mask
         while slots[i] != 0 {
-            let index = Int(slots[i]) - 1
-            if entries[index].key == key && !entries[index].isGone { found.append(index) }
+            let position = Int(slots[i]) - 1
+            if position >= start, self[position].key == key, !self[position].isGone { found.append(position) }
             i = (i + 1) & mask
         }
         return found.count > 1 ? found.sorted() : found
     }
 
-    /// The live delivery with `id`, by index.
-    func index(of id: UInt64) -> Int? {
-        var low = start, high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if entries[mid].id < id { low = mid + 1 } else { high = mid }
-        }
-        guard low < entries.count, entries[low].id == id, !entries[low].isGone else { return nil }
-        return low
+    /// The live delivery with `id`, by position.
+    func position(of id: UInt64) -> Int? {
+        let at = firstPosition(atLeast: id)
+        guard at < end, self[at].id == id, !self[at].isGone else { return nil }
+        return at
     }
 
-    /// The first index at or after `start` whose id is at least `id`.
-    func firstIndex(atLeast id: UInt64) -> Int {
-        var low = start, high = entries.count
+    /// The first position at or after `start` whose id is at least `id`.
+    func firstPosition(atLeast id: UInt64) -> Int {
+        var low = start, high = end
         while low < high {
             let mid = (low + high) / 2
-            if entries[mid].id < id { low = mid + 1 } else { high = mid }
+            if self[mid].id < id { low = mid + 1 } else { high = mid }
         }
         return low
     }
 
-    subscript(index: Int) -> Delivery {
-        get { entries[index] }
-        set { entries[index] = newValue }
-    }
-
-    /// Marks the delivery at `index` gone (a write that failed).
-    mutating func remove(at index: Int) {
-        guard !entries[index].isGone else { return }
-        entries[index].bits |= Delivery.goneBit
+    /// Marks the delivery at `position` gone (a write that failed).
+    mutating func remove(at position: Int) {
+        guard !self[position].isGone else { return }
+        self[position].bits |= Delivery.goneBit
         live -= 1
     }
 
     /// Lets the oldest deliveries go, up to id `through`, telling `leaving` each live one.
     mutating func leave(through id: UInt64, _ leaving: (Delivery) -> Void) {
-        while start < entries.count, entries[start].id <= id {
-            if !entries[start].isGone {
-                leaving(entries[start])
-                entries[start].bits |= Delivery.goneBit
+        while start < end, self[start].id <= id {
+            if !self[start].isGone {
+                leaving(self[start])
                 live -= 1
             }
             start += 1
         }
-        // A first start without key tables holds every postback until they are written, then
-        // only the window: the storage goes back once most of it has left.
-        if start > 4096 && start * 2 > entries.count { rebuild() }
+        let whole = (start >> Self.chunkBits) - dropped
+        if whole > 0 {
+            chunks.removeFirst(whole)
+            dropped += whole
+        }
+        // The index follows: a first start without key tables holds every postback until they
+        // are written, then only the window.
+        if slots.count > 64 && live * 8 < slots.count { reindex() }
     }
 
-    /// Keeps the live entries only and indexes them again, with room to grow.
-    private mutating func rebuild() {
-        if start > 0 || live < entries.count {
-            var kept: [Delivery] = []
-            kept.reserveCapacity(live + live / 4)
-            for entry in entries[start...] where !entry.isGone { kept.append(entry) }
-            entries = kept
-            start = 0
-        }
+    /// Indexes the live deliveries again, in slots for twice as many.
+    private mutating func reindex() {
         var capacity = 16
-        while capacity < 2 * (entries.count + 1) { capacity *= 2 }
+        while capacity < 2 * (live + 1) { capacity *= 2 }
+        slots = []
         slots = [UInt32](repeating: 0, count: capacity)
         used = 0
-        for index in entries.indices { insertSlot(index) }
+        for position in start..<end where !self[position].isGone { insertSlot(position) }
     }
 
-    private mutating func insertSlot(_ index: Int) {
+    private mutating func insertSlot(_ position: Int) {
         let mask = slots.count - 1
-        var i = entries[index].key.hashValue & mask
+        var i = self[position].key.hashValue & mask
         while slots[i] != 0 { i = (i + 1) & mask }
-        slots[i] = UInt32(truncatingIfNeeded: index + 1)
+        // Positions pass 2^32 only after four billion postbacks in one run (eleven thousand years
+        // at a million a day); a slot read back is always checked by key.
+        slots[i] = UInt32(truncatingIfNeeded: position + 1)
         used += 1
     }
 }

@@ -54,7 +54,7 @@ public final class PostbackLedger: Sendable {
 
         /// The live delivery under `key` with `contentHash`, if any.
         func same(_ key: DuplicateKeyHash, contentHash: UInt64) -> DeliveryTable.Delivery? {
-            deliveries.indexes(of: key).lazy.map { deliveries[$0] }.first { $0.contentHash == contentHash }
+            deliveries.positions(of: key).lazy.map { deliveries[$0] }.first { $0.contentHash == contentHash }
         }
     }
 
@@ -85,7 +85,7 @@ public final class PostbackLedger: Sendable {
 
     /// Where postback `id` was stored, while memory holds it.
     public func origin(of id: UInt64) -> PostbackOrigin? {
-        state.withLock { s in s.deliveries.index(of: id).map { s.origin(s.deliveries[$0]) } }
+        state.withLock { s in s.deliveries.position(of: id).map { s.origin(s.deliveries[$0]) } }
     }
 
     /// What the key tables held under a key when it was looked up, and the archive's generation
@@ -111,7 +111,7 @@ public final class PostbackLedger: Sendable {
                                          lookUp: () throws(Failure) -> [PostbackArchive.Earlier]) throws(Failure) -> Claim {
         let key = DuplicateKeyHash(duplicateKey)
         return try state.withLock { s throws(Failure) -> Claim in
-            let inMemory = s.deliveries.indexes(of: key).map { s.deliveries[$0] }
+            let inMemory = s.deliveries.positions(of: key).map { s.deliveries[$0] }
             if let same = inMemory.first(where: { $0.contentHash == contentHash }) { return .retry(of: same.id, origin: s.origin(same)) }
             var disk: [PostbackArchive.Earlier] = []
             if let archive {
@@ -156,7 +156,7 @@ public final class PostbackLedger: Sendable {
     public func release(duplicateKey: String, contentHash: UInt64) {
         let key = DuplicateKeyHash(duplicateKey)
         state.withLock { s in
-            if let index = s.deliveries.indexes(of: key).first(where: { s.deliveries[$0].contentHash == contentHash }) {
+            if let index = s.deliveries.positions(of: key).first(where: { s.deliveries[$0].contentHash == contentHash }) {
                 s.deliveries.remove(at: index)
             } else {
                 s.releasedEarly[key, default: []].append(contentHash)
@@ -173,7 +173,7 @@ public final class PostbackLedger: Sendable {
     }
 
     private static func count(_ s: inout State, retryOf id: UInt64) {
-        if let index = s.deliveries.index(of: id) {
+        if let index = s.deliveries.position(of: id) {
             s.deliveries[index].retries &+= 1
             return
         }
@@ -198,7 +198,7 @@ public final class PostbackLedger: Sendable {
 
         public mutating func retries(of id: UInt64) -> Int {
             let (inMemory, late) = ledger.state.withLock { s -> (UInt32?, UInt32) in
-                let memory = s.deliveries.index(of: id).map { s.deliveries[$0].retries }
+                let memory = s.deliveries.position(of: id).map { s.deliveries[$0].retries }
                 return (memory, s.late[id] ?? 0)
             }
             if let inMemory { return Int(inMemory) + Int(late) }
@@ -267,8 +267,8 @@ public final class PostbackLedger: Sendable {
     public func retrySnapshot(of ids: Range<UInt64>) -> (counts: [UInt64: UInt32], through: Int) {
         state.withLock { s in
             var counts: [UInt64: UInt32] = [:]
-            var i = s.deliveries.firstIndex(atLeast: ids.lowerBound)
-            while i < s.deliveries.entries.count, s.deliveries[i].id < ids.upperBound {
+            var i = s.deliveries.firstPosition(atLeast: ids.lowerBound)
+            while i < s.deliveries.end, s.deliveries[i].id < ids.upperBound {
                 let delivery = s.deliveries[i]
                 if !delivery.isGone, delivery.retries > 0 { counts[delivery.id] = delivery.retries }
                 i += 1

@@ -19,34 +19,39 @@ import Testing
         #expect(table.live == count)
         // A second delivery under a key with other content: both found, oldest first.
         table.append(DeliveryTable.Delivery(key: Self.key(7), id: UInt64(count) * 3, contentHash: 999, verified: true, day: 20_010, site: 0))
-        #expect(table.indexes(of: Self.key(7)).map { table[$0].id } == [21, UInt64(count) * 3])
+        #expect(table.positions(of: Self.key(7)).map { table[$0].id } == [21, UInt64(count) * 3])
         for n in stride(from: 0, to: count, by: 997) {
-            let found = table.indexes(of: Self.key(n))
+            let found = table.positions(of: Self.key(n))
             #expect(found.count == (n == 7 ? 2 : 1) && table[found[0]].contentHash == UInt64(n) && table[found[0]].verified == (n % 2 == 0))
-            #expect(table.index(of: UInt64(n) * 3).map { table[$0].site } == UInt16(n % 3))
-            #expect(table.index(of: UInt64(n) * 3 + 1) == nil)
+            #expect(table.position(of: UInt64(n) * 3).map { table[$0].site } == UInt16(n % 3))
+            #expect(table.position(of: UInt64(n) * 3 + 1) == nil)
         }
         // A release is gone at once; the oldest 30,000 leave, each told once.
-        let released = table.indexes(of: Self.key(40_001))[0]
+        let released = table.positions(of: Self.key(40_001))[0]
         table.remove(at: released)
         table.remove(at: released)
-        #expect(table.indexes(of: Self.key(40_001)).isEmpty && table.index(of: 40_001 * 3) == nil)
+        #expect(table.positions(of: Self.key(40_001)).isEmpty && table.position(of: 40_001 * 3) == nil)
         var left = 0
         table.leave(through: 29_999 * 3) { _ in left += 1 }
         #expect(left == 30_000 && table.live == count + 1 - 1 - 30_000)
-        #expect(table.indexes(of: Self.key(29_999)).isEmpty && table.index(of: 29_999 * 3) == nil)
-        #expect(table.indexes(of: Self.key(30_000)).map { table[$0].id } == [30_000 * 3])
+        #expect(table.positions(of: Self.key(29_999)).isEmpty && table.position(of: 29_999 * 3) == nil)
+        #expect(table.positions(of: Self.key(30_000)).map { table[$0].id } == [30_000 * 3])
         // Growing again after the rebuild: everything live is still found, nothing gone comes back.
         for n in count..<(count + 20_000) {
             table.append(DeliveryTable.Delivery(key: Self.key(n), id: UInt64(count + 1 + n) * 3, contentHash: UInt64(n), verified: true, day: 20_011, site: 1))
         }
         var found = 0
-        for n in 0..<(count + 20_000) where !table.indexes(of: Self.key(n)).isEmpty { found += 1 }
+        for n in 0..<(count + 20_000) where !table.positions(of: Self.key(n)).isEmpty { found += 1 }
         // 30,000 to 69,999 less the release, and key 7's second delivery, which came after the window.
         #expect(found == count + 20_000 - 30_000 - 1 + 1)
-        // What is held follows what is live: the rebuild gave back the storage of those that left.
-        #expect(table.bytes < (table.live * 2 + 64) * (MemoryLayout<DeliveryTable.Delivery>.stride + 8))
+        // What is held follows what is live: once all but the newest ten have left, one chunk
+        // and a small index are left.
         #expect(MemoryLayout<DeliveryTable.Delivery>.stride == 40)
+        let newest = table[table.end - 11].id
+        table.leave(through: newest) { _ in }
+        #expect(table.live == 10)
+        #expect(table.bytes <= DeliveryTable.chunkSize * 40 + 1024)
+        #expect(table.positions(of: Self.key(count + 20_000 - 1)).count == 1 && table.positions(of: Self.key(count + 20_000 - 11)).isEmpty)
     }
 
     @Test func extremeDaysAndSitesAreKeptWithinTheirFields() {

@@ -1,5 +1,5 @@
 // System headers, calls and CPU instructions that Swift cannot reach: epoll, naming a thread, the
-// CRC-32C instruction.
+// CRC-32C instruction, malloc's options.
 #ifndef C_SYSTEM_SHIMS_H
 #define C_SYSTEM_SHIMS_H
 
@@ -8,6 +8,12 @@
 
 #ifdef __linux__
 #include <sys/epoll.h>
+/// Has glibc's malloc serve every allocation of 128 KB or more with its own mapping, returned to
+/// the kernel when freed, instead of raising that threshold after the first large free (its
+/// default), which leaves a start's large transient buffers in the heap for good. Elsewhere it
+/// does nothing.
+void c_system_shims_return_large_frees(void);
+
 #endif
 
 /// Names the calling thread for the kernel (`top -H`, `perf`, /proc), at most 15 bytes kept.
@@ -25,5 +31,11 @@ int c_system_shims_crc32c_available(void);
 /// CRC-32C (Castagnoli, reflected) of `count` bytes continued from the register value `crc`,
 /// without the initial and final inversion: only to be called when `c_system_shims_crc32c_available`.
 uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t count);
+
+/// Has glibc's malloc serve every allocation of 128 KB or more with its own mapping, returned to
+/// the kernel when freed, instead of raising that threshold after the first large free (its
+/// default), which leaves a start's large transient buffers in the heap for good. Elsewhere it
+/// does nothing.
+void c_system_shims_return_large_frees(void);
 
 #endif

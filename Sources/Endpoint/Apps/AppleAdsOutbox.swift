@@ -175,18 +175,18 @@ final class AppleAdsOutbox: Sendable {
     private func replay() {
         let end = store.bytesOnDisk
         let cutoff = clock.now().millisecondsSinceEpoch - Self.settledKept
-        var entries: [UInt64: Entry] = [:]
+        // Built in place and moved in whole: a day of tokens is held once, never copied.
         var replayed = State()
         func take(_ view: ReportStore.RecordView) {
             if let token = StoredAppleAdsToken.decode(view) {
-                entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
+                replayed.entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
                                           receivedAt: token.receivedAt, tokenHash: token.token.hashValue, token: token.token,
                                           nextAttempt: token.receivedAt)
             } else if let call = StoredAppleAdsCall.decode(view) {
                 // A second final call for a token still held (never written, but a log is not to be
                 // trusted) changes nothing: the token is counted once.
-                guard var entry = entries[call.tokenID], !entry.status.isFinal else {
-                    if entries[call.tokenID] != nil { return }
+                guard var entry = replayed.entries[call.tokenID], !entry.status.isFinal else {
+                    if replayed.entries[call.tokenID] != nil { return }
                     // Its token's record went with a segment retention removed, or is in a
                     // digested segment that settled it: the call says all.
                     if let summary = call.token, call.status.isFinal { replayed.tally.add(Entry.settled(call, summary)) }
@@ -194,16 +194,16 @@ final class AppleAdsOutbox: Sendable {
                 }
                 Self.apply(call, to: &entry)
                 guard entry.status.isFinal else {
-                    entries[call.tokenID] = entry
+                    replayed.entries[call.tokenID] = entry
                     return
                 }
                 replayed.tally.add(entry)
                 if call.token == nil { replayed.legacy.append(entry) }
                 if call.at.millisecondsSinceEpoch >= cutoff {
-                    entries[call.tokenID] = entry
+                    replayed.entries[call.tokenID] = entry
                     replayed.settled.append((entry.tokenID, call.at.millisecondsSinceEpoch))
                 } else {
-                    entries[call.tokenID] = nil
+                    replayed.entries[call.tokenID] = nil
                 }
             }
         }
@@ -221,19 +221,21 @@ final class AppleAdsOutbox: Sendable {
             take(view)
             return true
         }
+        replayed.byPublicID.reserveCapacity(replayed.entries.count)
+        replayed.byToken.reserveCapacity(replayed.entries.count)
+        var pending: [(id: UInt64, due: Int64)] = []
+        for (id, entry) in replayed.entries {
+            replayed.byPublicID[entry.publicID] = id
+            replayed.byToken[entry.tokenHash] = id
+            if entry.status == .pending { pending.append((id, entry.nextAttempt?.millisecondsSinceEpoch ?? 0)) }
+        }
+        for (id, due) in pending.sorted(by: { $0.id < $1.id }) {
+            replayed.pending.insert(id)
+            replayed.noteArrival(id)
+            replayed.schedule.schedule(id, at: due)
+        }
         state.withLock { s in
-            s.tally = replayed.tally
-            s.legacy = replayed.legacy
-            s.settled = replayed.settled
-            for (id, entry) in entries.sorted(by: { $0.key < $1.key }) {
-                s.entries[id] = entry
-                s.byPublicID[entry.publicID] = id
-                s.byToken[entry.tokenHash] = id
-                guard entry.status == .pending else { continue }
-                s.pending.insert(id)
-                s.noteArrival(id)
-                s.schedule.schedule(id, at: entry.nextAttempt?.millisecondsSinceEpoch ?? 0)
-            }
+            swap(&s, &replayed)
         }
     }
 

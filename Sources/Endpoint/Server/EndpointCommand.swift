@@ -1,3 +1,4 @@
+import CSystemShims
 import Dispatch
 import Foundation
 import HTTPServer
@@ -23,6 +24,9 @@ public enum EndpointCommand {
             FileHandle.standardError.write(Data("attribution-endpoint: \(error)\n".utf8))
             return 64  // EX_USAGE
         }
+        // A start's large buffers (the postback window's index, a day of Apple Ads tokens) go
+        // back to the kernel once freed, instead of staying in the heap (docs/DEPLOYMENT.md).
+        c_system_shims_return_large_frees()
         let server: EndpointServer
         do {
             server = try EndpointServer(configuration: configuration)

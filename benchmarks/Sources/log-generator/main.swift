@@ -91,10 +91,10 @@ for n in 0..<count {
         continue
     }
     group.enter()
-    let postbackID = store.append(postback(n), steps: steps())
-    if n % 10 < 3, let postbackID {
+    let stored = store.appendPostback(postback(n), steps: steps())
+    if n % 10 < 3, let stored {
         group.enter()
-        store.appendRetry(of: postbackID, protocol: .skadnetwork, steps: steps())
+        store.appendRetry(of: stored.id, protocol: .skadnetwork, site: "app.example", origin: stored.origin, steps: steps())
     }
     let publicID = (0..<16).map { UInt8(truncatingIfNeeded: (n &* 31) >> ($0 % 8)) }
     group.enter()
