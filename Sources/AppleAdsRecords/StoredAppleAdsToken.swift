@@ -149,9 +149,11 @@ extension ReportStore {
         }, payload: { StoredAppleAdsToken.encode(publicID: publicID, site: site, token: token, into: &$0) })
     }
 
-    /// Queues the record of a call; `at` is the store's receive time, not the call's.
-    public func appendAppleAdsCall(_ call: StoredAppleAdsCall, completion: @escaping @Sendable (Result<Timestamp, StoreError>) -> Void) {
-        append(kind: .appleAdsCall, tag: AttributionProtocol.appleAds.rawValue, completion: { completion($0.map(\.time)) },
+    /// Queues the record of a call; `at` is the store's receive time, not the call's, and `start`
+    /// where the record begins (`record(startingAt:_:)` reads it back).
+    public func appendAppleAdsCall(_ call: StoredAppleAdsCall,
+                                   completion: @escaping @Sendable (Result<(at: Timestamp, start: Int), StoreError>) -> Void) {
+        append(kind: .appleAdsCall, tag: AttributionProtocol.appleAds.rawValue, completion: { completion($0.map { ($0.time, $0.recordStart) }) },
                payload: { call.encode(into: &$0) })
     }
 }

@@ -75,6 +75,8 @@ public final class ReportStore: Sendable {
     public struct AppendedRecord: Sendable {
         public var id: UInt64
         public var time: Timestamp
+        /// Where it begins in the log: what `record(startingAt:_:)` reads it back from.
+        public var recordStart: Int
         public var recordEnd: Int
     }
 
@@ -547,7 +549,7 @@ public final class ReportStore: Sendable {
 
     private func appended(_ entry: Entry, batch bytes: [UInt8], at start: Int) -> AppendedRecord {
         let length = bytes.withUnsafeBytes { Int($0.loadLE(UInt32.self, at: entry.at + 4)) }
-        return AppendedRecord(id: entry.id, time: Timestamp(millisecondsSinceEpoch: entry.time),
+        return AppendedRecord(id: entry.id, time: Timestamp(millisecondsSinceEpoch: entry.time), recordStart: start + entry.at,
                               recordEnd: start + entry.at + LogRecord.headerSize + length)
     }
 

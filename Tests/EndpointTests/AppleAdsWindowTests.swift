@@ -58,6 +58,21 @@ import Testing
         #expect(before[3].split(separator: "\n").count == 2, "the export's period is the tokens' arrival: \(before[3])")
         #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 4")
 
+        // Within the day an answered token's answer is read back from its record, not held: the
+        // same after a restart, and the same token posted again gets the same id and answer.
+        let answers = ["t-yes", "t-no", "t-bad"].map { endpoint.request("GET", "/apple-ads/attribution/" + ids[$0]!).bodyText }
+        #expect(answers[0].contains("\"status\":\"attributed\"") && answers[0].contains("\"orgId\":"), "\(answers[0])")
+        let again = try helpers.post(endpoint, "t-yes")
+        #expect(again.status == 202 && again.bodyText == answers[0])
+        endpoint.stop()
+        let hourLater = Timestamp(millisecondsSinceEpoch: Timestamp(rfc3339: start)!.millisecondsSinceEpoch + 3600 * 1000).rfc3339
+        endpoint = try helpers.endpoint(standIn, directory: directory, startingAt: hourLater)
+        helpers.at(endpoint, start, plus: 3600)
+        #expect(["t-yes", "t-no", "t-bad"].map { endpoint.request("GET", "/apple-ads/attribution/" + ids[$0]!).bodyText } == answers)
+        #expect(try helpers.post(endpoint, "t-no").bodyText == answers[1])
+        #expect(try inMemory(endpoint) == "attribution_apple_ads_tokens_in_memory 4")
+        #expect(try numbers(endpoint, waiting: waiting) == before)
+
         // A day after their answers the three final tokens are let go (by id they are no more);
         // the waiting one stays, and every number with it.
         helpers.at(endpoint, start, plus: 24 * 3600 + 2)

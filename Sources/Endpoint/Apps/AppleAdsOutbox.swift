@@ -7,8 +7,9 @@ import Primitives
 import ReportStore
 
 /// The Apple Ads tokens still waiting for Apple's final answer, and the calls to Apple's API each
-/// still needs; those answered in the last day (the app reads its answer by the token's public id,
-/// and may post the token again); and, for all the others, their counts per day and site
+/// still needs; where the final answers of the last day are in the log (the app reads its answer
+/// by the token's public id, and may post the token again: both are read back from the record),
+/// about 100 bytes a token; and, for all the others, their counts per day and site
 /// (`AppleAdsTally`). A token's state is final within 24 hours, so what is kept follows the tokens
 /// of about a day, not every token ever taken: the final call's record carries its token's summary
 /// (`StoredAppleAdsCall.TokenSummary`), from which `/api/apple-ads` streams the rest.
@@ -47,7 +48,11 @@ final class AppleAdsOutbox: Sendable {
     }
 
     private struct State {
+        /// Tokens without a final answer, and those settled by records from before final calls
+        /// carried their token (`legacy`).
         var entries: [UInt64: Entry] = [:]
+        /// Tokens answered in the last day: where their final call's record begins in the log.
+        var answered: [UInt64: Int] = [:]
         /// The tokens still waiting for a final answer.
         var pending: Set<UInt64> = []
         /// Tokens taken and not yet on disk: they count against `maxPending` too.
@@ -61,7 +66,7 @@ final class AppleAdsOutbox: Sendable {
         var arrivals: [UInt64] = []
         var arrivalsHead = 0
         var counts = Counts()
-        var byPublicID: [String: UInt64] = [:]
+        var byPublicID: [AppleAdsPublicID: UInt64] = [:]
         /// The same token posted again gets the same id, and is never sent to Apple twice. Keyed
         /// by a 64-bit hash, so that an answered token's text is not kept: two different tokens
         /// with one hash (about one chance in 30 million among a million tokens) would be taken as one.
@@ -72,8 +77,9 @@ final class AppleAdsOutbox: Sendable {
         var stopping = false
         /// Every final token, counted per day and site.
         var tally = AppleAdsTally()
-        /// Final tokens still in `entries`, in the order they were answered, with when.
-        var settled: [(id: UInt64, at: Int64)] = []
+        /// Tokens answered in the last day, in the order they were answered, with when, and
+        /// what indexes them.
+        var settled: [(id: UInt64, at: Int64, publicID: AppleAdsPublicID, tokenHash: Int)] = []
         var settledHead = 0
         /// Tokens settled by records written before final calls carried their token (format 1):
         /// `/api/apple-ads` has no other way to join them, so they stay, as every token once did.
@@ -82,12 +88,14 @@ final class AppleAdsOutbox: Sendable {
         /// Lets go of the tokens answered before `cutoff`: their answer is in the tally and the log.
         mutating func forgetSettled(before cutoff: Int64) {
             while settledHead < settled.count, settled[settledHead].at < cutoff {
-                let id = settled[settledHead].id
+                let (id, _, publicID, tokenHash) = settled[settledHead]
                 settledHead += 1
-                guard let entry = entries[id], entry.status.isFinal else { continue }
-                entries[id] = nil
-                if byPublicID[entry.publicID] == id { byPublicID[entry.publicID] = nil }
-                if byToken[entry.tokenHash] == id { byToken[entry.tokenHash] = nil }
+                if answered.removeValue(forKey: id) == nil {
+                    guard let entry = entries[id], entry.status.isFinal else { continue }
+                    entries[id] = nil
+                }
+                if byPublicID[publicID] == id { byPublicID[publicID] = nil }
+                if byToken[tokenHash] == id { byToken[tokenHash] = nil }
             }
             if settledHead > 4096 && settledHead * 2 > settled.count {
                 settled.removeFirst(settledHead)
@@ -95,11 +103,21 @@ final class AppleAdsOutbox: Sendable {
             }
         }
 
-        /// A token has just become final, on disk.
-        mutating func settle(_ entry: Entry) {
+        /// A token has just become final, its call's record on disk at `start`: only where that
+        /// record is stays in memory, for a day.
+        mutating func settle(_ entry: Entry, recordStart start: Int) {
             pending.remove(entry.tokenID)
             tally.add(entry)
-            settled.append((entry.tokenID, entry.answeredAt?.millisecondsSinceEpoch ?? 0))
+            entries[entry.tokenID] = nil
+            answered[entry.tokenID] = start
+            index(entry)
+            settled.append((entry.tokenID, entry.answeredAt?.millisecondsSinceEpoch ?? 0, AppleAdsPublicID(text: entry.publicID) ?? AppleAdsPublicID(bytes: []),
+                            entry.tokenHash))
+        }
+
+        mutating func index(_ entry: Entry) {
+            if let publicID = AppleAdsPublicID(text: entry.publicID) { byPublicID[publicID] = entry.tokenID }
+            byToken[entry.tokenHash] = entry.tokenID
         }
 
         /// The oldest token still pending, dropping final ones from the front.
@@ -197,13 +215,20 @@ final class AppleAdsOutbox: Sendable {
                     replayed.entries[call.tokenID] = entry
                     return
                 }
-                replayed.tally.add(entry)
-                if call.token == nil { replayed.legacy.append(entry) }
-                if call.at.millisecondsSinceEpoch >= cutoff {
-                    replayed.entries[call.tokenID] = entry
-                    replayed.settled.append((entry.tokenID, call.at.millisecondsSinceEpoch))
-                } else {
+                guard call.at.millisecondsSinceEpoch >= cutoff else {
+                    replayed.tally.add(entry)
+                    if call.token == nil { replayed.legacy.append(entry) }
                     replayed.entries[call.tokenID] = nil
+                    return
+                }
+                if call.token != nil {
+                    replayed.settle(entry, recordStart: view.start)
+                } else {
+                    replayed.tally.add(entry)
+                    replayed.legacy.append(entry)
+                    replayed.entries[call.tokenID] = entry
+                    replayed.settled.append((entry.tokenID, call.at.millisecondsSinceEpoch,
+                                             AppleAdsPublicID(text: entry.publicID) ?? AppleAdsPublicID(bytes: []), entry.tokenHash))
                 }
             }
         }
@@ -221,12 +246,9 @@ final class AppleAdsOutbox: Sendable {
             take(view)
             return true
         }
-        replayed.byPublicID.reserveCapacity(replayed.entries.count)
-        replayed.byToken.reserveCapacity(replayed.entries.count)
         var pending: [(id: UInt64, due: Int64)] = []
         for (id, entry) in replayed.entries {
-            replayed.byPublicID[entry.publicID] = id
-            replayed.byToken[entry.tokenHash] = id
+            replayed.index(entry)
             if entry.status == .pending { pending.append((id, entry.nextAttempt?.millisecondsSinceEpoch ?? 0)) }
         }
         for (id, due) in pending.sorted(by: { $0.id < $1.id }) {
@@ -293,6 +315,9 @@ final class AppleAdsOutbox: Sendable {
         case known(Entry)
         /// `maxPending` tokens are waiting for Apple: not taken.
         case backlogged
+        /// Answered in the last day, and its answer's record cannot be read back: not taken
+        /// again (Apple is never asked twice for one token), and not answered now.
+        case unreadable
         /// Queued, or the same token posted again while its first copy is queued; the
         /// completion says whether it reached the disk (a store that is closing calls it at
         /// once, with the failure).
@@ -308,10 +333,11 @@ final class AppleAdsOutbox: Sendable {
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
         let hash = token.hashValue
-        enum Claim { case known(Entry), waiting, backlogged, placeholder(UInt64) }
+        enum Claim { case known(Entry), answered(Int), waiting, backlogged, placeholder(UInt64) }
         let claim = state.withLock { s -> Claim in
             if let id = s.byToken[hash] {
                 if let entry = s.entries[id] { return .known(entry) }
+                if let start = s.answered[id] { return .answered(start) }
                 // Its first copy is not on disk yet: this one is answered with it.
                 s.waiting[hash, default: []].append(completion)
                 return .waiting
@@ -331,6 +357,7 @@ final class AppleAdsOutbox: Sendable {
         let placeholder: UInt64
         switch claim {
         case .known(let entry): return .known(entry)
+        case .answered(let start): return answeredEntry(at: start).map { .known($0) } ?? .unreadable
         case .waiting: return .queued
         case .backlogged: return .backlogged
         case .placeholder(let id): placeholder = id
@@ -346,8 +373,7 @@ final class AppleAdsOutbox: Sendable {
                     s.pending.insert(stored.id)
                     s.noteArrival(stored.id)
                     s.schedule.schedule(stored.id, at: stored.receivedAt.millisecondsSinceEpoch)
-                    s.byPublicID[text] = stored.id
-                    s.byToken[hash] = stored.id
+                    s.index(entry)
                     return s.waiting.removeValue(forKey: hash) ?? []
                 }
                 changed.signal()
@@ -366,8 +392,33 @@ final class AppleAdsOutbox: Sendable {
         return .queued
     }
 
-    func entry(publicID: String) -> Entry? {
-        state.withLock { s in s.byPublicID[publicID].flatMap { s.entries[$0] } }
+    /// The token with this public id, waiting or answered in the last day.
+    func entry(publicID: String) throws(AnswerUnreadable) -> Entry? {
+        guard let key = AppleAdsPublicID(text: publicID) else { return nil }
+        enum Found { case entry(Entry), answered(Int), none }
+        let found = state.withLock { s -> Found in
+            guard let id = s.byPublicID[key] else { return .none }
+            if let entry = s.entries[id] { return .entry(entry) }
+            return s.answered[id].map { .answered($0) } ?? .none
+        }
+        switch found {
+        case .entry(let entry): return entry
+        case .answered(let start):
+            guard let entry = answeredEntry(at: start) else { throw AnswerUnreadable() }
+            return entry
+        case .none: return nil
+        }
+    }
+
+    /// A final answer's record could not be read back (a damaged segment).
+    struct AnswerUnreadable: Error {}
+
+    /// A token answered in the last day, as its final call's record tells it.
+    private func answeredEntry(at start: Int) -> Entry? {
+        store.record(startingAt: start) { view -> Entry? in
+            guard let call = StoredAppleAdsCall.decode(view), call.status.isFinal, let token = call.token else { return nil }
+            return Entry.settled(call, token)
+        }
     }
 
     /// The Apple Ads view's numbers: the final tokens' tally and the waiting ones.
@@ -387,9 +438,10 @@ final class AppleAdsOutbox: Sendable {
         }
     }
 
-    /// Tokens held in memory: waiting, answered in the last day, or settled by old records.
+    /// Tokens held in memory: waiting, answered in the last day (where their answer is), or
+    /// settled by old records.
     var entriesInMemory: Int {
-        state.withLock { s in s.entries.count + s.legacy.filter { s.entries[$0.tokenID] == nil }.count }
+        state.withLock { s in s.entries.count + s.answered.count + s.legacy.filter { s.entries[$0.tokenID] == nil }.count }
     }
 
     // MARK: - Calling Apple
@@ -522,12 +574,15 @@ final class AppleAdsOutbox: Sendable {
                 entry.busy = false
                 s.busy -= 1
                 switch result {
-                case .success(let at):
+                case .success(let written):
                     var stored = call
-                    stored.at = at
+                    stored.at = written.at
                     Self.apply(stored, to: &entry)
                     s.counts.calls[outcome, default: 0] += 1
-                    if entry.status.isFinal { s.settle(entry) }
+                    if entry.status.isFinal {
+                        s.settle(entry, recordStart: written.start)
+                        return
+                    }
                 case .failure:
                     // Not on disk: the call counts for nothing, and is made again later.
                     entry.nextAttempt = Timestamp(millisecondsSinceEpoch: clock.now().millisecondsSinceEpoch + AppleAdsCallPolicy.firstBackoff)

@@ -38,8 +38,13 @@ struct AppleAdsRoutes: Sendable {
                                    detail: "\(outbox.maxPending) Apple Ads tokens are waiting for Apple's answer; post this one again later (a token is good for 24 hours)").response
             response.headers.replace(name: "Retry-After", value: "60")
             responder.respond(response)
+        case .unreadable:
+            responder.respond(Self.answerUnreadable.response)
         }
     }
+
+    static let answerUnreadable = Problem(status: 503, rule: "apple_ads_answer_unreadable",
+                                          detail: "this token was answered, and the record of its answer cannot be read right now; ask again later")
 
     static func accepted(_ entry: AppleAdsOutbox.Entry) -> HTTPResponse {
         var response = JSONResponse.make(202, describe(entry))
@@ -49,7 +54,9 @@ struct AppleAdsRoutes: Sendable {
 
     func read(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = String(request.path.dropFirst(Self.path.count + 1))
-        guard let entry = outbox.entry(publicID: id) else {
+        let found: AppleAdsOutbox.Entry?
+        do { found = try outbox.entry(publicID: id) } catch { throw Self.answerUnreadable }
+        guard let entry = found else {
             throw Problem(status: 404, rule: "unknown_token_id", field: "id",
                           detail: "no token is held under this id: a token's answer is kept here for 24 hours after Apple's final answer (/api/apple-ads lists every token)")
         }
