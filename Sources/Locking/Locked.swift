@@ -6,6 +6,9 @@ import Darwin
 
 /// A value guarded by a pthread mutex.
 ///
+/// Never a bare closure as `Value`: `withLock`'s `inout` reabstracts it and writes it back
+/// wrapped in thunks, two more on every call (`TurnRequester` holds its closure in a struct).
+///
 /// Used instead of `Synchronization.Mutex` because ThreadSanitizer understands pthread mutexes
 /// but not the futex calls `Mutex` makes on Linux, and CI runs the live tests under TSan: with
 /// `Mutex` every lock-protected access between threads would be reported as a race.
