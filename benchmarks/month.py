@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from endpoint_process import Endpoint, apple_stand_in, log_bytes, rss_mb  # noqa: E402
+from endpoint_process import Endpoint, apple_stand_in, log_bytes, metric, rss_mb  # noqa: E402
 
 TOKEN = "bench"
 KEY = ec.derive_private_key(0x5EED_2026_0030, ec.SECP256R1())
@@ -113,14 +113,6 @@ def send_all(port, requests, connections=4, depth=64):
     return statuses
 
 
-def metric(port, name):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    connection.request("GET", "/metrics", headers={"Authorization": "Bearer " + TOKEN})
-    body = connection.getresponse().read().decode()
-    connection.close()
-    return next((float(line.split()[1]) for line in body.splitlines() if line.startswith(name + " ")), 0.0)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=".build/release/attribution-endpoint")
@@ -164,11 +156,11 @@ def main():
             random.shuffle(requests)
             statuses = send_all(port, requests)
             yesterday = bodies
-            while metric(port, "attribution_apple_ads_pending") > 0:
+            while metric(port, TOKEN, "attribution_apple_ads_pending", 0.0) > 0:
                 time.sleep(0.2)  # waiting for the outbox's calls to the stand-in, polled
             print("%-4d %-7.1f %-24d %-11d %-27d %-7.2f %-8.0f %s" % (
-                day, rss_mb(endpoint.pid), metric(port, "attribution_postback_keys_in_memory"),
-                metric(port, "attribution_postback_key_tables"), metric(port, "attribution_apple_ads_tokens_in_memory"),
+                day, rss_mb(endpoint.pid), metric(port, TOKEN, "attribution_postback_keys_in_memory", 0.0),
+                metric(port, TOKEN, "attribution_postback_key_tables", 0.0), metric(port, TOKEN, "attribution_apple_ads_tokens_in_memory", 0.0),
                 log_bytes(data) / 1e9, time.time() - started, json.dumps(statuses, sort_keys=True)), flush=True)
     finally:
         endpoint.stop(timeout=600)

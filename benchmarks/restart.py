@@ -18,7 +18,6 @@ peak RSS. The log generated can be kept (--keep) and used again (--reuse).
                                   [--generator benchmarks/.build/release/log-generator] [--data DIR] [--keep | --reuse | --again]
 """
 import argparse
-import http.client
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from endpoint_process import Endpoint  # noqa: E402
+from endpoint_process import Endpoint, metric, request, rss_mb, until  # noqa: E402
 
 TOKEN = "bench"
 SITES = ["--site", "app.example", "--site", "blog.example", "--site", "store.example"]
@@ -36,40 +35,7 @@ REPORT = (b'{"source_engagement_type":"click","source_site":"news.example","sour
 
 
 def status(port, method, path, body=None, host="localhost"):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        connection.request(method, path, body=body, headers={"Authorization": "Bearer " + TOKEN, "Host": host,
-                                                             "Content-Type": "application/json"})
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    except OSError:
-        return None
-    finally:
-        connection.close()
-
-
-def until(check, started, timeout=3600):
-    while time.time() - started < timeout:
-        if check():
-            return time.time() - started
-        time.sleep(0.01)  # polling an outside process, bounded by the timeout
-    raise RuntimeError("timed out")
-
-
-def peak_rss_mb(pid):
-    for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def metric(port, name):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    connection.request("GET", "/metrics", headers={"Authorization": "Bearer " + TOKEN})
-    body = connection.getresponse().read().decode()
-    connection.close()
-    return next((float(line.split()[1]) for line in body.splitlines() if line.startswith(name + " ")), None)
+    return request(port, TOKEN, method, path, body=body, host=host, timeout=120)[0]
 
 
 def run(binary, data, name):
@@ -87,7 +53,7 @@ def run(binary, data, name):
               "pcm_summary_s": round(summaries["/api/summary"], 2), "apps_summary_s": round(summaries["/api/apps/summary"], 2),
               "apple_ads_summary_s": round(summaries["/api/apple-ads/summary"], 2),
               "records_read_at_start": replay.get("records_read"), "digested_segments": replay.get("digested_segments"),
-              "peak_rss_mb": round(peak_rss_mb(endpoint.pid), 1)}
+              "peak_rss_mb": round(rss_mb(endpoint.pid, "VmHWM"), 1)}
     return endpoint, result
 
 
@@ -106,7 +72,7 @@ def main():
     if args.again:
         for n in range(3):
             endpoint, result = run(args.binary, args.data, "with checkpoints, again (%d)" % (n + 1))
-            result["postback_keys_in_memory"] = metric(endpoint.port, "attribution_postback_keys_in_memory")
+            result["postback_keys_in_memory"] = metric(endpoint.port, TOKEN, "attribution_postback_keys_in_memory")
             result["replay"] = {k: v for k, v in json.loads(endpoint.event("replay")).items() if k.endswith("seconds")}
             endpoint.stop(timeout=600)
             print(json.dumps(result), flush=True)
@@ -144,15 +110,15 @@ def main():
     t1 = time.time()
     sealed = len([n for n in os.listdir(os.path.join(args.data, "log")) if n.endswith(".log")])
     until(lambda: len([n for n in os.listdir(os.path.join(args.data, "digests")) if n.endswith(".digest")]) >= sealed, t1, timeout=7200)
-    until(lambda: (metric(endpoint.port, "attribution_postback_key_tables") or 0) >= max(0, sealed - 13), t1, timeout=7200)
+    until(lambda: (metric(endpoint.port, TOKEN, "attribution_postback_key_tables") or 0) >= max(0, sealed - 13), t1, timeout=7200)
     print("digests and key tables written in %.0f s; postback keys in memory %d, key tables %d (%.0f MB)"
-          % (time.time() - t1, metric(endpoint.port, "attribution_postback_keys_in_memory"),
-             metric(endpoint.port, "attribution_postback_key_tables"), metric(endpoint.port, "attribution_postback_key_table_bytes") / 1e6),
+          % (time.time() - t1, metric(endpoint.port, TOKEN, "attribution_postback_keys_in_memory"),
+             metric(endpoint.port, TOKEN, "attribution_postback_key_tables"), metric(endpoint.port, TOKEN, "attribution_postback_key_table_bytes") / 1e6),
           flush=True)
     endpoint.stop(timeout=600)
 
     endpoint, with_checkpoints = run(args.binary, args.data, "with checkpoints")
-    with_checkpoints["postback_keys_in_memory"] = metric(endpoint.port, "attribution_postback_keys_in_memory")
+    with_checkpoints["postback_keys_in_memory"] = metric(endpoint.port, TOKEN, "attribution_postback_keys_in_memory")
     print(json.dumps(with_checkpoints), flush=True)
     endpoint.stop(timeout=600)
     without_rss = without["peak_rss_mb"]

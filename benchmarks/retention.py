@@ -12,7 +12,6 @@ removes what is older.
     python3 benchmarks/retention.py [--records 1400000] [--days 40] [--binary .build/release/attribution-endpoint]
 """
 import argparse
-import http.client
 import json
 import os
 import shutil
@@ -21,28 +20,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from endpoint_process import Endpoint, log_bytes, log_files  # noqa: E402
+from endpoint_process import Endpoint, log_bytes, log_files, metric, request, until  # noqa: E402
 
 TOKEN = "bench"
 SITES = ["--site", "app.example", "--site", "blog.example", "--site", "store.example"]
 
 
 def get(port, path):
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    connection.request("GET", path, headers={"Authorization": "Bearer " + TOKEN})
-    response = connection.getresponse()
-    body = response.read()
-    connection.close()
-    return response.status, body
-
-
-def until(check, timeout=3600):
-    started = time.time()
-    while time.time() - started < timeout:
-        if check():
-            return
-        time.sleep(0.1)  # polling an outside process, bounded by the timeout
-    raise RuntimeError("timed out")
+    return request(port, TOKEN, "GET", path)
 
 
 def summaries(port):
@@ -50,7 +35,7 @@ def summaries(port):
     out = {}
     for path in ["/api/summary?from=2025-01-01&to=2027-12-31", "/api/apps/summary?from=2025-01-01&to=2027-12-31",
                  "/api/apple-ads/summary?from=2025-01-01&to=2027-12-31"]:
-        until(lambda: get(port, path)[0] == 200)
+        until(lambda: get(port, path)[0] == 200, poll=0.1)
         body = json.loads(get(port, path)[1])
         for key in ["records_kept_from", "rejected_by_rule", "calls"]:
             body.pop(key, None)
@@ -61,9 +46,7 @@ def summaries(port):
 def state(data, port):
     """The log's bytes and segments on disk, and the day of the oldest record kept (/metrics)."""
     files = log_files(data)
-    metrics = get(port, "/metrics")[1].decode()
-    oldest = next(float(line.split()[1]) for line in metrics.splitlines()
-                  if line.startswith("attribution_log_oldest_record_timestamp_seconds "))
+    oldest = metric(port, TOKEN, "attribution_log_oldest_record_timestamp_seconds")
     return {"log_gb": round(log_bytes(data) / 1e9, 3), "segments": len(files),
             "oldest_record_day": time.strftime("%Y-%m-%d", time.gmtime(oldest))}
 

@@ -2,6 +2,7 @@
 
 The scripts print a closing line `N passed, N failed` that CI reads, and exit non-zero on failure.
 """
+import http.client
 import http.server
 import os
 import re
@@ -110,12 +111,42 @@ def wait_port(port, timeout=60):
     raise RuntimeError("nothing listening on %d" % port)
 
 
-def rss_mb(pid):
-    """The process's resident memory, in MB."""
+def rss_mb(pid, field="VmRSS"):
+    """The process's resident memory in MB (`field="VmHWM"`: its peak)."""
     for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def request(port, token, method, path, body=None, host="localhost", timeout=300):
+    """One request with the admin token: (status, body), or (None, b"") when it could not be made."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request(method, path, body=body, headers={"Authorization": "Bearer " + token, "Host": host,
+                                                             "Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, response.read()
+    except OSError:
+        return None, b""
+    finally:
+        connection.close()
+
+
+def metric(port, token, name, default=None):
+    """The value of one unlabelled series of /metrics."""
+    _, body = request(port, token, "GET", "/metrics")
+    return next((float(line.split()[1]) for line in body.decode().splitlines() if line.startswith(name + " ")), default)
+
+
+def until(check, started=None, timeout=3600, poll=0.01):
+    """Seconds from `started` (now by default) until `check()` is true; raises after `timeout`."""
+    started = time.time() if started is None else started
+    while time.time() - started < timeout:
+        if check():
+            return time.time() - started
+        time.sleep(poll)  # polling an outside process, bounded by the timeout
+    raise RuntimeError("timed out")
 
 
 def finish(failures):

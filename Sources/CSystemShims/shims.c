@@ -21,6 +21,12 @@ void c_system_shims_return_large_frees(void) {
 #endif
 }
 
+void c_system_shims_trim_heap(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 int c_system_shims_make_this_thread_idle(void) {
     struct sched_param none = {0};
     // pid 0 names the calling thread only: Linux schedules threads, not processes.
@@ -37,4 +43,6 @@ int c_system_shims_make_this_thread_idle(void) {
 }
 
 void c_system_shims_return_large_frees(void) {}
+
+void c_system_shims_trim_heap(void) {}
 #endif

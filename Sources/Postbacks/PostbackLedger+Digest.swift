@@ -28,7 +28,7 @@ extension PostbackLedger: SegmentDigestOwner {
                 out.appendLE(key.other)
                 out.appendLE(stored.draft.contentHash)
                 out.append(stored.draft.signature.isVerified ? 1 : 0)
-                out.appendLE(PostbackOrigin.day(of: stored.receivedAt))
+                out.appendLE(stored.receivedAt.day)
                 let site = Array(stored.draft.site.utf8.prefix(255))
                 out.append(UInt8(site.count))
                 out.append(contentsOf: site)

@@ -14,13 +14,6 @@ public struct PostbackOrigin: Sendable, Hashable {
     }
 
     public init(receivedAt: Timestamp, site: String) {
-        self.init(day: Self.day(of: receivedAt), site: site)
-    }
-
-    /// Clamped: a time millions of years away (only a damaged or forged log holds one) is the
-    /// first or last day, never a trap.
-    public static func day(of time: Timestamp) -> Int32 {
-        let ms = time.millisecondsSinceEpoch, day: Int64 = 86_400_000
-        return Int32(clamping: ms >= 0 ? ms / day : (ms / day) - (ms % day == 0 ? 0 : 1))
+        self.init(day: receivedAt.day, site: site)
     }
 }

@@ -151,4 +151,12 @@ extension Timestamp: Codable {
     public func adding(milliseconds: Int64) -> Timestamp {
         Timestamp(millisecondsSinceEpoch: millisecondsSinceEpoch + milliseconds)
     }
+
+    /// Its UTC day, days since 1970-01-01: what per-day counts are keyed by. Clamped: a time
+    /// millions of years away (only a damaged or forged log holds one) is the first or last day,
+    /// never a trap.
+    public var day: Int32 {
+        let ms = millisecondsSinceEpoch, length: Int64 = 86_400_000
+        return Int32(clamping: ms >= 0 ? ms / length : (ms / length) - (ms % length == 0 ? 0 : 1))
+    }
 }

@@ -24,8 +24,19 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 func temporaryDirectory() -> String {
     let path = NSTemporaryDirectory() + "endpoint-tests-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    _ = removedAtExit
+    madeDirectories.withLock { $0.append(path) }
     return path
 }
+
+/// Every folder `temporaryDirectory()` made, removed when the test process exits (each live test
+/// leaves a log of tens of MB; a run made about 40 GB of them over a day of runs).
+private let madeDirectories = Locked<[String]>([])
+private let removedAtExit: Void = {
+    atexit {
+        for path in madeDirectories.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+    }
+}()
 
 /// Token keys for the test sites, made once per test run: an RSA-4096 key takes a second or
 /// more to make, and most tests start an endpoint of their own.

@@ -451,8 +451,21 @@ import Testing
         }
     }
 
+    @Test func thePostbackWindowsBoundsAreTaken() throws {
+        for edge in [10, 365] {
+            guard case .run(let c) = try EndpointConfiguration.parse(arguments: ["--dev", "--postback-window-days", String(edge)], environment: [:]) else {
+                Issue.record("--postback-window-days \(edge) was not taken")
+                continue
+            }
+            #expect(c.postbackWindowDays == edge)
+        }
+    }
+
     @Test(arguments: [("--max-report-bytes", "1099511627776"), ("--max-postback-bytes", "100"), ("--late-cutoff-days", "200000000000"),
-                      ("--max-connections", "0"), ("--request-timeout", "1e308"), ("--idle-timeout", "-1")])
+                      ("--max-connections", "0"), ("--request-timeout", "1e308"), ("--idle-timeout", "-1"),
+                      // Shorter than the nine days a device retries, longer than a year, and no number.
+                      ("--postback-window-days", "9"), ("--postback-window-days", "366"), ("--postback-window-days", "-12"),
+                      ("--postback-window-days", "9223372036854775808"), ("--postback-window-days", "12.5"), ("--postback-window-days", "")])
     func limitsThatWouldTrapOrExhaustAreRefusedAtStart(flag: String, value: String) {
         #expect(throws: (any Error).self, "\(flag) \(value)") {
             guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: ["--dev", flag, value], environment: [:]) else { return }

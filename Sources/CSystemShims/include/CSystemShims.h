@@ -14,6 +14,11 @@
 /// does nothing.
 void c_system_shims_return_large_frees(void);
 
+/// Gives the kernel back the whole free pages inside glibc's heaps (`malloc_trim(0)`): memory a
+/// burst left free between live allocations, which malloc keeps resident otherwise. Elsewhere it
+/// does nothing.
+void c_system_shims_trim_heap(void);
+
 #endif
 
 /// Names the calling thread for the kernel (`top -H`, `perf`, /proc), at most 15 bytes kept.
@@ -37,5 +42,10 @@ uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t co
 /// default), which leaves a start's large transient buffers in the heap for good. Elsewhere it
 /// does nothing.
 void c_system_shims_return_large_frees(void);
+
+/// Gives the kernel back the whole free pages inside glibc's heaps (`malloc_trim(0)`): memory a
+/// burst left free between live allocations, which malloc keeps resident otherwise. Elsewhere it
+/// does nothing.
+void c_system_shims_trim_heap(void);
 
 #endif

@@ -101,6 +101,24 @@ final class AppleAdsOutbox: Sendable {
                 settled.removeFirst(settledHead)
                 settledHead = 0
             }
+            // A dictionary keeps its storage when emptied: after a burst of tokens, 100,000
+            // waiting ones (about 300 bytes each) would hold 45 MB for good.
+            Self.shrink(&entries)
+            Self.shrink(&answered)
+            Self.shrink(&byPublicID)
+            Self.shrink(&byToken)
+            if pending.capacity > 4 * max(pending.count, 1024) {
+                var smaller = Set<UInt64>(minimumCapacity: pending.count)
+                for id in pending { smaller.insert(id) }
+                pending = smaller
+            }
+        }
+
+        private static func shrink<Key, Value>(_ dictionary: inout [Key: Value]) {
+            guard dictionary.capacity > 4 * max(dictionary.count, 1024) else { return }
+            var smaller = [Key: Value](minimumCapacity: dictionary.count)
+            for (key, value) in dictionary { smaller[key] = value }
+            dictionary = smaller
         }
 
         /// A token has just become final, its call's record on disk at `start`: only where that

@@ -68,7 +68,7 @@ final class AppsAggregates: SegmentDigestOwner {
 
     /// Counts a stored postback.
     func add(_ postback: StoredPostback) {
-        let key = DaySite(day: PostbackOrigin.day(of: postback.receivedAt), site: postback.draft.site)
+        let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
         var summary = AppsSummary(sites: [])
         summary.add(AppsSummary.Facts(postback), retries: 0)
         state.withLock { $0.add(key, summary) }
@@ -125,7 +125,7 @@ final class AppsAggregates: SegmentDigestOwner {
 
         mutating func take(_ view: ReportStore.RecordView) {
             if let postback = StoredPostback.decode(view) {
-                let key = DaySite(day: PostbackOrigin.day(of: postback.receivedAt), site: postback.draft.site)
+                let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
                 days[key, default: AppsSummary(sites: [])].add(AppsSummary.Facts(postback), retries: 0)
             } else if let retry = ReportStore.retry(view) {
                 let origin = AppsAggregates.origin(of: retry, at: view, originOf: originOf)

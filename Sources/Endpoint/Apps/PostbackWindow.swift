@@ -14,7 +14,7 @@ import SiteOwners
 /// Memory thus holds the window's postbacks and the day being written, whatever the history.
 /// Retention removes a segment only once its table is written (`tabledThrough`), and the table
 /// goes with it.
-final class PostbackWindow: Sendable {
+final class PostbackWindow: PeriodicallySwept {
     static let defaultDays = 12
     let days: Int
     private let store: ReportStore
@@ -22,7 +22,7 @@ final class PostbackWindow: Sendable {
     let archive: PostbackArchive
     private let clock: EndpointClock
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let thread = PeriodicSweep(named: "postback-window", priority: .background)
+    let thread = PeriodicSweep(named: "postback-window", priority: .background)
     private let failureCount = Locked(0)
     /// One sweep at a time: the thread's, or one asked for by hand.
     /// Counts the times it was held: a `Locked<Void>` gives ThreadSanitizer nothing to tell its
@@ -43,19 +43,6 @@ final class PostbackWindow: Sendable {
         self.clock = clock
         self.announce = announce
         clock.whenSet { [thread] in thread.wake() }
-    }
-
-    func start() {
-        thread.start { [self] in sweep() }
-    }
-
-    /// Waits for the sweep the thread makes at start: what a start's tables let go of has gone.
-    func waitUntilStartSwept() {
-        thread.waitUntilStartSwept()
-    }
-
-    func stop() {
-        thread.stop()
     }
 
     /// Table writes that failed since start (the disk full): the postbacks stay in memory meanwhile.

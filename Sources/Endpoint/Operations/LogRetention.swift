@@ -12,14 +12,14 @@ import SiteOwners
 ///   after a restart (a summary still being rebuilt removes nothing);
 /// - with `--clickhouse`, every table's export has passed it.
 /// What stays true is in docs/DEPLOYMENT.md ("Retention").
-final class LogRetention: Sendable {
+final class LogRetention: PeriodicallySwept {
     let days: Int
     private let store: ReportStore
     private let clock: EndpointClock
     /// The log offset below which everything is safe elsewhere: the summary's checkpoint, the export.
     private let keptElsewhereThrough: @Sendable () -> Int
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let thread = PeriodicSweep(named: "log-retention")
+    let thread = PeriodicSweep(named: "log-retention")
     private let state = Locked<(removed: Int, removedBytes: Int, waiting: Int)>((0, 0, 0))
 
     init(days: Int, store: ReportStore, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
@@ -30,14 +30,6 @@ final class LogRetention: Sendable {
         self.keptElsewhereThrough = keptElsewhereThrough
         self.announce = announce
         clock.whenSet { [thread] in thread.wake() }
-    }
-
-    func start() {
-        thread.start { [self] in sweep() }
-    }
-
-    func stop() {
-        thread.stop()
     }
 
     /// Segments removed since start, and their bytes.

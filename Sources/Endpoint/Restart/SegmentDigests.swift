@@ -11,12 +11,12 @@ import ReportStore
 /// the log written since the last digested seal; a digest that is missing or damaged makes it read
 /// the log from that segment on, and one of another log (a restored `log/` beside newer digests)
 /// makes it read the whole log again, once: that digest is removed and written anew.
-final class SegmentDigests: Sendable {
+final class SegmentDigests: PeriodicallySwept {
     let directory: String
     private let owners: [any SegmentDigestOwner]
     private let store: ReportStore
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
-    private let thread = PeriodicSweep(named: "segment-digests", priority: .background)
+    let thread = PeriodicSweep(named: "segment-digests", priority: .background)
     private let state = Locked<(failures: Int, bases: Set<Int>, toCompact: [Int])>((0, [], []))
     /// Counts the times it was held: a `Locked<Void>` gives ThreadSanitizer nothing to tell its
     /// value from the mutex beside it, and it reports a race that is none.
@@ -44,19 +44,6 @@ final class SegmentDigests: Sendable {
         }
         state.withLock { $0.bases = good }
         clock.whenSet { [thread] in thread.wake() }
-    }
-
-    func start() {
-        thread.start { [self] in sweep() }
-    }
-
-    /// Waits for the sweep the thread makes at start.
-    func waitUntilStartSwept() {
-        thread.waitUntilStartSwept()
-    }
-
-    func stop() {
-        thread.stop()
     }
 
     /// Just after the last sealed segment, counted from the oldest kept, that has its digest:

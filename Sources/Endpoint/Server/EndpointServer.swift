@@ -38,6 +38,7 @@ public final class EndpointServer: Sendable {
     let tokenKeyRotation: TokenKeyRotation?
     /// Lets the postback ledger's memory go after `--postback-window-days`.
     let postbackWindow: PostbackWindow
+    private let heapTrim = HeapTrim()
     /// Sealed segments' digests, for the next start.
     let digests: SegmentDigests
     /// What the start spent, in seconds, taking the digests and the log after them ("digests") and
@@ -298,6 +299,7 @@ public final class EndpointServer: Sendable {
         postbackWindow.start()
         retention?.start()
         tokenKeyRotation?.start()
+        heapTrim.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
             ("data", .string(configuration.dataDirectory)),
@@ -339,6 +341,7 @@ public final class EndpointServer: Sendable {
         retention?.stop()
         digests.stop()
         postbackWindow.stop()
+        heapTrim.stop()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()

@@ -52,3 +52,26 @@ final class PeriodicSweep: Sendable {
         stopped.wait()
     }
 }
+
+/// An owner of a `PeriodicSweep` whose thread runs its `sweep()`: started, waited for and
+/// stopped through the sweep.
+protocol PeriodicallySwept: AnyObject, Sendable {
+    associatedtype Swept
+    var thread: PeriodicSweep { get }
+    func sweep() -> Swept
+}
+
+extension PeriodicallySwept {
+    func start() {
+        thread.start { [self] in _ = sweep() }
+    }
+
+    /// Waits for the sweep the thread makes at start.
+    func waitUntilStartSwept() {
+        thread.waitUntilStartSwept()
+    }
+
+    func stop() {
+        thread.stop()
+    }
+}

@@ -155,12 +155,7 @@ struct SummaryAggregates: Sendable {
         for (id, name) in names.enumerated() { ids[name] = Name(id) }
     }
 
-    /// Clamped: a time millions of years away (only a damaged or forged log holds one) is the
-    /// first or last day, never a trap.
-    static func day(of time: Timestamp) -> Int32 {
-        let ms = time.millisecondsSinceEpoch
-        return Int32(clamping: ms >= 0 ? ms / TimingModel.day : (ms / TimingModel.day) - (ms % TimingModel.day == 0 ? 0 : 1))
-    }
+    static func day(of time: Timestamp) -> Int32 { time.day }
 
     func name(_ id: Name) -> String { names[Int(id)] }
     func id(of name: String) -> Name? { ids[name] }
