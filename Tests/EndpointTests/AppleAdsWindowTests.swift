@@ -138,3 +138,24 @@ import Testing
         #expect(decode(Array(withSummary.dropLast())) == nil)
     }
 }
+
+/// Counts a start adds up from digests on disk: a crafted file may claim any number, and the sum
+/// stops at the bounds instead of ending the process.
+@Suite struct DigestSumTests {
+    @Test func sumsPastTheBoundsStopThere() {
+        let sums = [Int.max +| 1, Int.min +| -1, 2 +| 3, Int(UInt32.max +| UInt32(1))]
+        #expect(sums == [Int.max, Int.min, 5, Int(UInt32.max)])
+        var big = AppleAdsSummary()
+        big.byStatus[.attributed] = .max - 1
+        big.calls = .max
+        big.installs[AppleAdsSummary.Key(campaign: 1, adGroup: nil, keyword: nil)] = (.max, 1, 0)
+        var total = AppleAdsSummary()
+        total.merge(big)
+        total.merge(big)
+        #expect(total.byStatus[.attributed] == .max && total.calls == .max)
+        #expect(total.installs.first?.value.downloads == .max && total.installs.first?.value.redownloads == 2)
+        var counts = ConversionTable.Counts(AppsSummary.ConversionCounts(installs: .max, redownloads: 0, reEngagements: 7))
+        counts.add(counts)
+        #expect(counts.installs == .max && counts.reEngagements == 14)
+    }
+}

@@ -50,14 +50,15 @@ struct AppleAdsSummary: Sendable {
         installs[key] = row
     }
 
+    /// Saturating: a crafted digest's counts must not trap a start.
     mutating func merge(_ other: AppleAdsSummary) {
-        for (status, count) in other.byStatus { byStatus[status, default: 0] += count }
-        calls += other.calls
+        for (status, count) in other.byStatus { byStatus[status, default: 0] +|= count }
+        calls +|= other.calls
         for (key, row) in other.installs {
             var mine = installs[key] ?? (0, 0, 0)
-            mine.downloads += row.downloads
-            mine.redownloads += row.redownloads
-            mine.other += row.other
+            mine.downloads +|= row.downloads
+            mine.redownloads +|= row.redownloads
+            mine.other +|= row.other
             installs[key] = mine
         }
     }

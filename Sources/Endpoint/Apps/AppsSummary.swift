@@ -32,9 +32,9 @@ struct AppsSummary: Codable {
         var reEngagements = 0
 
         mutating func add(_ other: ConversionCounts) {
-            installs += other.installs
-            redownloads += other.redownloads
-            reEngagements += other.reEngagements
+            installs +|= other.installs
+            redownloads +|= other.redownloads
+            reEngagements +|= other.reEngagements
         }
     }
 
@@ -105,22 +105,23 @@ struct AppsSummary: Codable {
         return conversions
     }
 
-    /// Adds another period's or site's counts.
+    /// Adds another period's or site's counts; saturating, as a crafted digest's counts must not
+    /// trap a start.
     mutating func merge(_ other: AppsSummary) {
-        stored += other.stored
-        accepted += other.accepted
-        duplicates += other.duplicates
-        development += other.development
+        stored +|= other.stored
+        accepted +|= other.accepted
+        duplicates +|= other.duplicates
+        development +|= other.development
         sites.formUnion(other.sites)
         for (key, counts) in other.conversions { conversions[key, default: ConversionCounts()].add(counts) }
-        for (k, n) in other.fine { fine[k, default: 0] += n }
-        for (k, n) in other.coarse { coarse[k, default: 0] += n }
-        for (k, n) in other.windows { windows[k, default: 0] += n }
-        for (k, n) in other.fidelity { fidelity[k, default: 0] += n }
-        for (k, n) in other.digits { digits[k, default: 0] += n }
-        for (k, n) in other.valueTiers { valueTiers[k, default: 0] += n }
-        for (k, n) in other.signatures { signatures[k, default: 0] += n }
-        for (k, n) in other.reasons { reasons[k, default: 0] += n }
+        for (k, n) in other.fine { fine[k, default: 0] +|= n }
+        for (k, n) in other.coarse { coarse[k, default: 0] +|= n }
+        for (k, n) in other.windows { windows[k, default: 0] +|= n }
+        for (k, n) in other.fidelity { fidelity[k, default: 0] +|= n }
+        for (k, n) in other.digits { digits[k, default: 0] +|= n }
+        for (k, n) in other.valueTiers { valueTiers[k, default: 0] +|= n }
+        for (k, n) in other.signatures { signatures[k, default: 0] +|= n }
+        for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
     }
 
     /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came again.
@@ -177,7 +178,7 @@ struct AppsSummary: Codable {
                                 JSONMember(key: "to", value: .string(Self.date(query.to)))])),
             ("site", query.site.map { .string($0) } ?? .null),
             ("sites", .array(sites.sorted().map { .string($0) })),
-            ("postbacks", Self.object(["stored": stored, "accepted": accepted, "quarantined": stored - accepted,
+            ("postbacks", Self.object(["stored": stored, "accepted": accepted, "quarantined": stored &- accepted,
                                        "duplicates_received": duplicates, "development": development])),
         ]
         let rows: [JSONValue] = conversions.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, counts in

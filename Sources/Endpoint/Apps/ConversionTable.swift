@@ -1,3 +1,5 @@
+import Primitives
+
 /// One day's conversions at one site, by ad network, campaign and app as numbers (`NameNumbers`)
 /// with 32-bit counts: 24 bytes a row once the day is over (`freeze`), where strings keyed to a
 /// dictionary of kinds took about 400. A top app's day can hold 10,000 campaigns (a four-digit
@@ -25,9 +27,9 @@ struct ConversionTable {
         /// Saturating: no day holds four billion installs of one campaign, and a forged digest
         /// must not trap.
         mutating func add(_ other: Counts) {
-            installs = installs.addingReportingOverflow(other.installs).overflow ? .max : installs &+ other.installs
-            redownloads = redownloads.addingReportingOverflow(other.redownloads).overflow ? .max : redownloads &+ other.redownloads
-            reEngagements = reEngagements.addingReportingOverflow(other.reEngagements).overflow ? .max : reEngagements &+ other.reEngagements
+            installs +|= other.installs
+            redownloads +|= other.redownloads
+            reEngagements +|= other.reEngagements
         }
 
         var summary: AppsSummary.ConversionCounts {
