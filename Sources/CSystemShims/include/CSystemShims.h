@@ -19,6 +19,14 @@ void c_system_shims_return_large_frees(void);
 /// does nothing.
 void c_system_shims_trim_heap(void);
 
+#include <stdbool.h>
+/// FoundationNetworking's check that libcurl reads `url`'s host as `expectedHost`, as upstream
+/// fixed it (url_host_check.c): the executable exports it in place of Swift 6.3.1's, which leaks.
+/// Declared here so that tests can call it; only on Linux.
+#ifdef __linux__
+bool CFURLSessionCurlHostIsEqual(const char *_Nonnull url, const char *_Nonnull expectedHost);
+#endif
+
 #endif
 
 /// Names the calling thread for the kernel (`top -H`, `perf`, /proc), at most 15 bytes kept.
@@ -47,5 +55,13 @@ void c_system_shims_return_large_frees(void);
 /// burst left free between live allocations, which malloc keeps resident otherwise. Elsewhere it
 /// does nothing.
 void c_system_shims_trim_heap(void);
+
+#include <stdbool.h>
+/// FoundationNetworking's check that libcurl reads `url`'s host as `expectedHost`, as upstream
+/// fixed it (url_host_check.c): the executable exports it in place of Swift 6.3.1's, which leaks.
+/// Declared here so that tests can call it; only on Linux.
+#ifdef __linux__
+bool CFURLSessionCurlHostIsEqual(const char *_Nonnull url, const char *_Nonnull expectedHost);
+#endif
 
 #endif
