@@ -303,7 +303,7 @@ final class AppleAdsOutbox: Sendable {
     }
 
     static func text(of publicID: [UInt8]) -> String {
-        publicID.map { String(format: "%02x", $0) }.joined()
+        Hex.text(publicID)
     }
 
     /// The bytes of a public id's text (zeros for anything that is not 32 hex digits).

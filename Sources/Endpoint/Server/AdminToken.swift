@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Primitives
 
 /// The bearer token that guards the export and the other `/api` paths.
 enum AdminToken {
@@ -15,7 +16,7 @@ enum AdminToken {
             return (text, path)
         }
         var generator = SystemRandomNumberGenerator()
-        let token = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        let token = Hex.text((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
         // Created with 0600 from the start, never readable by others even for a moment.
         guard FileManager.default.createFile(atPath: path, contents: Data((token + "\n").utf8),
                                              attributes: [.posixPermissions: 0o600]) else {
