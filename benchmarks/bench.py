@@ -96,7 +96,7 @@ def token_keys(data, sites=("news.example", "shop.example")):
         with open(os.path.join(WORK, "token-keys.log"), "a") as log:
             process = subprocess.Popen([ENDPOINT, "--port", str(port), "--data", made, "--token", "bench", "--no-page"]
                                        + [arg for site in sites for arg in ("--site", site)], stdout=log, stderr=log)
-            wait_port(port)
+            wait_port(port, timeout=600)  # the first start makes an RSA-4096 key per site first
             for site in sites:  # each answers once its key is made
                 request = urllib.request.Request("http://127.0.0.1:%d/.well-known/private-click-measurement/get-token-public-key/" % port,
                                                  headers={"Host": site})

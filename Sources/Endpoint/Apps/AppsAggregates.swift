@@ -37,14 +37,14 @@ final class AppsAggregates: SegmentDigestOwner {
         mutating func add(_ key: DaySite, _ summary: AppsSummary) {
             var summary = summary
             let conversions = summary.removeConversions()
-            var day = days[key] ?? Day(counts: AppsSummary(sites: key.site.isEmpty ? [] : [key.site]))
-            day.counts.merge(summary)
+            // In place: a day copied out and written back would copy its every campaign per postback.
+            let site = key.site
+            days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].counts.merge(summary)
             for (conversion, counts) in conversions {
                 let numbers = ConversionTable.Key(network: names.number(conversion.adNetwork), campaign: names.number(conversion.campaign),
                                                   app: names.number(conversion.appID))
-                day.conversions.add(numbers, ConversionTable.Counts(counts))
+                days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].conversions.add(numbers, ConversionTable.Counts(counts))
             }
-            days[key] = day
             if key.day > newestDay {
                 newestDay = key.day
                 for (other, _) in days where other.day < newestDay { days[other]?.conversions.freeze() }
