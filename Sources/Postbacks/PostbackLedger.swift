@@ -59,6 +59,8 @@ public final class PostbackLedger: Sendable {
     }
 
     private let state = Locked(State())
+    /// Deliveries with other content remembered under one key (`record`).
+    public static let deliveriesPerKey = 16
     /// Where postbacks that left memory are found; nil keeps everything in memory (tests).
     public let archive: PostbackArchive?
 
@@ -145,6 +147,10 @@ public final class PostbackLedger: Sendable {
                 if s.releasedEarly[key]!.isEmpty { s.releasedEarly[key] = nil }
                 return
             }
+            // A device's copies share their content, so many contents under one key are forgeries:
+            // stored and quarantined, but past this many not remembered, so that a flood of them
+            // cannot lengthen the index's probes for every other key.
+            guard s.deliveries.positions(of: key).count < Self.deliveriesPerKey else { return }
             let site = s.siteNumber(origin.site)
             s.deliveries.append(DeliveryTable.Delivery(key: key, id: id, contentHash: contentHash, verified: verified,
                                                        day: origin.day, site: site))

@@ -45,6 +45,20 @@ import Foundation
         #expect(ledger.classify(duplicateKey: "u", contentHash: 2, verified: false) == .conflict)
     }
 
+    @Test func aFloodOfContentsUnderOneKeyIsNotRemembered() {
+        let ledger = PostbackLedger()
+        for n in 0..<1_000 {
+            ledger.record(duplicateKey: "forged", contentHash: UInt64(n), id: UInt64(n), verified: false, origin: here)
+        }
+        // Sixteen are remembered; the rest are still conflicts (stored and quarantined), and a
+        // copy of one of them is stored again rather than counted: only forgeries get here.
+        #expect(ledger.keysInMemory == PostbackLedger.deliveriesPerKey)
+        #expect(ledger.classify(duplicateKey: "forged", contentHash: 3, verified: false) == .retry(of: 3, origin: here))
+        #expect(ledger.classify(duplicateKey: "forged", contentHash: 999, verified: false) == .conflict)
+        ledger.record(duplicateKey: "genuine", contentHash: 1, id: 5_000, verified: true, origin: there)
+        #expect(ledger.classify(duplicateKey: "genuine", contentHash: 1, verified: true) == .retry(of: 5_000, origin: there))
+    }
+
     @Test func aReleaseBeforeItsRecordIsNotLost() {
         // A commit on another thread can fail the postback before its intake notes it.
         let ledger = PostbackLedger()

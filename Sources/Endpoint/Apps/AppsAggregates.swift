@@ -12,7 +12,9 @@ import ReportStore
 /// A delivery that came again is counted at its postback's origin (the day and site of the first
 /// delivery, as the cluster's view counts them), which its retry record names. For retry records
 /// written before the origin was kept, the ledger says it while it holds the postback (a first
-/// start after the upgrade holds them all); failing that a retry counts on its own day and site.
+/// start after the upgrade, before any key table, holds them all); failing that (its postback in a
+/// key table, or gone from memory before the digest was written) a retry counts on its own day
+/// and site, so such a count can move between days from one start to the next.
 ///
 /// Memory: a day's conversions are rows of numbers (`ConversionTable`), frozen once the day is
 /// over; the other counts are a few small dictionaries a day and site.
