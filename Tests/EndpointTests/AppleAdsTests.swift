@@ -147,6 +147,15 @@ import Testing
         #expect(try post(endpoint, "token", host: "elsewhere.example").status == 421)
         let unknown = endpoint.request("GET", "/apple-ads/attribution/00000000000000000000000000000000")
         #expect(unknown.status == 404 && json(unknown)["rule"] as? String == "unknown_token_id")
+        // The answered token's id, as a stranger might mangle it: upper case, cut, grown, not hex,
+        // percent-encoded, huge. Each is no token (ids are kept as 16 bytes), never a 5xx.
+        let answered = try #require(first["id"] as? String)
+        #expect(endpoint.request("GET", "/apple-ads/attribution/" + answered).status == 200)
+        for mangled in [answered.uppercased(), String(answered.dropLast()), answered + "0", String(answered.dropLast()) + "g",
+                        "%30" + answered.dropFirst(), String(repeating: "f", count: 32), "", String(repeating: "a", count: 10_000)] {
+            let response = endpoint.request("GET", "/apple-ads/attribution/" + mangled)
+            #expect(response.status == 404 || response.status == 400 || response.status == 414, "\(mangled.prefix(40)): \(response.status)")
+        }
     }
 
     /// A restart resumes what was pending, with its count of 404s, and never calls again for a

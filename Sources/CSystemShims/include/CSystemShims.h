@@ -1,32 +1,14 @@
 // System headers, calls and CPU instructions that Swift cannot reach: epoll, naming a thread, the
-// CRC-32C instruction, malloc's options.
+// CRC-32C instruction, malloc's options, and Foundation's URL host check as upstream fixed it.
 #ifndef C_SYSTEM_SHIMS_H
 #define C_SYSTEM_SHIMS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #ifdef __linux__
 #include <sys/epoll.h>
-/// Has glibc's malloc serve every allocation of 128 KB or more with its own mapping, returned to
-/// the kernel when freed, instead of raising that threshold after the first large free (its
-/// default), which leaves a start's large transient buffers in the heap for good. Elsewhere it
-/// does nothing.
-void c_system_shims_return_large_frees(void);
-
-/// Gives the kernel back the whole free pages inside glibc's heaps (`malloc_trim(0)`): memory a
-/// burst left free between live allocations, which malloc keeps resident otherwise. Elsewhere it
-/// does nothing.
-void c_system_shims_trim_heap(void);
-
-#include <stdbool.h>
-/// FoundationNetworking's check that libcurl reads `url`'s host as `expectedHost`, as upstream
-/// fixed it (url_host_check.c): the executable exports it in place of Swift 6.3.1's, which leaks.
-/// Declared here so that tests can call it; only on Linux.
-#ifdef __linux__
-bool CFURLSessionCurlHostIsEqual(const char *_Nonnull url, const char *_Nonnull expectedHost);
-#endif
-
 #endif
 
 /// Names the calling thread for the kernel (`top -H`, `perf`, /proc), at most 15 bytes kept.
@@ -56,7 +38,6 @@ void c_system_shims_return_large_frees(void);
 /// does nothing.
 void c_system_shims_trim_heap(void);
 
-#include <stdbool.h>
 /// FoundationNetworking's check that libcurl reads `url`'s host as `expectedHost`, as upstream
 /// fixed it (url_host_check.c): the executable exports it in place of Swift 6.3.1's, which leaks.
 /// Declared here so that tests can call it; only on Linux.

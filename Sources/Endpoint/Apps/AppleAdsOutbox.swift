@@ -351,11 +351,11 @@ final class AppleAdsOutbox: Sendable {
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
         let hash = token.hashValue
-        enum Claim { case known(Entry), answered(Int), waiting, backlogged, placeholder(UInt64) }
+        enum Claim { case known(Entry), answered(UInt64, Int), waiting, backlogged, placeholder(UInt64) }
         let claim = state.withLock { s -> Claim in
             if let id = s.byToken[hash] {
                 if let entry = s.entries[id] { return .known(entry) }
-                if let start = s.answered[id] { return .answered(start) }
+                if let start = s.answered[id] { return .answered(id, start) }
                 // Its first copy is not on disk yet: this one is answered with it.
                 s.waiting[hash, default: []].append(completion)
                 return .waiting
@@ -375,7 +375,7 @@ final class AppleAdsOutbox: Sendable {
         let placeholder: UInt64
         switch claim {
         case .known(let entry): return .known(entry)
-        case .answered(let start): return answeredEntry(at: start).map { .known($0) } ?? .unreadable
+        case .answered(let id, let start): return answeredEntry(id, at: start).map { .known($0) } ?? .unreadable
         case .waiting: return .queued
         case .backlogged: return .backlogged
         case .placeholder(let id): placeholder = id
@@ -413,16 +413,16 @@ final class AppleAdsOutbox: Sendable {
     /// The token with this public id, waiting or answered in the last day.
     func entry(publicID: String) throws(AnswerUnreadable) -> Entry? {
         guard let key = AppleAdsPublicID(text: publicID) else { return nil }
-        enum Found { case entry(Entry), answered(Int), none }
+        enum Found { case entry(Entry), answered(UInt64, Int), none }
         let found = state.withLock { s -> Found in
             guard let id = s.byPublicID[key] else { return .none }
             if let entry = s.entries[id] { return .entry(entry) }
-            return s.answered[id].map { .answered($0) } ?? .none
+            return s.answered[id].map { .answered(id, $0) } ?? .none
         }
         switch found {
         case .entry(let entry): return entry
-        case .answered(let start):
-            guard let entry = answeredEntry(at: start) else { throw AnswerUnreadable() }
+        case .answered(let id, let start):
+            guard let entry = answeredEntry(id, at: start) else { throw AnswerUnreadable() }
             return entry
         case .none: return nil
         }
@@ -431,10 +431,11 @@ final class AppleAdsOutbox: Sendable {
     /// A final answer's record could not be read back (a damaged segment).
     struct AnswerUnreadable: Error {}
 
-    /// A token answered in the last day, as its final call's record tells it.
-    private func answeredEntry(at start: Int) -> Entry? {
+    /// Token `id`, answered in the last day, as its final call's record tells it: a record that is
+    /// not that token's final call is no answer.
+    private func answeredEntry(_ id: UInt64, at start: Int) -> Entry? {
         store.record(startingAt: start) { view -> Entry? in
-            guard let call = StoredAppleAdsCall.decode(view), call.status.isFinal, let token = call.token else { return nil }
+            guard let call = StoredAppleAdsCall.decode(view), call.tokenID == id, call.status.isFinal, let token = call.token else { return nil }
             return Entry.settled(call, token)
         }
     }
