@@ -28,8 +28,8 @@ async function api(path, body) {
     let problem = {};
     try { problem = await response.json(); } catch (_) { /* not JSON */ }
     const error = new Error("The endpoint answered " + response.status + ": " + (problem.detail || response.statusText));
-    // Right after a restart the summary is rebuilt from the log: try again shortly.
-    error.retry = problem.rule === "summary_rebuilding";
+    // Right after a restart the summary (or the Apps view) is rebuilt from the log: try again shortly.
+    error.retry = problem.rule === "summary_rebuilding" || problem.rule === "postbacks_rebuilding";
     throw error;
   }
   return response;

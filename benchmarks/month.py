@@ -16,7 +16,7 @@ After each day it waits until no Apple Ads call is due and prints the day's RSS 
 hold, the log's size and the seconds the day's traffic took.
 The target (issue 30): RSS on day 30 within 10 % of day 10.
 
-    python3 benchmarks/month.py [--binary .build/release/attribution-endpoint] [--days 30] [--postbacks 100000] [--tokens 100000]
+    python3 benchmarks/month.py [--binary .build/release/attribution-endpoint] [--days 30] [--postbacks 100000] [--tokens 100000] [--reports 10000]
 """
 import argparse
 import base64
@@ -124,7 +124,9 @@ def main():
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--postbacks", type=int, default=100_000, help="postback copies a day; a tenth as many reports")
     parser.add_argument("--tokens", type=int, default=100_000, help="Apple Ads tokens a day (the stand-in answers about 400 calls a second)")
+    parser.add_argument("--reports", type=int, default=None, help="PCM reports a day (default: a tenth of POSTBACKS)")
     args = parser.parse_args()
+    reports = args.postbacks // 10 if args.reports is None else args.reports
 
     apple, apple_url = apple_stand_in(b'{"attribution":false}')
     data = tempfile.mkdtemp(prefix="month-")
@@ -157,7 +159,7 @@ def main():
             requests += [request("/.well-known/private-click-measurement/report-attribution/", "news.example",
                                  json.dumps({"source_engagement_type": "click", "source_site": "news.example", "source_id": n % 256,
                                              "attributed_on_site": "shop.example", "trigger_data": n % 16, "version": 3}).encode())
-                         for n in range(args.postbacks // 10)]
+                         for n in range(reports)]
             random.shuffle(requests)
             statuses = send_all(port, requests)
             yesterday = bodies

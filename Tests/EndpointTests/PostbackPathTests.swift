@@ -225,7 +225,7 @@ import Testing
                                      clock: { EndpointClock.systemNow() })
         let line = PostbackLine(capacity: 2)
         let intake = PostbackIntake(checks: PostbackChecksOnTheLoop(line: line, ledger: ledger), keyring: try PostbackKeyring(),
-                                    ledger: ledger, aggregates: AppsAggregates(), sites: ServedSite(sites: ["app.example"], developmentMode: false, trustedProxies: []),
+                                    ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }), sites: ServedSite(sites: ["app.example"], developmentMode: false, trustedProxies: []),
                                     developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
         let handler = HeldTurns(intake: intake, store: store)
         var configuration = HTTPServerConfiguration()

@@ -162,6 +162,8 @@ extension LiveEndpoint {
     /// Once the digests' and the window's sweeps at start are done, so that what memory holds
     /// and what the next start reads are settled.
     func waitingForTheStartSweep() -> LiveEndpoint {
+        // The threads that sweep start once the postback ledger is whole.
+        server.waitUntilPostbacksReady()
         server.digests.waitUntilStartSwept()
         server.postbackWindow.waitUntilStartSwept()
         return self

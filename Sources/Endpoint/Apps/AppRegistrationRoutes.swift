@@ -83,6 +83,8 @@ struct AppRegistrationRoutes: Sendable {
 /// `GET /api/apple-ads/summary`, the Apple Ads view's, for the same period and site.
 struct AppsSummaryRoutes: Sendable {
     let aggregates: AppsAggregates
+    /// The Apps view's counts are whole once it is ready.
+    let rebuild: PostbackRebuild
     let book: AppBook
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
@@ -95,7 +97,8 @@ struct AppsSummaryRoutes: Sendable {
         [
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
-                    try scoped(request, responder, node: { summary($0) }) { cluster, query, registry in
+                    try rebuild.requireReady("the Apps summary")
+                    return try scoped(request, responder, node: { summary($0) }) { cluster, query, registry in
                         try ClusterAppsSummary.summary(cluster, query: query).json(registry, query: query)
                     }
                 }),

@@ -20,6 +20,8 @@ struct PostbackIntake: Sendable {
     let ledger: PostbackLedger
     /// The Apps view's counts, kept as postbacks and retries are stored.
     let aggregates: AppsAggregates
+    /// Until the ledger is whole after a start that read it again, postbacks wait (503).
+    let rebuild: PostbackRebuild
     let sites: ServedSite
     let developmentMode: Bool
     let maxPostbackBytes: Int
@@ -29,6 +31,7 @@ struct PostbackIntake: Sendable {
     /// Finds the site and the size on arrival; the rest is the checks' and the turn's.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let site = try sites.resolve(request, what: "the postback").get()
+        try rebuild.requireReady("a postback")
         guard request.body.count <= maxPostbackBytes else {
             throw Problem(status: 413, rule: "body_too_large",
                           detail: "the body has \(request.body.count) bytes; postbacks are at most \(maxPostbackBytes)")

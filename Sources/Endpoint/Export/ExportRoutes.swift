@@ -10,6 +10,8 @@ import ReportStore
 struct ExportRoutes: Sendable {
     let store: ReportStore
     let ledger: PostbackLedger
+    /// Postbacks' retry counts are whole once it is ready.
+    let postbackRebuild: PostbackRebuild
     /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
     let appleAds: AppleAdsOutbox
     let apps: AppBook
@@ -21,9 +23,17 @@ struct ExportRoutes: Sendable {
         ]
         var routes: [Route] = []
         for (path, codec) in logExports {
-            routes.append(Route(.exact(path), methods: ["GET", "HEAD"]) { try export(codec, $0, .ndjson, fileName: "") })
+            let needsLedger = path == "/api/postbacks"
+            let ready: @Sendable () throws -> Void = { [postbackRebuild] in
+                if needsLedger { try postbackRebuild.requireReady("the postback export") }
+            }
+            routes.append(Route(.exact(path), methods: ["GET", "HEAD"]) {
+                try ready()
+                return try export(codec, $0, .ndjson, fileName: "")
+            })
             routes.append(Route(.exact(path + ".csv"), methods: ["GET", "HEAD"]) {
-                try export(codec, $0, .csv, fileName: String(path.dropFirst("/api/".count)))
+                try ready()
+                return try export(codec, $0, .csv, fileName: String(path.dropFirst("/api/".count)))
             })
         }
         routes.append(Route(.exact("/api/apple-ads"), methods: ["GET", "HEAD"]) { try exportAppleAds($0, .ndjson) })

@@ -20,6 +20,7 @@ struct OperationsRoutes: Sendable {
     var retention: LogRetention? = nil
     var tokenKeyRotation: TokenKeyRotation? = nil
     var postbackWindow: PostbackWindow? = nil
+    var postbackRebuild: PostbackRebuild? = nil
     var digests: SegmentDigests? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
@@ -54,7 +55,7 @@ struct OperationsRoutes: Sendable {
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
                                          + LogSegmentMetrics.prometheusText(store: store, retention: retention, digests: digests)
-                                         + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0) } ?? "")
+                                         + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0, rebuild: postbackRebuild) } ?? "")
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (exporter?.status.prometheusText() ?? "")).utf8))

@@ -178,6 +178,15 @@ final class TokenKeyBook: Sendable {
         }
     }
 
+    /// The earliest a token that can still verify was signed: the oldest making of a key not
+    /// expired (a token signed with an expired key is quarantined before it is looked up). Nil
+    /// with a `--token-public-key`, whose keys' age this endpoint cannot see; now without keys.
+    var oldestVerifiableSignature: Timestamp? {
+        guard foreignKeys.isEmpty else { return nil }
+        let all = keys.withLock { $0 }
+        return all.filter { !isExpired(keyID: $0.keyID) }.map { min($0.createdAt, $0.servesFrom) }.min() ?? clock()
+    }
+
     enum State: String, Sendable {
         /// Served and signing now.
         case served

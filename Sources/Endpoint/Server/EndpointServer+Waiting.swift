@@ -18,6 +18,12 @@ extension EndpointServer {
         summaryRebuild.waitUntilDone()
     }
 
+    /// Waits until the postback ledger and the Apps view are whole: at once unless the start read
+    /// them again in the background (`PostbackRebuild`).
+    public func waitUntilPostbacksReady() {
+        postbackRebuild.waitUntilDone()
+    }
+
     /// What became of the summary's checkpoint at start, once the summary is ready: `used`,
     /// `missing`, `stale` (the log no longer begins as it did) or `damaged…`.
     public var summaryCheckpoint: String? { summaryRebuild.checkpointOutcome }

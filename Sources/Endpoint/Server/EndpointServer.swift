@@ -39,6 +39,8 @@ public final class EndpointServer: Sendable {
     /// Lets the postback ledger's memory go after `--postback-window-days`.
     let postbackWindow: PostbackWindow
     private let heapTrim = HeapTrim()
+    /// The postback ledger and the Apps view, when a start could not take them from digests.
+    let postbackRebuild: PostbackRebuild
     /// Sealed segments' digests, for the next start.
     let digests: SegmentDigests
     /// What the start spent, in seconds, taking the digests and the log after them ("digests") and
@@ -53,7 +55,13 @@ public final class EndpointServer: Sendable {
     private let signingPool: WorkerPool
     private let turns: TurnRequester
 
-    public init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
+    public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
+        try self.init(configuration: configuration, systemClock: systemClock, beforePostbackRebuild: {})
+    }
+
+    /// `beforePostbackRebuild`: run on the rebuild's thread before it reads (tests hold it there).
+    init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp,
+         beforePostbackRebuild: @escaping @Sendable () -> Void) throws {
         try configuration.check()
         self.configuration = configuration
         let sites = Set(configuration.sites)
@@ -99,14 +107,17 @@ public final class EndpointServer: Sendable {
         let digestsDirectory = configuration.dataDirectory + "/digests"
         var state = rebuilt()
         let chain = SegmentDigests.chain(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
-        // Without digests the owners take the records as the log is opened, in one pass; with
-        // them, after the digests, on a thread of their own (below).
+        // Without digests (a log written before them, or with them removed) the owners take the
+        // records as the log is opened, in one pass; with them, after the digests, on a thread of
+        // their own (below), even when the first is damaged.
         let replaying = state
+        let readWhileOpening = chain.digests.isEmpty
+            && ((try? FileManager.default.contentsOfDirectory(atPath: digestsDirectory)) ?? []).allSatisfy { !$0.hasSuffix(".digest") }
         let store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                     preallocation: configuration.logPreallocationMB << 20,
                                     segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
                                     clock: { clock.now() }, replayFrom: chain.replayFrom,
-                                    replaying: chain.digests.isEmpty ? { replaying.take($0) } : { _ in })
+                                    replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
         self.store = store
         let turns = TurnRequester()
         self.turns = turns
@@ -119,28 +130,45 @@ public final class EndpointServer: Sendable {
         }
         var restored = SegmentDigests.Restored()
         var seconds: [String: Double] = [:]
+        // The first segment a report's triggers and tokens can be in; and where the ledger and the
+        // Apps view must read from when the digests taken stop before the last sealed segment.
+        let reportsFrom = RebuiltAtStart.reportStateFrom(store.segments, triggersFrom: keepTriggersFrom,
+                                                         tokensFrom: tokenKeys.oldestVerifiableSignature)
+        let sealedEnd = store.segments.last(where: \.sealed)?.end ?? 0
+        var postbacksFrom: Int?
         if chain.describes(store.segments) && archive.describes(store.segments) {
             // Two threads: the owners take the digests and the log after them while the Apple Ads
             // outbox reads its last day (neither touches the other's state; the log is only read).
-            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0, true))
+            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0, true, Int?.none))
             let taking = DispatchGroup()
             taking.startThread(named: "start-digests") {
                 let started = Date()
                 // (Also what removed segments' digests keep, when no sealed segment has one.)
                 let restored = SegmentDigests.take(chain, directory: digestsDirectory, owners: owners.owners)
                 var whole = true
-                if !chain.digests.isEmpty {
+                var postbacksFrom: Int?
+                if !readWhileOpening {
                     let end = store.bytesOnDisk
-                    whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
+                    if restored.replayFrom >= sealedEnd {
+                        whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
+                    } else {
+                        // A digest missing or damaged before the last seal: the ledger reads from it on
+                        // in the background, the report path only what it needs, now.
+                        postbacksFrom = restored.replayFrom
+                        whole = store.scanEveryRecord(from: max(restored.replayFrom, reportsFrom), through: end) {
+                            owners.takeForReports($0)
+                            return true
+                        } >= end
+                    }
                 }
-                taken.withLock { $0 = (restored, Date().timeIntervalSince(started), whole) }
+                taken.withLock { $0 = (restored, Date().timeIntervalSince(started), whole, postbacksFrom) }
             }
             let started = Date()
             appleAds = makeOutbox()
             seconds["apple_ads"] = Date().timeIntervalSince(started)
             taking.wait()
             let whole: Bool
-            (restored, seconds["digests"], whole) = taken.withLock { $0 }
+            (restored, seconds["digests"], whole, postbacksFrom) = taken.withLock { $0 }
             // A segment that could not be read (EIO, EMFILE) would leave the ledgers short of it:
             // no start rather than one that counts a postback twice.
             guard whole else {
@@ -149,7 +177,8 @@ public final class EndpointServer: Sendable {
             startedFromDigests = restored.digests.count
         } else {
             // Digests or key tables of another log (a restored log/ beside newer ones): never
-            // trusted. The tables go, and everything is read again from the log itself.
+            // trusted. The tables go, and everything is read again from the log itself: what
+            // reports need now, the ledger and the Apps view in the background.
             EventLog.write("start_rebuilt_from_log", ["digests": .number(String(chain.digests.count)),
                                                       "postback_key_tables": .number(String(archive.tables.count))])
             if !archive.describes(store.segments) { archive.removeAll() }
@@ -158,11 +187,18 @@ public final class EndpointServer: Sendable {
             var removedOnly = SegmentDigests.Restored()
             removedOnly.removed = chain.removed
             _ = SegmentDigests.take(removedOnly, directory: digestsDirectory, owners: everyone.owners)
-            store.scanEveryRecord(through: store.bytesOnDisk) { everyone.take($0); return true }
+            let end = store.bytesOnDisk
+            guard store.scanEveryRecord(from: reportsFrom, through: end, { everyone.takeForReports($0); return true }) >= end else {
+                throw StoreError(operation: "read the log from offset \(reportsFrom)", errno: EIO)
+            }
+            postbacksFrom = store.segments.first?.base ?? 0
             appleAds = makeOutbox()
             restored.digests = chain.digests
             startedFromDigests = 0
         }
+        let everyone = state
+        postbackRebuild = PostbackRebuild(store: store, range: postbacksFrom.map { $0..<store.bytesOnDisk },
+                                          take: { everyone.takeForPostbacks($0) }, beforeReading: beforePostbackRebuild)
         startSeconds = seconds
         let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
@@ -227,7 +263,7 @@ public final class EndpointServer: Sendable {
                                    roles: RoleResolver(servedSites: sites, developmentMode: configuration.developmentMode),
                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
                                    tokens: tokenChecks, context: context)
-        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps,
+        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
                                    sites: servedSite, developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = AdminToken.gate(adminToken)
@@ -241,7 +277,7 @@ public final class EndpointServer: Sendable {
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(aggregates: state.apps, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+            + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom).routes(bearer: bearer)
             + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
@@ -249,10 +285,10 @@ public final class EndpointServer: Sendable {
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation).routes(bearer: registrationGate)
             + summaryRoutes.routes(bearer: bearer)
-            + ExportRoutes(store: store, ledger: ledger, appleAds: appleAds, apps: apps).routes(bearer: bearer)
+            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention,
-                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow,
+                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
                                digests: digests).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
@@ -295,9 +331,13 @@ public final class EndpointServer: Sendable {
         appleAds.start()
         summaryRebuild.start()
         exporter?.start()
-        digests.start()
-        postbackWindow.start()
-        retention?.start()
+        // What needs the ledger whole, or must not remove a segment the rebuild still reads.
+        let (digests, postbackWindow, retention) = (self.digests, self.postbackWindow, self.retention)
+        postbackRebuild.start {
+            digests.start()
+            postbackWindow.start()
+            retention?.start()
+        }
         tokenKeyRotation?.start()
         heapTrim.start()
         var fields: [(String, JSONValue)] = [
@@ -336,6 +376,8 @@ public final class EndpointServer: Sendable {
         tokenKeys.stop()
         tokenKeyRotation?.stop()
         summaryRebuild.stop()
+        // Before the threads it starts are stopped: none starts after.
+        postbackRebuild.stop()
         // Before the store closes: it reads the log. What it had not sent goes after the restart.
         exporter?.stop()
         retention?.stop()

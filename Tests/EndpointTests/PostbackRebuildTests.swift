@@ -1,0 +1,106 @@
+import Dispatch
+import Foundation
+import Primitives
+import RawHTTPClient
+@testable import ReportStore
+import Testing
+@testable import Demo
+@testable import Endpoint
+
+/// A digest the start cannot trust is read again in the background: the endpoint listens at once
+/// and takes reports (browsers never send one again), while the postback paths, the Apps summary
+/// and the postback export answer 503 until the postback ledger is whole.
+@Suite(.serialized) struct PostbackRebuildTests {
+    static let report = #"{"source_engagement_type":"click","source_site":"news.example","source_id":9,"attributed_on_site":"shop.example","trigger_data":3,"version":3}"#
+
+    static func start(_ directory: String, at time: String, holding gate: DispatchSemaphore? = nil) throws -> LiveEndpoint {
+        try LiveEndpoint(sites: ["app.example", "news.example"], directory: directory, startingAt: time,
+                         configure: { $0.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)] },
+                         beforePostbackRebuild: { gate?.wait() })
+    }
+
+    static func postback(_ endpoint: LiveEndpoint, _ n: Int) throws -> RawResponse {
+        try httpRequest(port: endpoint.port, method: "POST", path: PostbackWindowTests.path, host: "app.example",
+                        body: PostbackWindowTests.postback(n))
+    }
+
+    @Test func aDamagedDigestIsReadAgainWhileReportsAreAccepted() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory, at: "2026-11-01T10:00:00Z")
+        for n in 1...30 { #expect(try Self.postback(endpoint, n).status == 200) }
+        for n in [4, 4, 19] { #expect(json(try Self.postback(endpoint, n))["retry"] as? Bool == true) }
+        // Two later days seal the days before, so that two sealed segments have digests.
+        endpoint.clock.set("2026-11-02T10:00:00Z")
+        for n in 31...40 { #expect(try Self.postback(endpoint, n).status == 200) }
+        endpoint.clock.set("2026-11-03T10:00:00Z")
+        #expect(try Self.postback(endpoint, 41).status == 200)
+        endpoint.server.digests.sweep()
+        let sealed = endpoint.server.store.segments.filter(\.sealed)
+        #expect(sealed.count >= 2 && endpoint.server.digests.count == sealed.count)
+        let rows = try PostbackWindowTests.rows(endpoint)
+        let summary = try PostbackWindowTests.appsSummary(endpoint)
+        #expect(rows.count == 41 && summary.contains(#""duplicates_received":3"#))
+        endpoint.stop()
+
+        // The first segment's digest damaged: every sealed segment after it is read again.
+        let path = directory + "/digests/\(sealed[0].base).digest"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        bytes[bytes.count / 2] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let gate = DispatchSemaphore(value: 0)
+        endpoint = try Self.start(directory, at: "2026-11-03T11:00:00Z", holding: gate)
+        defer { endpoint.stop() }
+        #expect(endpoint.server.startedFromDigests == 0)
+
+        // Listening, with the ledger still to read: a report is stored and acknowledged.
+        let accepted = try endpoint.post(Self.report)
+        #expect(accepted.status == 201, "\(accepted.bodyText)")
+        #expect(json(accepted)["verdict"] as? String == "accepted")
+        // A device's repeat waits: nothing stored, a 503 it will send again after.
+        let waiting = try Self.postback(endpoint, 4)
+        #expect(waiting.status == 503 && waiting.header("Retry-After") != nil)
+        #expect(json(waiting)["rule"] as? String == "postbacks_rebuilding")
+        for path in ["/api/apps/summary", "/api/postbacks", "/api/postbacks.csv"] {
+            let answer = try endpoint.get(path)
+            #expect(answer.status == 503 && json(answer)["rule"] as? String == "postbacks_rebuilding", "\(path)")
+        }
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_rebuild_pending 1\n"))
+        // The summary of reports is not the ledger's: it answers (or says it is rebuilding itself).
+        #expect(try endpoint.get("/api/summary").status != 500)
+
+        gate.signal()
+        endpoint.server.waitUntilPostbacksReady()
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_rebuild_pending 0\n"))
+        // The same postbacks, retries and counts as before the restart; the repeat is a retry.
+        #expect(try PostbackWindowTests.rows(endpoint) == rows)
+        #expect(try PostbackWindowTests.appsSummary(endpoint) == summary)
+        let again = json(try Self.postback(endpoint, 4))
+        #expect(again["retry"] as? Bool == true)
+        #expect(try PostbackWindowTests.rows(endpoint).count == 41)
+        // The threads held back until the ledger was whole wrote the damaged digest again.
+        endpoint.server.digests.waitUntilStartSwept()
+        #expect(SegmentDigest.decode(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))?.describes(sealed[0]) == true)
+    }
+
+    /// Where the report path's triggers and tokens must be read from: the first segment that
+    /// ends within a day of the oldest time they need.
+    @Test func theReportPathReadsOnlySegmentsRecentEnoughToHoldWhatItNeeds() {
+        func at(_ day: Int) -> Timestamp { Timestamp(millisecondsSinceEpoch: Int64(day) * 86_400_000) }
+        let segments = [
+            ReportStore.Segment(base: 0, end: 100, bytes: 100, records: 5, firstTime: at(1), lastTime: at(3), sealed: true),
+            ReportStore.Segment(base: 100, end: 200, bytes: 100, records: 0, firstTime: nil, lastTime: nil, sealed: true),
+            ReportStore.Segment(base: 200, end: 300, bytes: 100, records: 5, firstTime: at(3), lastTime: at(9), sealed: true),
+            ReportStore.Segment(base: 300, end: 400, bytes: 100, records: 5, firstTime: at(9), lastTime: at(20), sealed: true),
+            ReportStore.Segment(base: 400, end: 450, bytes: 50, records: 1, firstTime: at(20), lastTime: at(21), sealed: false),
+        ]
+        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(15)) == 300)
+        // A day's slack for a clock stepped back.
+        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(10)) == 200)
+        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(4), tokensFrom: at(30)) == 0)
+        // Keys of unknown age: the whole log.
+        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: nil) == 0)
+        // Nothing needed before now: the active segment only.
+        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: at(30)) == 400)
+        #expect(RebuiltAtStart.reportStateFrom([], triggersFrom: at(30), tokensFrom: at(30)) == 0)
+    }
+}
