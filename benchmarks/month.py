@@ -12,8 +12,9 @@ connections:
   - a tenth as many PCM reports.
 After each day it waits until no Apple Ads call is due and prints the day's RSS then
 (`rss_at_end`: the burst's free memory still in malloc's heaps) and SETTLE seconds later
-(`rss_mb`, after the endpoint's heap trim), what the postback ledger and the Apple Ads outbox
-hold, the log's size and the seconds the day's traffic took.
+(`rss_mb`, after the endpoint's heap trim), the bytes of the postback ledger's window and of the
+Apps view's conversion rows (what grows with the days kept), what the postback ledger and the Apple
+Ads outbox hold, the log's size and the seconds the day's traffic took.
 The target (issue 30): RSS on day 30 within 10 % of day 10.
 
     python3 benchmarks/month.py [--binary .build/release/attribution-endpoint] [--days 30] [--postbacks 100000] [--tokens 100000] [--reports 10000]
@@ -138,7 +139,7 @@ def main():
     random.seed(30)
     new_per_day = args.postbacks * 7 // 10
     yesterday = []
-    print("day  rss_at_end  rss_mb  postback_keys_in_memory  key_tables  apple_ads_tokens_in_memory  log_gb  seconds  statuses", flush=True)
+    print("day  rss_at_end  rss_mb  ledger_mb  apps_rows_mb  postback_keys_in_memory  key_tables  apple_ads_tokens_in_memory  log_gb  seconds  statuses", flush=True)
     try:
         for day in range(1, args.days + 1):
             started = time.time()
@@ -169,8 +170,10 @@ def main():
             at_end = rss_mb(endpoint.pid)
             # The day's burst is answered; what it left free goes back at the next heap trim.
             time.sleep(SETTLE)
-            print("%-4d %-11.1f %-7.1f %-24d %-11d %-27d %-7.2f %-8.0f %s" % (
-                day, at_end, rss_mb(endpoint.pid), metric(port, TOKEN, "attribution_postback_keys_in_memory", 0.0),
+            print("%-4d %-11.1f %-7.1f %-10.1f %-13.2f %-24d %-11d %-27d %-7.2f %-8.0f %s" % (
+                day, at_end, rss_mb(endpoint.pid), metric(port, TOKEN, "attribution_postback_ledger_bytes", 0.0) / 1e6,
+                metric(port, TOKEN, "attribution_apps_view_conversion_bytes", 0.0) / 1e6,
+                metric(port, TOKEN, "attribution_postback_keys_in_memory", 0.0),
                 metric(port, TOKEN, "attribution_postback_key_tables", 0.0), metric(port, TOKEN, "attribution_apple_ads_tokens_in_memory", 0.0),
                 log_bytes(data) / 1e9, seconds, json.dumps(statuses, sort_keys=True)), flush=True)
     finally:

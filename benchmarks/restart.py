@@ -12,10 +12,13 @@ one log segment a day, then runs the endpoint (release build) on it three times:
   2. "with checkpoints": the restart that follows.
 Each run prints seconds to `listening`, to the first 201 of a report, until /api/summary,
 /api/apps/summary and /api/apple-ads/summary answer 200, the records the start read, and the
-peak RSS. The log generated can be kept (--keep) and used again (--reuse).
+peak RSS. The log generated can be kept (--keep) and used again (--reuse). With --untrusted, on a
+kept log, the first segment's digest is moved aside: the start trusts no digest, reads what reports
+need before listening and the postback ledger and the Apps view in the background, and the run
+also says when the Apps summary answers (the rebuild done) and the peak RSS through it.
 
     python3 benchmarks/restart.py [--records 100000000] [--days 285] [--binary .build/release/attribution-endpoint]
-                                  [--generator benchmarks/.build/release/log-generator] [--data DIR] [--keep | --reuse | --again]
+                                  [--generator benchmarks/.build/release/log-generator] [--data DIR] [--keep | --reuse | --again | --untrusted]
 """
 import argparse
 import json
@@ -68,7 +71,31 @@ def main():
     parser.add_argument("--keep", action="store_true", help="leave --data in place at the end")
     parser.add_argument("--again", action="store_true",
                         help="only the start with checkpoints, on a --data a run with --keep left (digests and tables written)")
+    parser.add_argument("--untrusted", action="store_true",
+                        help="on a --data a run with --keep left: the first segment's digest removed, so that the start trusts "
+                             "none and reads the log again in the background; also times until postbacks are taken")
     args = parser.parse_args()
+    if args.untrusted:
+        digests = os.path.join(args.data, "digests")
+        first = os.path.join(digests, min((n for n in os.listdir(digests) if n.endswith(".digest")), key=lambda n: int(n[:-7])))
+        aside = first + ".aside"
+        shutil.move(first, aside)
+        try:
+            endpoint, result = run(args.binary, args.data, "a digest removed: rebuilt in the background")
+            t = time.time()
+            until(lambda: metric(endpoint.port, TOKEN, "attribution_postback_rebuild_pending") == 0, t, timeout=7200)
+            result["peak_rss_mb"] = round(rss_mb(endpoint.pid, "VmHWM"), 1)
+            result["rebuild"] = json.loads(endpoint.event("postback_rebuilt") or "{}")
+            # The start writes the digest again once the ledger is whole.
+            until(lambda: os.path.exists(first), time.time(), timeout=7200)
+            endpoint.stop(timeout=600)
+            print(json.dumps(result), flush=True)
+        finally:
+            if not os.path.exists(first):
+                shutil.move(aside, first)
+            elif os.path.exists(aside):
+                os.remove(aside)
+        return
     if args.again:
         for n in range(3):
             endpoint, result = run(args.binary, args.data, "with checkpoints, again (%d)" % (n + 1))

@@ -1,6 +1,6 @@
 /// The postbacks the ledger holds in memory: 40 bytes each, in the order they were noted (ids
 /// rise, so an id is found by binary search), and an open-addressing index of 4-byte slots by key.
-/// About 48 bytes a postback in all, where a dictionary by key beside an id index took about 180.
+/// 46 to 48 bytes a postback in all, where a dictionary by key beside an id index took about 180.
 ///
 /// Deliveries live in chunks of 65,536 at positions that never move: the window grows a chunk at a
 /// time and the oldest chunks are let go whole, so no growth step copies the window (a start that
@@ -83,12 +83,12 @@ struct DeliveryTable {
     func positions(of key: DuplicateKeyHash) -> [Int] {
         guard !slots.isEmpty else { return [] }
         var found: [Int] = []
-        let mask = slots.count - 1
-        var i = key.hashValue & mask
+        var i = home(of: key)
         while slots[i] != 0 {
             let position = Int(slots[i]) - 1
             if position >= start, self[position].key == key, !self[position].isGone { found.append(position) }
-            i = (i + 1) & mask
+            i += 1
+            if i == slots.count { i = 0 }
         }
         return found.count > 1 ? found.sorted() : found
     }
@@ -138,18 +138,26 @@ struct DeliveryTable {
 
     /// Indexes the live deliveries again, in slots for twice as many.
     private mutating func reindex() {
-        var capacity = 16
-        while capacity < 2 * (live + 1) { capacity *= 2 }
+        // Twice the live deliveries, not the next power of two: the window's index then takes
+        // 8 bytes a postback, never up to 16 (a home slot is found by multiplying, not masking).
+        let capacity = max(16, 2 * (live + 1))
         slots = []
         slots = [UInt32](repeating: 0, count: capacity)
         used = 0
         for position in start..<end where !self[position].isGone { insertSlot(position) }
     }
 
+    /// The slot where a key's probe begins: its hash scaled into the slots (Lemire's multiply-shift).
+    private func home(of key: DuplicateKeyHash) -> Int {
+        Int(truncatingIfNeeded: UInt64(UInt(bitPattern: key.hashValue)).multipliedFullWidth(by: UInt64(slots.count)).high)
+    }
+
     private mutating func insertSlot(_ position: Int) {
-        let mask = slots.count - 1
-        var i = self[position].key.hashValue & mask
-        while slots[i] != 0 { i = (i + 1) & mask }
+        var i = home(of: self[position].key)
+        while slots[i] != 0 {
+            i += 1
+            if i == slots.count { i = 0 }
+        }
         // Positions pass 2^32 only after four billion postbacks in one run (eleven thousand years
         // at a million a day); a slot read back is always checked by key.
         slots[i] = UInt32(truncatingIfNeeded: position + 1)

@@ -92,6 +92,14 @@ final class AppsAggregates: SegmentDigestOwner {
         }
     }
 
+    /// Days held (by site), their conversion rows, and about the bytes the rows take: what grows
+    /// with history (`/metrics`).
+    var held: (days: Int, rows: Int, rowBytes: Int) {
+        state.withLock { s in
+            s.days.values.reduce((s.days.count, 0, 0)) { ($0.0, $0.1 + $1.conversions.rows, $0.2 + $1.conversions.bytes) }
+        }
+    }
+
     /// The counts of the query's days and site; `sites` names every site with postbacks in those days.
     func summary(_ query: AppsSummary.Query) -> AppsSummary {
         state.withLock { s in

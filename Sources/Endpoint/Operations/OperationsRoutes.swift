@@ -16,6 +16,7 @@ struct OperationsRoutes: Sendable {
     let tokenKeys: TokenKeyBook?
     let tokenChecks: TokenChecks?
     var appleAds: AppleAdsOutbox? = nil
+    var apps: AppsAggregates? = nil
     var exporter: ClickHouseExporter? = nil
     var retention: LogRetention? = nil
     var tokenKeyRotation: TokenKeyRotation? = nil
@@ -58,7 +59,19 @@ struct OperationsRoutes: Sendable {
                                          + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0, rebuild: postbackRebuild) } ?? "")
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
+                                         + (apps.map(Self.appsText) ?? "")
                                          + (exporter?.status.prometheusText() ?? "")).utf8))
+    }
+
+    /// What the Apps view holds: the one thing besides the summary that grows with the days kept.
+    static func appsText(_ apps: AppsAggregates) -> String {
+        let held = apps.held
+        return "# HELP attribution_apps_view_days Days (by site) the Apps view counts.\n"
+            + "# TYPE attribution_apps_view_days gauge\nattribution_apps_view_days \(held.days)\n"
+            + "# HELP attribution_apps_view_conversion_rows Their conversion rows (ad network, campaign, app).\n"
+            + "# TYPE attribution_apps_view_conversion_rows gauge\nattribution_apps_view_conversion_rows \(held.rows)\n"
+            + "# HELP attribution_apps_view_conversion_bytes About the bytes those rows take.\n"
+            + "# TYPE attribution_apps_view_conversion_bytes gauge\nattribution_apps_view_conversion_bytes \(held.rowBytes)\n"
     }
 
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch

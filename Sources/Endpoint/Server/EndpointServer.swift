@@ -116,7 +116,10 @@ public final class EndpointServer: Sendable {
         let store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
                                     preallocation: configuration.logPreallocationMB << 20,
                                     segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
-                                    clock: { clock.now() }, replayFrom: chain.replayFrom,
+                                    clock: { clock.now() },
+                                    // Otherwise every sealed segment is taken from its index: what the owners
+                                    // need of it is read below, from digests or the log, and only once.
+                                    replayFrom: readWhileOpening ? 0 : .max,
                                     replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
         self.store = store
         let turns = TurnRequester()
@@ -287,7 +290,7 @@ public final class EndpointServer: Sendable {
             + summaryRoutes.routes(bearer: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks, appleAds: appleAds, exporter: exporter, retention: retention,
+                               tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
                                tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
                                digests: digests).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
