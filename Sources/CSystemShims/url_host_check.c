@@ -59,4 +59,12 @@ bool CFURLSessionCurlHostIsEqual(const char *url, const char *expectedHost) {
     curl.cleanup(h);
     return isEqual;
 }
+
+int c_system_shims_url_host_check_binding(void) {
+    void *bound = dlsym(RTLD_DEFAULT, "CFURLSessionCurlHostIsEqual");
+    if (bound == NULL) return 0;
+    return bound == (void *)CFURLSessionCurlHostIsEqual ? 1 : 2;
+}
+#else
+int c_system_shims_url_host_check_binding(void) { return 0; }
 #endif

@@ -44,5 +44,9 @@ void c_system_shims_trim_heap(void);
 #ifdef __linux__
 bool CFURLSessionCurlHostIsEqual(const char *_Nonnull url, const char *_Nonnull expectedHost);
 #endif
+/// Which `CFURLSessionCurlHostIsEqual` the dynamic linker gives a library that calls it: 1 this
+/// process's (exported by the executable), 2 another (FoundationNetworking's own, which leaks:
+/// the export was lost), 0 none (not Linux, or no FoundationNetworking loaded).
+int c_system_shims_url_host_check_binding(void);
 
 #endif

@@ -1,4 +1,5 @@
 import ClickHouseExport
+import CSystemShims
 import Foundation
 import HTTPServer
 import Locking
@@ -351,6 +352,10 @@ public final class EndpointServer: Sendable {
             // Where the summary page comes from; null only with --no-page.
             ("page", publicDirectory.map { .string($0) } ?? .null),
         ]
+        // Whether URLSession's host check is the endpoint's, without the leak (`url_host_check.c`):
+        // "foundation" means the executable lost its export, and every Apple Ads call leaks again.
+        let hostCheck = ["none", "endpoint", "foundation"][Int(min(2, max(0, c_system_shims_url_host_check_binding())))]
+        fields.append(("url_host_check", .string(hostCheck)))
         if let exporter { fields.append(("clickhouse", .string(exporter.status.target))) }
         if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
         // The keys each site serves now; a site without one yet logs `token_key_created` when it is made.
