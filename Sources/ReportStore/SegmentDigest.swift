@@ -100,11 +100,17 @@ public protocol SegmentDigestOwner: Sendable {
     /// the earlier segments' and before any later record. Nil when the section cannot be read:
     /// nothing is taken, and the start reads the log instead.
     func readDigest(_ bytes: [UInt8], of digest: SegmentDigest) -> (@Sendable () -> Void)?
+    /// Reads what a removed segment's digest kept (`keptAfterRemoval`): its section, or one under
+    /// an earlier name, which no start can write again once the segment is gone.
+    func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)?
 }
 
 extension SegmentDigestOwner {
     public var keptAfterRemoval: Bool { false }
     public func compact(_ bytes: [UInt8], of digest: SegmentDigest) -> [UInt8]? { nil }
+    public func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
+        sections[digestName].flatMap { readDigest($0, of: digest) }
+    }
 }
 
 public protocol SegmentDigester {

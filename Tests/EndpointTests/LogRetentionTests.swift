@@ -91,7 +91,6 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
 
         // A restart on what is left: the summary from its checkpoint, the export as it was.
         let third = try retained(directory)
-        defer { third.stop() }
         #expect(third.server.summaryCheckpoint == "used")
         // The removed segments' digests keep their days for the Apps view.
         #expect(try appsNumbers(third) == apps)
@@ -99,6 +98,34 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         #expect(newID == (everything.last?["id"] as? Int).map { $0 + 1 })
         #expect(try third.export().map { $0["id"] as? Int } == (stillThere.map { $0["id"] as? Int } + [newID]))
         #expect(third.server.store.segments.first!.base == kept[0].base)
+        third.stop()
+
+        // Removed segments' digests written before `apps-3` (conversions counted by their kind's
+        // name) are still read: no start can write them again.
+        let removed = try FileManager.default.contentsOfDirectory(atPath: directory + "/digests")
+            .compactMap { Int($0.dropLast(".digest".count)) }.filter { $0 < kept[0].base }
+        #expect(!removed.isEmpty)
+        for base in removed {
+            let path = directory + "/digests/\(base).digest"
+            var digest = try #require(SegmentDigest.decode(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))))
+            let section = try #require(digest.sections["apps-3"])
+            var pairs = try #require(try JSONSerialization.jsonObject(with: Data(section)) as? [[String: Any]])
+            for i in pairs.indices {
+                var summary = try #require(pairs[i]["summary"] as? [String: Any])
+                let conversions = try #require(summary["conversions"] as? [Any])
+                summary["conversions"] = conversions.enumerated().map { n, element -> Any in
+                    guard n % 2 == 1, let counts = element as? [String: Int] else { return element }
+                    return ["installs": counts["installs"], "redownloads": counts["redownloads"], "re_engagements": counts["reEngagements"]]
+                        .compactMapValues { $0 == 0 ? nil : $0 }
+                }
+                pairs[i]["summary"] = summary
+            }
+            digest.sections = ["apps-2": [UInt8](try JSONSerialization.data(withJSONObject: pairs))]
+            try Data(digest.encoded()).write(to: URL(fileURLWithPath: path))
+        }
+        let fourth = try retained(directory)
+        defer { fourth.stop() }
+        #expect(try appsNumbers(fourth) == apps)
     }
 
     @Test func aSegmentGoesOnlyOnceTheCheckpointAndTheExportHavePassedIt() throws {

@@ -154,6 +154,38 @@ final class AppsAggregates: SegmentDigestOwner {
         var summary: AppsSummary
     }
 
+    /// A removed segment's digest may hold `apps-2` (written before 2026-11-26 10:00): the same
+    /// counts, with each conversion's counts by their kind's name.
+    func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
+        if let bytes = sections[digestName] { return readDigest(bytes, of: digest) }
+        return sections["apps-2"].flatMap(Self.fromApps2).flatMap { readDigest($0, of: digest) }
+    }
+
+    /// `apps-2`'s JSON as `apps-3`'s: conversions went from `{"installs": n, "redownloads": n,
+    /// "re_engagements": n}` (kinds absent when none) to `ConversionCounts`. Nil if it is not that.
+    static func fromApps2(_ bytes: [UInt8]) -> [UInt8]? {
+        guard var pairs = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [[String: Any]] else { return nil }
+        for i in pairs.indices {
+            guard var summary = pairs[i]["summary"] as? [String: Any] else { return nil }
+            if let conversions = summary["conversions"] as? [Any] {
+                var upgraded: [Any] = []
+                // A dictionary with struct keys is written as key, value, key, value.
+                for (n, element) in conversions.enumerated() {
+                    guard n % 2 == 1 else {
+                        upgraded.append(element)
+                        continue
+                    }
+                    guard let kinds = element as? [String: Any] else { return nil }
+                    upgraded.append(["installs": kinds["installs"] as? Int ?? 0, "redownloads": kinds["redownloads"] as? Int ?? 0,
+                                     "reEngagements": kinds["re_engagements"] as? Int ?? 0])
+                }
+                summary["conversions"] = upgraded
+            }
+            pairs[i]["summary"] = summary
+        }
+        return (try? JSONSerialization.data(withJSONObject: pairs)).map { [UInt8]($0) }
+    }
+
     func readDigest(_ bytes: [UInt8], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
         guard let pairs = try? JSONDecoder().decode([Pair].self, from: Data(bytes)) else { return nil }
         return { [state] in

@@ -201,7 +201,7 @@ final class SegmentDigests: PeriodicallySwept {
             guard let data = FileManager.default.contents(atPath: directory + "/" + String(base) + ".digest"),
                   let digest = SegmentDigest.decode([UInt8](data)) else { continue }
             for owner in owners where owner.keptAfterRemoval {
-                digest.sections[owner.digestName].flatMap { owner.readDigest($0, of: digest) }?()
+                owner.readRemovedDigest(digest.sections, of: digest)?()
             }
         }
         var taken = Restored()
