@@ -113,8 +113,9 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
             for i in pairs.indices {
                 var summary = try #require(pairs[i]["summary"] as? [String: Any])
                 let conversions = try #require(summary["conversions"] as? [Any])
-                summary["conversions"] = conversions.enumerated().map { n, element -> Any in
-                    guard n % 2 == 1, let counts = element as? [String: Int] else { return element }
+                summary["conversions"] = try conversions.enumerated().map { n, element -> Any in
+                    guard n % 2 == 1 else { return element }
+                    let counts = try #require(element as? [String: Int])
                     return ["installs": counts["installs"], "redownloads": counts["redownloads"], "re_engagements": counts["reEngagements"]]
                         .compactMapValues { $0 == 0 ? nil : $0 }
                 }

@@ -1,4 +1,5 @@
 import Dispatch
+import DurableFiles
 import Foundation
 import Primitives
 import RawHTTPClient
@@ -44,12 +45,33 @@ import Testing
 
         // The first segment's digest damaged: every sealed segment after it is read again.
         let path = directory + "/digests/\(sealed[0].base).digest"
-        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
-        bytes[bytes.count / 2] ^= 0x40
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        func damage() throws {
+            var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes[bytes.count / 2] ^= 0x40
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+        try damage()
+        // With the token keys as old as the log, reports need every segment: one pass before
+        // listening, and postbacks are taken from the first request.
+        let onePass = try Self.start(directory, at: "2026-11-03T11:00:00Z")
+        #expect(onePass.server.postbackRebuild.isReady)
+        #expect(try PostbackWindowTests.rows(onePass) == rows)
+        onePass.server.digests.waitUntilStartSwept()
+        onePass.stop()
+        try damage()
+        // Token keys made a day before the restart, and the late cut-off's month past the first
+        // days: what reports need lies in the active segment only. (With keys as old as the log,
+        // the report path needs every segment anyway, and the start reads them in one pass.)
+        let keys = DurableJSONFile(path: directory + "/" + TokenKeyBook.fileName, empty: TokenKeyBook.File(), mode: 0o600)
+        var file = try keys.load()
+        let made = Timestamp(rfc3339: "2026-12-09T11:00:00Z")!
+        for i in file.keys.indices { (file.keys[i].createdAt, file.keys[i].servesFrom) = (made, made) }
+        try keys.save(file)
         let gate = DispatchSemaphore(value: 0)
-        endpoint = try Self.start(directory, at: "2026-11-03T11:00:00Z", holding: gate)
+        endpoint = try Self.start(directory, at: "2026-12-10T11:00:00Z", holding: gate)
         defer { endpoint.stop() }
+        // Runs first: a failed expectation that throws must not leave the rebuild held at stop.
+        defer { gate.signal() }
         #expect(endpoint.server.startedFromDigests == 0)
 
         // Listening, with the ledger still to read: a report is stored and acknowledged.

@@ -70,12 +70,14 @@ struct ConversionTable {
             Self.append(counts.reEngagements, to: &bytes)
             previous = key
         }
-        frozen = bytes
+        // Exactly as long as written: a year of days keeps every one.
+        frozen = bytes.withUnsafeBufferPointer { [UInt8]($0) }
         frozenRows = rows.count
         open = [:]
     }
 
-    /// Rows held, and about the bytes they take (an open row's dictionary slot counted at twice its size).
+    /// Rows held (one frozen and counted into again since counts twice), and about the bytes they
+    /// take (an open row's dictionary slot counted at twice its size).
     var rows: Int { frozenRows + open.count }
     var bytes: Int { frozen.capacity + open.capacity * 2 * (MemoryLayout<Key>.stride + MemoryLayout<Counts>.stride) }
 

@@ -13,6 +13,8 @@ enum PostbackWindowMetrics {
         if let rebuild {
             out += "# HELP attribution_postback_rebuild_pending 1 while the ledger and the Apps view are read again from the log after a start (postbacks answered 503 meanwhile).\n"
             out += "# TYPE attribution_postback_rebuild_pending gauge\nattribution_postback_rebuild_pending \(rebuild.isReady ? 0 : 1)\n"
+            out += "# HELP attribution_postback_rebuild_failed 1 if that read failed (a segment could not be read): postbacks stay refused until a restart.\n"
+            out += "# TYPE attribution_postback_rebuild_failed gauge\nattribution_postback_rebuild_failed \(rebuild.failed ? 1 : 0)\n"
         }
         out += "# HELP attribution_postback_late_retried Postbacks past the window with retries counted since their key table was written.\n"
         out += "# TYPE attribution_postback_late_retried gauge\nattribution_postback_late_retried \(ledger.lateRetried)\n"

@@ -42,6 +42,9 @@ final class PostbackRebuild: Sendable {
 
     var isReady: Bool { progress.withLock { $0.ready } }
 
+    /// The read failed: the postback paths stay refused until a restart.
+    var failed: Bool { progress.withLock { $0.failed } }
+
     /// Between 0 and 1: how much of the range is read.
     var fraction: Double {
         guard let range else { return 1 }
@@ -51,8 +54,12 @@ final class PostbackRebuild: Sendable {
 
     /// What a request that needs the ledger is answered meanwhile.
     func refusal(_ what: String) -> Problem {
-        Problem(status: 503, rule: "postbacks_rebuilding",
-                detail: "\(what) waits for the postback ledger, being read again from the log after a start found a digest it could not trust (\(Int(fraction * 100)) % done); reports are being accepted meanwhile")
+        guard !failed else {
+            return Problem(status: 503, rule: "postbacks_rebuilding",
+                           detail: "\(what) waits for the postback ledger, whose reading from the log failed (postback_rebuild_failed in the event log): the endpoint must be restarted; reports are being accepted meanwhile")
+        }
+        return Problem(status: 503, rule: "postbacks_rebuilding",
+                       detail: "\(what) waits for the postback ledger, being read again from the log after a start found a digest it could not trust (\(Int(fraction * 100)) % done); reports are being accepted meanwhile")
     }
 
     /// Throws `refusal(what)` until the ledger is whole.
@@ -82,7 +89,8 @@ final class PostbackRebuild: Sendable {
             guard !stopping else { return }
             guard reached >= range.upperBound else {
                 // A segment that cannot be read (EIO) would leave the ledger short of it: postbacks
-                // stay refused, and devices keep them, rather than one counted twice.
+                // stay refused, and devices keep them, rather than one counted twice. The threads
+                // that need the ledger whole are not started; a restart reads it again.
                 progress.withLock { $0.failed = true }
                 EventLog.write("postback_rebuild_failed", ["from": .number(String(range.lowerBound)), "reached": .number(String(reached))])
                 return
@@ -94,8 +102,6 @@ final class PostbackRebuild: Sendable {
         }
     }
 
-    /// The read failed: the postback paths stay refused until a restart.
-    var failed: Bool { progress.withLock { $0.failed } }
 
     /// Stops a read still under way (the endpoint is stopping) and waits for its thread.
     func stop() {

@@ -153,12 +153,15 @@ public final class EndpointServer: Sendable {
                 var postbacksFrom: Int?
                 if !readWhileOpening {
                     let end = store.bytesOnDisk
-                    if restored.replayFrom >= sealedEnd {
+                    // Only the active segment, or a report path that needs every segment after the
+                    // digests anyway (token keys never rotated): one pass for everyone, as the
+                    // background could only read the same bytes again and refuse postbacks meanwhile.
+                    if restored.replayFrom >= sealedEnd || reportsFrom <= restored.replayFrom {
                         whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
                     } else {
                         // A digest missing or damaged before the last seal: the ledger reads from it on
                         // in the background, the report path only what it needs, now.
-                        postbacksFrom = restored.replayFrom
+                        postbacksFrom = max(restored.replayFrom, store.segments.first?.base ?? 0)
                         whole = store.scanEveryRecord(from: max(restored.replayFrom, reportsFrom), through: end) {
                             owners.takeForReports($0)
                             return true
@@ -191,11 +194,16 @@ public final class EndpointServer: Sendable {
             var removedOnly = SegmentDigests.Restored()
             removedOnly.removed = chain.removed
             _ = SegmentDigests.take(removedOnly, directory: digestsDirectory, owners: everyone.owners)
-            let end = store.bytesOnDisk
-            guard store.scanEveryRecord(from: reportsFrom, through: end, { everyone.takeForReports($0); return true }) >= end else {
+            let end = store.bytesOnDisk, first = store.segments.first?.base ?? 0
+            // As above: in the background only when the report path can skip segments.
+            let skips = reportsFrom > first
+            guard store.scanEveryRecord(from: reportsFrom, through: end, {
+                if skips { everyone.takeForReports($0) } else { everyone.take($0) }
+                return true
+            }) >= end else {
                 throw StoreError(operation: "read the log from offset \(reportsFrom)", errno: EIO)
             }
-            postbacksFrom = store.segments.first?.base ?? 0
+            if skips { postbacksFrom = first }
             appleAds = makeOutbox()
             restored.digests = chain.digests
             startedFromDigests = 0
