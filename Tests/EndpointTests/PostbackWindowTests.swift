@@ -34,6 +34,8 @@ import Testing
 
     static func start(_ directory: String, signatureThreads: Int, at time: String) throws -> LiveEndpoint {
         try LiveEndpoint(sites: ["app.example"], directory: directory, startingAt: time) { c in
+            // The days below are laid out for a 12-day window (the default is 10).
+            c.postbackWindowDays = 12
             c.signatureThreads = signatureThreads
             c.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)]
         }.waitingForTheStartSweep()

@@ -15,7 +15,10 @@ import SiteOwners
 /// Retention removes a segment only once its table is written (`tabledThrough`), and the table
 /// goes with it.
 final class PostbackWindow: PeriodicallySwept {
-    static let defaultDays = 12
+    /// A day past the longest a device retries: a postback stays in memory from 10 to 11 days
+    /// (its segment goes once its last record is that old). A later copy is still caught, in the
+    /// key table; the margin only saves that lookup.
+    static let defaultDays = 10
     let days: Int
     private let store: ReportStore
     let ledger: PostbackLedger
