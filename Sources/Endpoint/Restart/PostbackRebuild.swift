@@ -5,11 +5,12 @@ import Primitives
 import ReportStore
 
 /// The postback ledger and the Apps view's counts, read again from the log on a thread of their
-/// own when a start could not take them from digests: one damaged, missing in the middle of the
-/// chain, or of another log (a restored `log/`), or a key table not of this log. The endpoint
-/// listens first, and reports are taken at once (what they need, the triggers and the verified
-/// tokens, is read before listening, from the segments recent enough to hold it:
-/// `ReportStateStart`).
+/// own when a start could not take them from digests (one damaged, missing in the middle of the
+/// chain, or of another log, as beside a restored `log/`; or a key table not of this log) and the
+/// report path can do with fewer segments. What reports need, the triggers and the verified
+/// tokens, is read before listening from the segments recent enough to hold it
+/// (`RebuiltAtStart.reportStateFrom`); then the endpoint listens and takes reports, which browsers
+/// never send again.
 ///
 /// Until the ledger is whole a postback cannot be told from a repeat, so the postback paths answer
 /// 503 with Retry-After (devices send again, up to nine times over nine days), and so do the Apps
@@ -101,7 +102,6 @@ final class PostbackRebuild: Sendable {
             then()
         }
     }
-
 
     /// Stops a read still under way (the endpoint is stopping) and waits for its thread.
     func stop() {
