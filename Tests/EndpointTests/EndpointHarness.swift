@@ -93,7 +93,7 @@ final class LiveEndpoint {
     init(sites: [String] = ["news.example", "shop.example"], dev: Bool = false, trustedProxies: [String] = [],
          token: String? = "test-token", directory: String = temporaryDirectory(), startingAt: String? = nil,
          configure: (inout EndpointConfiguration) -> Void = { _ in },
-         beforePostbackRebuild: @escaping @Sendable () -> Void = {}) throws {
+         beforeBackgroundRebuild: @escaping @Sendable () -> Void = {}) throws {
         // The clock the server starts with, and replays by (2026-11-20T10:00Z unless given).
         if let startingAt { clock.set(startingAt) }
         var configuration = EndpointConfiguration()
@@ -108,7 +108,7 @@ final class LiveEndpoint {
         configure(&configuration)
         self.directory = directory
         try TestTokenKeys.seed(directory, sites: configuration.sites)
-        server = try EndpointServer(configuration: configuration, systemClock: clock.read, beforePostbackRebuild: beforePostbackRebuild)
+        server = try EndpointServer(configuration: configuration, systemClock: clock.read, beforeBackgroundRebuild: beforeBackgroundRebuild)
         port = try server.start()
     }
 

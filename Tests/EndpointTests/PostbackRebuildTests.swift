@@ -17,7 +17,7 @@ import Testing
     static func start(_ directory: String, at time: String, holding gate: DispatchSemaphore? = nil) throws -> LiveEndpoint {
         try LiveEndpoint(sites: ["app.example", "news.example"], directory: directory, startingAt: time,
                          configure: { $0.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)] },
-                         beforePostbackRebuild: { gate?.wait() })
+                         beforeBackgroundRebuild: { gate?.wait() })
     }
 
     static func postback(_ endpoint: LiveEndpoint, _ n: Int) throws -> RawResponse {
@@ -70,8 +70,9 @@ import Testing
         let gate = DispatchSemaphore(value: 0)
         endpoint = try Self.start(directory, at: "2026-12-10T11:00:00Z", holding: gate)
         defer { endpoint.stop() }
-        // Runs first: a failed expectation that throws must not leave the rebuild held at stop.
-        defer { gate.signal() }
+        // Runs first: a failed expectation that throws must not leave a rebuild held at stop.
+        // Two threads wait at the gate: the postback ledger's and the Apple Ads outbox's.
+        defer { (gate.signal(), gate.signal()) }
         #expect(endpoint.server.startedFromDigests == 0)
 
         // Listening, with the ledger still to read: a report is stored and acknowledged.
@@ -87,11 +88,22 @@ import Testing
             #expect(answer.status == 503 && json(answer)["rule"] as? String == "postbacks_rebuilding", "\(path)")
         }
         #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_rebuild_pending 1\n"))
+        // The Apple Ads outbox, whose digests stop at the damaged one too, reads the log on its own
+        // thread: a token waits (apps post it again), and so do its view and export.
+        let token = try httpRequest(port: endpoint.port, method: "POST", path: AppleAdsRoutes.path, host: "app.example",
+                                    headers: [("Content-Type", "text/plain")], body: Array("a-token-while-rebuilding".utf8))
+        #expect(token.status == 503 && json(token)["rule"] as? String == "apple_ads_rebuilding")
+        for path in ["/api/apple-ads/summary", "/api/apple-ads"] {
+            #expect(json(try endpoint.get(path))["rule"] as? String == "apple_ads_rebuilding", "\(path)")
+        }
         // The summary of reports is not the ledger's: it answers (or says it is rebuilding itself).
         #expect(try endpoint.get("/api/summary").status != 500)
 
         gate.signal()
+        gate.signal()
         endpoint.server.waitUntilPostbacksReady()
+        endpoint.server.waitUntilAppleAdsReady()
+        #expect(try endpoint.get("/api/apple-ads/summary").status == 200)
         #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_rebuild_pending 0\n"))
         // The same postbacks, retries and counts as before the restart; the repeat is a retry.
         #expect(try PostbackWindowTests.rows(endpoint) == rows)

@@ -166,6 +166,7 @@ extension LiveEndpoint {
     func waitingForTheStartSweep() -> LiveEndpoint {
         // The threads that sweep start once the postback ledger is whole.
         server.waitUntilPostbacksReady()
+        server.waitUntilAppleAdsReady()
         server.digests.waitUntilStartSwept()
         server.postbackWindow.waitUntilStartSwept()
         return self

@@ -102,7 +102,7 @@ struct AppsSummaryRoutes: Sendable {
                     }
                 }),
                 Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
-                    try scoped(request, responder, node: { appleAdsSummary($0) }) { cluster, query, registry in
+                    try scoped(request, responder, needsAppleAds: true, node: { appleAdsSummary($0) }) { cluster, query, registry in
                         try ClusterAppleAdsSummary.summary(cluster, query: query).json(registry, query: query)
                     }
                 }),
@@ -121,13 +121,15 @@ struct AppsSummaryRoutes: Sendable {
 
     /// The node's numbers (`node`, at once), or with `scope=cluster` the cluster's (`cluster`, on
     /// the cluster scope's worker), each marked with its scope.
-    private func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, needsLedger: Bool = false, node: (AppsSummary.Query) -> String,
+    private func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, needsLedger: Bool = false, needsAppleAds: Bool = false,
+                        node: (AppsSummary.Query) -> String,
                         cluster: @escaping @Sendable (ClusterScope, AppsSummary.Query, AppRegistry) throws -> String) throws {
         let (scope, items) = try ClusterScope.split(request.queryItems)
         let query = try query(items).get()
         guard scope == .cluster else {
             // The node's Apps view is whole once the postback ledger is (the cluster's is ClickHouse's).
             if needsLedger { try rebuild.requireReady("the Apps summary") }
+            if needsAppleAds { try appleAds.requireReady() }
             let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
             return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil,
                                                                                  recordsKeptFrom: keptFrom, node(query))))

@@ -75,6 +75,8 @@ final class AppleAdsOutbox: Sendable {
         var queuedIDs: UInt64 = 1 << 63
         var busy = 0
         var stopping = false
+        /// False until a replay left to `start` is done (`replayInBackground`).
+        var ready = true
         /// Every final token, counted per day and site.
         var tally = AppleAdsTally()
         /// Tokens answered in the last day, in the order they were answered, with when, and
@@ -188,16 +190,47 @@ final class AppleAdsOutbox: Sendable {
     /// Sealed segments the start took from their digests.
     private(set) nonisolated(unsafe) var segmentsFromDigests = 0
 
+    /// `replayInBackground`: the log is read by `start`'s thread, before its first call, while the
+    /// endpoint serves (`isReady` false meanwhile); for a start whose digests do not cover the old
+    /// segments, which would read the log from the first one they miss. `beforeReplay` runs there
+    /// first (tests hold it).
     init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester,
-         digestsDirectory: String? = nil) {
+         digestsDirectory: String? = nil, replayInBackground: Bool = false, beforeReplay: @escaping @Sendable () -> Void = {}) {
         self.store = store
         self.digestsDirectory = digestsDirectory
         self.client = client
         self.clock = clock
         self.maxPending = maxPending
         self.turns = turns
-        replay()
+        self.beforeReplay = beforeReplay
+        if replayInBackground {
+            state.withLock { $0.ready = false }
+            replaying.enter()
+        } else {
+            replay()
+        }
         clock.whenSet { [changed] in changed.signal() }
+    }
+
+    private let beforeReplay: @Sendable () -> Void
+    /// Entered while a replay left to `start` is to be done.
+    private let replaying = DispatchGroup()
+
+    /// Whether the outbox knows every token the log holds: until then a token cannot be told from
+    /// one already sent to Apple, and the paths that need it answer `rebuilding`.
+    var isReady: Bool { state.withLock { $0.ready } }
+
+    /// Waits until `isReady` (tests, and the demo).
+    func waitUntilReady() {
+        replaying.wait()
+    }
+
+    static let rebuilding = Problem(status: 503, rule: "apple_ads_rebuilding",
+                                    detail: "the Apple Ads tokens are being read again from the log after a start found a digest it could not trust; post the token again shortly (reports are being accepted meanwhile)")
+
+    /// Throws `rebuilding` until the outbox is ready.
+    func requireReady() throws {
+        guard isReady else { throw Self.rebuilding }
     }
 
     /// How long a final token stays in memory after its answer.
@@ -250,7 +283,7 @@ final class AppleAdsOutbox: Sendable {
                 }
             }
         }
-        var from = 0, digested = 0
+        var from = 0, digested = 0, records = 0
         for segment in store.segments where segment.sealed {
             guard let last = segment.lastTime, last.millisecondsSinceEpoch < cutoff, let digest = digest(of: segment),
                   let section = digest.sections[digestName], let read = Self.read(section) else { break }
@@ -262,7 +295,9 @@ final class AppleAdsOutbox: Sendable {
         segmentsFromDigests = digested
         store.scanRecords(ofAny: [.appleAdsToken, .appleAdsCall], from: from, through: end) { view in
             take(view)
-            return true
+            records &+= 1
+            // A stop during a replay in the background ends it: nothing is called, nothing lost.
+            return records & 0xFFFF != 0 || !state.withLock { $0.stopping }
         }
         var pending: [(id: UInt64, due: Int64)] = []
         for (id, entry) in replayed.entries {
@@ -275,6 +310,7 @@ final class AppleAdsOutbox: Sendable {
             replayed.schedule.schedule(id, at: due)
         }
         state.withLock { s in
+            replayed.stopping = s.stopping
             swap(&s, &replayed)
         }
     }
@@ -466,7 +502,18 @@ final class AppleAdsOutbox: Sendable {
     // MARK: - Calling Apple
 
     func start() {
-        thread.startThread(named: "apple-ads-calls") { [self] in run() }
+        thread.startThread(named: "apple-ads-calls") { [self] in
+            if !isReady {
+                beforeReplay()
+                let started = Date()
+                replay()
+                state.withLock { $0.ready = true }
+                replaying.leave()
+                EventLog.write("apple_ads_replayed", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started))),
+                                                      "segments_from_digests": .number(String(segmentsFromDigests))])
+            }
+            run()
+        }
     }
 
     func stop() {

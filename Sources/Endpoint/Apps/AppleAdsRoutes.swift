@@ -29,6 +29,7 @@ struct AppleAdsRoutes: Sendable {
     func take(_ request: HTTPRequest, responder: HTTPResponder) throws {
         let site = try sites.resolve(request, what: "the token").get()
         let token = try AppleAdsToken.read(request.body)
+        try outbox.requireReady()
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the token could not be stored")
         switch outbox.take(token: token, site: site, completion: answer.completion(answer: Self.accepted)) {
         case .queued: break
@@ -54,6 +55,7 @@ struct AppleAdsRoutes: Sendable {
 
     func read(_ request: HTTPRequest) throws -> HTTPResponse {
         let id = String(request.path.dropFirst(Self.path.count + 1))
+        try outbox.requireReady()
         let found: AppleAdsOutbox.Entry?
         do { found = try outbox.entry(publicID: id) } catch { throw Self.answerUnreadable }
         guard let entry = found else {

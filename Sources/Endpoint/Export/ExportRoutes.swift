@@ -50,6 +50,7 @@ struct ExportRoutes: Sendable {
     /// Every token received in the period with where it stands (`AppleAdsExport.rows`), written as
     /// the socket drains.
     func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
+        try appleAds.requireReady()
         let (since, until) = try Self.period(request)
         return ExportStream(format, columns: AppleAdsExport.columns,
                             rows: AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry))

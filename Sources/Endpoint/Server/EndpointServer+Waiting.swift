@@ -24,6 +24,12 @@ extension EndpointServer {
         postbackRebuild.waitUntilDone()
     }
 
+    /// Waits until the Apple Ads outbox knows every token: at once unless the start left its
+    /// replay to the background.
+    public func waitUntilAppleAdsReady() {
+        appleAds.waitUntilReady()
+    }
+
     /// What became of the summary's checkpoint at start, once the summary is ready: `used`,
     /// `missing`, `stale` (the log no longer begins as it did) or `damaged…`.
     public var summaryCheckpoint: String? { summaryRebuild.checkpointOutcome }

@@ -57,12 +57,13 @@ public final class EndpointServer: Sendable {
     private let turns: TurnRequester
 
     public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
-        try self.init(configuration: configuration, systemClock: systemClock, beforePostbackRebuild: {})
+        try self.init(configuration: configuration, systemClock: systemClock, beforeBackgroundRebuild: {})
     }
 
-    /// `beforePostbackRebuild`: run on the rebuild's thread before it reads (tests hold it there).
+    /// `beforeBackgroundRebuild`: run on the threads that read the log again in the background (the
+    /// postback ledger's, the Apple Ads outbox's) before they read (tests hold them there).
     init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp,
-         beforePostbackRebuild: @escaping @Sendable () -> Void) throws {
+         beforeBackgroundRebuild: @escaping @Sendable () -> Void) throws {
         try configuration.check()
         self.configuration = configuration
         let sites = Set(configuration.sites)
@@ -125,12 +126,18 @@ public final class EndpointServer: Sendable {
         self.store = store
         let turns = TurnRequester()
         self.turns = turns
+        // The outbox takes the digests of segments more than a day old, and reads the log from the
+        // first it misses: when they do not cover the sealed segments but the newest, it does so
+        // on its own thread while the endpoint serves, and its paths answer 503 meanwhile.
+        let sealedCount = store.segments.filter(\.sealed).count
+        let outboxInBackground = sealedCount > 1 && !(chain.describes(store.segments) && chain.digests.count >= sealedCount - 1)
         let makeOutbox = {
             AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                timeout: configuration.appleAdsTimeout,
                                                                connections: AppleAdsOutbox.maxInFlight),
                            clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
-                           digestsDirectory: digestsDirectory)
+                           digestsDirectory: digestsDirectory, replayInBackground: outboxInBackground,
+                           beforeReplay: beforeBackgroundRebuild)
         }
         var restored = SegmentDigests.Restored()
         var seconds: [String: Double] = [:]
@@ -210,7 +217,7 @@ public final class EndpointServer: Sendable {
         }
         let everyone = state
         postbackRebuild = PostbackRebuild(store: store, range: postbacksFrom.map { $0..<store.bytesOnDisk },
-                                          take: { everyone.takeForPostbacks($0) }, beforeReading: beforePostbackRebuild)
+                                          take: { everyone.takeForPostbacks($0) }, beforeReading: beforeBackgroundRebuild)
         startSeconds = seconds
         let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
