@@ -87,7 +87,8 @@ import Testing
             let answer = try endpoint.get(path)
             #expect(answer.status == 503 && json(answer)["rule"] as? String == "postbacks_rebuilding", "\(path)")
         }
-        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_postback_rebuild_pending 1\n"))
+        let metrics = try endpoint.get("/metrics").bodyText
+        #expect(metrics.contains("attribution_postback_rebuild_pending 1\n") && metrics.contains("attribution_apple_ads_rebuild_pending 1\n"))
         // The Apple Ads outbox, whose digests stop at the damaged one too, reads the log on its own
         // thread: a token waits (apps post it again), and so do its view and export.
         let token = try httpRequest(port: endpoint.port, method: "POST", path: AppleAdsRoutes.path, host: "app.example",

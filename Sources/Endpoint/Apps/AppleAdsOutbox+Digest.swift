@@ -11,7 +11,8 @@ import ReportStore
 /// token. It is taken only for segments more than a day old, whose settled tokens the outbox no
 /// longer holds.
 extension AppleAdsOutbox: SegmentDigestOwner {
-    var digestName: String { "apple-ads-1" }
+    var digestName: String { Self.digestSection }
+    static let digestSection = "apple-ads-1"
 
     func digester() -> any SegmentDigester { Digester() }
 

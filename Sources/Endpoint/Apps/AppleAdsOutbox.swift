@@ -205,7 +205,6 @@ final class AppleAdsOutbox: Sendable {
         self.beforeReplay = beforeReplay
         if replayInBackground {
             state.withLock { $0.ready = false }
-            replaying.enter()
         } else {
             replay()
         }
@@ -213,14 +212,14 @@ final class AppleAdsOutbox: Sendable {
     }
 
     private let beforeReplay: @Sendable () -> Void
-    /// Entered while a replay left to `start` is to be done.
+    /// Entered by `start` while the replay left to it is under way.
     private let replaying = DispatchGroup()
 
     /// Whether the outbox knows every token the log holds: until then a token cannot be told from
     /// one already sent to Apple, and the paths that need it answer `rebuilding`.
     var isReady: Bool { state.withLock { $0.ready } }
 
-    /// Waits until `isReady` (tests, and the demo).
+    /// After `start`: waits until the replay left to it is done (tests).
     func waitUntilReady() {
         replaying.wait()
     }
@@ -293,11 +292,13 @@ final class AppleAdsOutbox: Sendable {
             digested += 1
         }
         segmentsFromDigests = digested
-        store.scanRecords(ofAny: [.appleAdsToken, .appleAdsCall], from: from, through: end) { view in
-            take(view)
+        let kinds = (RecordKind.appleAdsToken.number, RecordKind.appleAdsCall.number)
+        store.scanEveryRecord(from: from, through: end) { view in
             records &+= 1
             // A stop during a replay in the background ends it: nothing is called, nothing lost.
-            return records & 0xFFFF != 0 || !state.withLock { $0.stopping }
+            if records & 0xFFFF == 0, state.withLock({ $0.stopping }) { return false }
+            if view.kind == kinds.0 || view.kind == kinds.1 { take(view) }
+            return true
         }
         var pending: [(id: UInt64, due: Int64)] = []
         for (id, entry) in replayed.entries {
@@ -311,6 +312,8 @@ final class AppleAdsOutbox: Sendable {
         }
         state.withLock { s in
             replayed.stopping = s.stopping
+            // Ready when replayed in `init`; in `start`, once it is known not to have been stopped.
+            replayed.ready = s.ready
             swap(&s, &replayed)
         }
     }
@@ -502,15 +505,22 @@ final class AppleAdsOutbox: Sendable {
     // MARK: - Calling Apple
 
     func start() {
+        let replayFirst = !isReady
+        if replayFirst { replaying.enter() }
         thread.startThread(named: "apple-ads-calls") { [self] in
-            if !isReady {
+            if replayFirst {
                 beforeReplay()
                 let started = Date()
                 replay()
-                state.withLock { $0.ready = true }
+                let done = state.withLock { s -> Bool in
+                    if !s.stopping { s.ready = true }
+                    return s.ready
+                }
                 replaying.leave()
-                EventLog.write("apple_ads_replayed", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started))),
-                                                      "segments_from_digests": .number(String(segmentsFromDigests))])
+                if done {
+                    EventLog.write("apple_ads_replayed", ["seconds": .number(String(format: "%.3f", Date().timeIntervalSince(started))),
+                                                          "segments_from_digests": .number(String(segmentsFromDigests))])
+                }
             }
             run()
         }
@@ -685,7 +695,9 @@ extension AppleAdsOutbox {
         let (pending, oldest, counts, pause) = state.withLock { s in
             (s.pending.count + s.queued, s.oldestPending()?.receivedAt, s.counts, s.schedule.pause)
         }
-        var out = "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
+        var out = "# HELP attribution_apple_ads_rebuild_pending 1 while the outbox reads the log again after a start found a digest it could not trust (its paths answer 503 meanwhile, and the gauges below are not yet its).\n"
+        out += "# TYPE attribution_apple_ads_rebuild_pending gauge\nattribution_apple_ads_rebuild_pending \(isReady ? 0 : 1)\n"
+        out += "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
         out += "# TYPE attribution_apple_ads_pending gauge\nattribution_apple_ads_pending \(pending)\n"
         out += "# HELP attribution_apple_ads_tokens_in_memory Tokens the outbox holds: waiting, answered in the last day, or settled by records from before 2026-11-26.\n"
         out += "# TYPE attribution_apple_ads_tokens_in_memory gauge\nattribution_apple_ads_tokens_in_memory \(entriesInMemory)\n"

@@ -130,7 +130,9 @@ public final class EndpointServer: Sendable {
         // first it misses: when they do not cover the sealed segments but the newest, it does so
         // on its own thread while the endpoint serves, and its paths answer 503 meanwhile.
         let sealedCount = store.segments.filter(\.sealed).count
-        let outboxInBackground = sealedCount > 1 && !(chain.describes(store.segments) && chain.digests.count >= sealedCount - 1)
+        let outboxCovered = chain.describes(store.segments) && chain.digests.count >= sealedCount - 1
+            && chain.digests.prefix(max(0, sealedCount - 1)).allSatisfy { chain.sectionNames[$0.base]?.contains(AppleAdsOutbox.digestSection) == true }
+        let outboxInBackground = sealedCount > 1 && !outboxCovered
         let makeOutbox = {
             AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
                                                                timeout: configuration.appleAdsTimeout,
