@@ -695,8 +695,9 @@ extension AppleAdsOutbox {
         let (pending, oldest, counts, pause) = state.withLock { s in
             (s.pending.count + s.queued, s.oldestPending()?.receivedAt, s.counts, s.schedule.pause)
         }
-        var out = "# HELP attribution_apple_ads_rebuild_pending 1 while the outbox reads the log again after a start found a digest it could not trust (its paths answer 503 meanwhile, and the gauges below are not yet its).\n"
-        out += "# TYPE attribution_apple_ads_rebuild_pending gauge\nattribution_apple_ads_rebuild_pending \(isReady ? 0 : 1)\n"
+        var out = MetricSeries.gauge("attribution_apple_ads_rebuild_pending",
+                                     "1 while the outbox reads the log again after a start found a digest it could not trust (its paths answer 503 meanwhile, and the gauges below are not yet its).",
+                                     isReady ? 0 : 1)
         out += "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
         out += "# TYPE attribution_apple_ads_pending gauge\nattribution_apple_ads_pending \(pending)\n"
         out += "# HELP attribution_apple_ads_tokens_in_memory Tokens the outbox holds: waiting, answered in the last day, or settled by records from before 2026-11-26.\n"

@@ -21,24 +21,21 @@ enum LogSegmentMetrics {
         out += "# HELP attribution_log_oldest_record_timestamp_seconds Receive time of the oldest record kept (Unix seconds; 0 in an empty log): exports reach back to it, the summary further.\n"
         out += "# TYPE attribution_log_oldest_record_timestamp_seconds gauge\n"
         out += "attribution_log_oldest_record_timestamp_seconds \(store.oldestRecordTime.map { $0.millisecondsSinceEpoch / 1000 } ?? 0)\n"
-        out += "# HELP attribution_log_retention_days --retention-days (0: everything is kept).\n# TYPE attribution_log_retention_days gauge\n"
-        out += "attribution_log_retention_days \(retention?.days ?? 0)\n"
+        out += MetricSeries.gauge("attribution_log_retention_days", "--retention-days (0: everything is kept).", retention?.days ?? 0)
         let removed = retention?.removed ?? (segments: 0, bytes: 0)
-        out += "# HELP attribution_log_segments_removed_total Sealed log segments removed by retention since start.\n"
-        out += "# TYPE attribution_log_segments_removed_total counter\n"
-        out += "attribution_log_segments_removed_total \(removed.segments)\n"
-        out += "# HELP attribution_log_removed_bytes_total Their bytes.\n# TYPE attribution_log_removed_bytes_total counter\n"
-        out += "attribution_log_removed_bytes_total \(removed.bytes)\n"
-        out += "# HELP attribution_log_retention_waiting_segments Sealed segments old enough to go that retention keeps: not yet in the summary's checkpoint, not yet exported (a paused export holds them all), or being read.\n"
-        out += "# TYPE attribution_log_retention_waiting_segments gauge\nattribution_log_retention_waiting_segments \(retention?.waiting ?? 0)\n"
-        let rolls = store.rollFailures
-        out += "# HELP attribution_log_roll_failures_total Times the active segment could not be sealed (the disk full, log/ unwritable); it takes records meanwhile and grows.\n"
-        out += "# TYPE attribution_log_roll_failures_total counter\nattribution_log_roll_failures_total \(rolls.count)\n"
+        out += MetricSeries.counter("attribution_log_segments_removed_total", "Sealed log segments removed by retention since start.", removed.segments)
+        out += MetricSeries.counter("attribution_log_removed_bytes_total", "Their bytes.", removed.bytes)
+        out += MetricSeries.gauge("attribution_log_retention_waiting_segments",
+                                  "Sealed segments old enough to go that retention keeps: not yet in the summary's checkpoint, not yet exported (a paused export holds them all), or being read.",
+                                  retention?.waiting ?? 0)
+        out += MetricSeries.counter("attribution_log_roll_failures_total",
+                                    "Times the active segment could not be sealed (the disk full, log/ unwritable); it takes records meanwhile and grows.",
+                                    store.rollFailures.count)
         if let digests {
-            out += "# HELP attribution_segment_digests Sealed segments with a digest: what the next start takes instead of reading them.\n"
-            out += "# TYPE attribution_segment_digests gauge\nattribution_segment_digests \(digests.count)\n"
-            out += "# HELP attribution_segment_digest_failures_total Digests that could not be written (the disk full); their segments are read at the next start.\n"
-            out += "# TYPE attribution_segment_digest_failures_total counter\nattribution_segment_digest_failures_total \(digests.failures)\n"
+            out += MetricSeries.gauge("attribution_segment_digests",
+                                      "Sealed segments with a digest: what the next start takes instead of reading them.", digests.count)
+            out += MetricSeries.counter("attribution_segment_digest_failures_total",
+                                        "Digests that could not be written (the disk full); their segments are read at the next start.", digests.failures)
         }
         return out
     }

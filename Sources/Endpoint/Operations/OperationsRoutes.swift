@@ -66,12 +66,9 @@ struct OperationsRoutes: Sendable {
     /// What the Apps view holds: the one thing besides the summary that grows with the days kept.
     static func appsText(_ apps: AppsAggregates) -> String {
         let held = apps.held
-        return "# HELP attribution_apps_view_days Days (by site) the Apps view counts.\n"
-            + "# TYPE attribution_apps_view_days gauge\nattribution_apps_view_days \(held.days)\n"
-            + "# HELP attribution_apps_view_conversion_rows Their conversion rows (ad network, campaign, app).\n"
-            + "# TYPE attribution_apps_view_conversion_rows gauge\nattribution_apps_view_conversion_rows \(held.rows)\n"
-            + "# HELP attribution_apps_view_conversion_bytes About the bytes those rows take.\n"
-            + "# TYPE attribution_apps_view_conversion_bytes gauge\nattribution_apps_view_conversion_bytes \(held.rowBytes)\n"
+        return MetricSeries.gauge("attribution_apps_view_days", "Days (by site) the Apps view counts.", held.days)
+            + MetricSeries.gauge("attribution_apps_view_conversion_rows", "Their conversion rows (ad network, campaign, app).", held.rows)
+            + MetricSeries.gauge("attribution_apps_view_conversion_bytes", "About the bytes those rows take.", held.rowBytes)
     }
 
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch
