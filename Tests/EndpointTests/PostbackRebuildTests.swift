@@ -83,6 +83,18 @@ import Testing
         let waiting = try Self.postback(endpoint, 4)
         #expect(waiting.status == 503 && waiting.header("Retry-After") != nil)
         #expect(json(waiting)["rule"] as? String == "postbacks_rebuilding")
+        // A flood meanwhile: new postbacks, repeats, bodies that are no postback, an empty one
+        // and one past the postbacks' size limit. Every one is a 503 the device can send again;
+        // none is stored, none traps. (A body past what the HTTP layer takes is its 413, as ever.)
+        var flood = (0..<120).map { PostbackWindowTests.postback(100 + $0) } + Array(repeating: PostbackWindowTests.postback(4), count: 40)
+        flood += [[], Array("{".utf8), Array("{\"jws-string\":\"\u{0}\"}".utf8), [UInt8](repeating: 0xFF, count: 60_000)]
+        for body in flood {
+            let answer = try httpRequest(port: endpoint.port, method: "POST", path: PostbackWindowTests.path, host: "app.example", body: body)
+            #expect(answer.status == 503 && answer.header("Retry-After") != nil, "\(answer.status) \(answer.bodyText.prefix(120))")
+        }
+        let tooLarge = try httpRequest(port: endpoint.port, method: "POST", path: PostbackWindowTests.path, host: "app.example",
+                                       body: [UInt8](repeating: 0xFF, count: 300_000))
+        #expect(tooLarge.status == 413)
         for path in ["/api/apps/summary", "/api/postbacks", "/api/postbacks.csv"] {
             let answer = try endpoint.get(path)
             #expect(answer.status == 503 && json(answer)["rule"] as? String == "postbacks_rebuilding", "\(path)")
