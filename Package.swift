@@ -54,6 +54,8 @@ let package = Package(
         .target(name: "AppConfiguration", dependencies: ["Primitives"]),
         // The app developers' registrations: apps with their conversion-value schemas, ad networks.
         .target(name: "AppDevelopers", dependencies: ["Primitives"]),
+        // Marketers' registrations: advertisers and the sites they own, and the viewer tokens' rules.
+        .target(name: "Marketers", dependencies: ["Primitives"]),
         // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
         .target(name: "SiteOwners", dependencies: ["Primitives", "PCM"]),
         // The append-only, checksummed report log with group commit, and the rejection ring.
@@ -67,7 +69,7 @@ let package = Package(
         .target(name: "PCMRecords", dependencies: ["ReportStore", "Primitives", "PCM", "SiteOwners", "Locking"]),
         // The application: routes, configuration, authentication, export.
         .target(name: "Endpoint", dependencies: ["HTTPServer", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
-                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "AppleAdsRecords", "Signatures",
+                                                "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds", "Marketers", "AppleAdsRecords", "Signatures",
                                                 "RawHTTPClient", "DurableFiles", "ClickHouseExport", "CSystemShims"]),
         // `attribution-endpoint demo`: the endpoint on a manual clock, driven through its real HTTP paths.
         .target(name: "Demo", dependencies: ["Endpoint", "Primitives", "SiteOwners", "RawHTTPClient", "Signatures", "SKAdNetwork", "AdAttributionKit",

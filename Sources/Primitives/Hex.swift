@@ -13,4 +13,9 @@ public enum Hex {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// A lowercase hex digit, as `text` writes them.
+    public static func isDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)
+    }
 }

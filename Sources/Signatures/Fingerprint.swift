@@ -10,4 +10,9 @@ public enum Fingerprint {
             bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         }
     }
+
+    /// The whole SHA-256 of `bytes`: what a viewer token is kept as.
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: bytes))
+    }
 }

@@ -11,5 +11,6 @@ case "check-plist": exit(CheckPlistCommand.main(arguments: Array(arguments.dropF
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "clickhouse": exit(ClickHouseCommand.main(arguments: Array(arguments.dropFirst())))
 case "token-keys": exit(TokenKeysCommand.main(arguments: Array(arguments.dropFirst())))
+case "viewer-token": exit(ViewerTokenCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 default: exit(EndpointCommand.main(arguments: arguments, environment: environment))
 }

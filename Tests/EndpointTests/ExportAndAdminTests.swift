@@ -48,6 +48,39 @@ import RawHTTPClient
         #expect(try endpoint.get("/api/reports?sinse=2026-11-20T10:00:00Z").status == 400)
     }
 
+    /// The page's period (`from`/`to`, UTC days with both ends included) copied into an export URL
+    /// means what it means on the summary: the export holds exactly the summary's reports.
+    @Test func fromAndToMeanTheSummarysDaysOnEveryExport() throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        for (i, time) in ["2026-11-19T23:59:59.999Z", "2026-11-20T00:00:00Z", "2026-11-21T23:59:59.999Z", "2026-11-22T00:00:00Z"].enumerated() {
+            endpoint.clock.set(time)
+            #expect(try endpoint.post(reportBody(sourceID: i)).status == 201)
+        }
+        #expect(try endpoint.export("?from=2026-11-20&to=2026-11-21").map { $0["source_id"] as? Int } == [1, 2])
+        #expect(try endpoint.export("?from=2026-11-22").map { $0["source_id"] as? Int } == [3])
+        #expect(try endpoint.export("?to=2026-11-19").map { $0["source_id"] as? Int } == [0])
+        let summary = json(try endpoint.get("/api/summary?from=2026-11-20&to=2026-11-21"))
+        let counted = ["accepted", "quarantined"].map { (summary[$0] as? [String: Int] ?? [:]).values.reduce(0, +) }.reduce(0, +)
+        #expect(counted == 2)
+        for path in ["/api/reports.csv", "/api/postbacks", "/api/apple-ads.csv"] {
+            #expect(try endpoint.get(path + "?from=2026-11-20&to=2026-11-21").status == 200, "\(path)")
+        }
+        let refusals: [(String, String, String)] = [
+            ("?from=2026-11-20&until=2026-11-21T00:00:00Z", "conflicting_period", "since"),
+            ("?since=2026-11-20T00:00:00Z&to=2026-11-21", "conflicting_period", "since"),
+            ("?from=2026-11-21&to=2026-11-20", "invalid_period", "to"),
+            ("?since=2026-11-21T00:00:00Z&until=2026-11-20T00:00:00Z", "invalid_period", "until"),
+            ("?from=2026-11-31", "invalid_date", "from"),
+            ("?from=20261120", "invalid_date", "from"),
+            ("?to=2026-11-20T00:00:00Z", "invalid_date", "to"),
+        ]
+        for (query, rule, field) in refusals {
+            let response = try endpoint.get("/api/reports" + query)
+            #expect(response.status == 400 && json(response)["rule"] as? String == rule && json(response)["field"] as? String == field, "\(query): \(response.bodyText)")
+        }
+    }
+
     @Test func exportStreamsLargeResults() throws {
         let endpoint = try LiveEndpoint()
         defer { endpoint.stop() }

@@ -46,6 +46,9 @@ import RawHTTPClient
         ("/metrics", "GET, HEAD", true),
         ("/api/rejections", "GET, HEAD", true),
         ("/admin/clock", "POST", true),
+        ("/api/advertisers", "GET, HEAD, POST, DELETE", true),
+        ("/api/whoami", "GET, HEAD", true),
+        ("/api/arrivals", "GET, HEAD", true),
     ]
 
     /// The router's own table is the one above: a route added without a line there fails here,

@@ -11,12 +11,16 @@ import Primitives
 struct AppRegistrationRoutes: Sendable {
     let book: AppBook
     let servedSites: Set<String>
+    /// What the request's token may read: a scoped viewer sees the apps at its sites, and not the
+    /// ad networks' and Apple Ads campaigns' names, which every advertiser shares.
+    var scope: ScopeOf = { _ in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("app registrations", gate: bearer, routes: [
-                Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { _ in
-                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps))
+                Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { request in
+                    let readable = scope(request)
+                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps.filter { readable.allows($0.site) }))
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
                     try register(request) { json, registry throws(RequestProblem) in
@@ -29,8 +33,9 @@ struct AppRegistrationRoutes: Sendable {
                 Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
                     try remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
                 },
-                Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { _ in
-                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
+                Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { request in
+                    try requireUnscoped(request, "ad networks")
+                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
                 },
                 Route(.exact("/api/ad-networks"), methods: ["POST"]) { request in
                     try register(request) { json, registry throws(RequestProblem) in
@@ -42,8 +47,9 @@ struct AppRegistrationRoutes: Sendable {
                 Route(.exact("/api/ad-networks"), methods: ["DELETE"]) { request in
                     try remove(request, key: "id") { registry, value in registry.removeAdNetwork(id: value) }
                 },
-                Route(.exact("/api/apple-ads/campaigns"), methods: ["GET", "HEAD"]) { _ in
-                    JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.appleAdsCampaigns))
+                Route(.exact("/api/apple-ads/campaigns"), methods: ["GET", "HEAD"]) { request in
+                    try requireUnscoped(request, "Apple Ads campaigns")
+                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.appleAdsCampaigns))
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["POST"]) { request in
                     try register(request) { json, registry throws(RequestProblem) in
@@ -57,6 +63,13 @@ struct AppRegistrationRoutes: Sendable {
                 },
             ]),
         ]
+    }
+
+    /// A registration no site owns: every advertiser's campaigns may be in it.
+    private func requireUnscoped(_ request: HTTPRequest, _ what: String) throws(Problem) {
+        guard let advertiser = scope(request).advertiser else { return }
+        throw Problem(status: 403, rule: "outside_scope",
+                      detail: "the registered \(what) are shared by every advertiser; this token reads advertiser \(advertiser.id)'s alone, and the summaries name its campaigns")
     }
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) throws -> HTTPResponse {
@@ -92,6 +105,8 @@ struct AppsSummaryRoutes: Sendable {
     var cluster: ClusterScope? = nil
     /// The oldest record kept once retention has removed some; nil while the log holds everything.
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
+    /// What the request's token may read.
+    var scope: ScopeOf = { _ in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -125,7 +140,11 @@ struct AppsSummaryRoutes: Sendable {
                         node: (AppsSummary.Query) -> String,
                         cluster: @escaping @Sendable (ClusterScope, AppsSummary.Query, AppRegistry) throws -> String) throws {
         let (scope, items) = try ClusterScope.split(request.queryItems)
-        let query = try query(items).get()
+        var asked = try query(items).get()
+        let readable = self.scope(request)
+        try readable.require(asked.site)
+        asked.within = readable.sites
+        let query = asked
         guard scope == .cluster else {
             // The node's Apps view is whole once the postback ledger is (the cluster's is ClickHouse's).
             if needsLedger { try rebuild.requireReady("the Apps summary") }

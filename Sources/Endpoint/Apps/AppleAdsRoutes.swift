@@ -1,6 +1,7 @@
 import AppleAds
 import Foundation
 import HTTPServer
+import Primitives
 
 /// The app's side of Apple Ads attribution:
 /// - `POST /apple-ads/attribution` takes the token from `AAAttribution.attributionToken()` as
@@ -16,6 +17,8 @@ struct AppleAdsRoutes: Sendable {
     let outbox: AppleAdsOutbox
     let sites: ServedSite
     let metrics: EndpointMetrics
+    var arrivals: Arrivals? = nil
+    var clock: @Sendable () -> Timestamp = { Timestamp(millisecondsSinceEpoch: 0) }
 
     var routes: [RouteGroup] {
         [
@@ -28,6 +31,7 @@ struct AppleAdsRoutes: Sendable {
 
     func take(_ request: HTTPRequest, responder: HTTPResponder) throws {
         let site = try sites.resolve(request, what: "the token").get()
+        arrivals?.received(.appleAdsTokens, site: site, at: clock())
         let token = try AppleAdsToken.read(request.body)
         try outbox.requireReady()
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the token could not be stored")

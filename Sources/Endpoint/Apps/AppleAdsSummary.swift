@@ -30,7 +30,7 @@ struct AppleAdsSummary: Sendable {
         self = tally.summary(query)
         for entry in pending {
             let day = SummaryAggregates.day(of: entry.receivedAt)
-            guard day >= query.from, day <= query.to, query.site.map({ $0 == entry.site }) ?? true else { continue }
+            guard day >= query.from, day <= query.to, query.reads(entry.site) else { continue }
             add(entry)
         }
     }

@@ -20,7 +20,7 @@ struct AppleAdsTally: Sendable {
     /// The final tokens of the query's days and site.
     func summary(_ query: AppsSummary.Query) -> AppleAdsSummary {
         var total = AppleAdsSummary()
-        for (key, summary) in counts where key.day >= query.from && key.day <= query.to && (query.site.map { $0 == key.site } ?? true) {
+        for (key, summary) in counts where key.day >= query.from && key.day <= query.to && query.reads(key.site) {
             total.merge(summary)
         }
         return total

@@ -106,8 +106,8 @@ final class AppsAggregates: SegmentDigestOwner {
             var sites: Set<String> = []
             var total = AppsSummary(sites: [])
             for (key, day) in s.days where key.day >= query.from && key.day <= query.to {
-                if !key.site.isEmpty { sites.insert(key.site) }
-                guard query.site.map({ $0 == key.site }) ?? true else { continue }
+                if !key.site.isEmpty, query.within?.contains(key.site) ?? true { sites.insert(key.site) }
+                guard query.reads(key.site) else { continue }
                 total.merge(day.counts)
                 day.conversions.forEach { numbers, counts in
                     total.addConversions(AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),

@@ -1,4 +1,5 @@
 import AppDevelopers
+import ClickHouseExport
 import Postbacks
 import Primitives
 import ReportStore
@@ -17,6 +18,20 @@ struct AppsSummary: Codable {
         var site: String?
         var from: Int32
         var to: Int32
+        /// The sites a viewer token may read; nil: every site.
+        var within: Set<String>? = nil
+
+        /// Whether counts of `site` belong in the answer.
+        func reads(_ site: String) -> Bool {
+            (self.site.map { $0 == site } ?? true) && (within?.contains(site) ?? true)
+        }
+
+        /// The same, as a ClickHouse condition on `site` (empty: every site).
+        var sqlSiteCondition: String {
+            var out = site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
+            if let within { out += " AND site IN (" + (within.isEmpty ? "''" : within.sorted().map(ClickHouseClient.quoted).joined(separator: ", ")) + ")" }
+            return out
+        }
     }
 
     struct ConversionKey: Hashable, Codable {
@@ -199,7 +214,7 @@ struct AppsSummary: Codable {
         out.append(("conversions", .array(rows)))
         // Values are read through the schema of the app being shown (or of the one app registered
         // for the site); without one, a value is its number.
-        let schema = registry.apps.filter { query.site == nil || $0.site == query.site }.first?.schema
+        let schema = registry.apps.filter { query.reads($0.site) }.first?.schema
         out.append(("fine_values", .array(fine.sorted { $0.key < $1.key }.map { value, count in
             .object([JSONMember(key: "value", value: .number(String(value))),
                      JSONMember(key: "meaning", value: schema?.meaning(fine: value).map { .string($0) } ?? .null),

@@ -7,7 +7,7 @@ enum ClusterAppleAdsSummary {
     /// The tokens of the period grouped by where their latest call left them. A token's calls are
     /// its node's: (node, token id) names it. Before its first call it is pending.
     static func sql(database db: String, query: AppsSummary.Query) -> String {
-        let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
+        let site = query.sqlSiteCondition
         return """
             SELECT status, campaign, ad_group, keyword, conversion, sum(calls) AS call_count, count() AS n
             FROM (SELECT node, id AS token_id, site FROM \(db).apple_ads_tokens FINAL WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens

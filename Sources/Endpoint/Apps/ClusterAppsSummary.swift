@@ -20,7 +20,7 @@ enum ClusterAppsSummary {
     /// retries of those stored in the period, the copies stored on a second node.
     static func sql(database db: String, query: AppsSummary.Query) -> [String] {
         let period = ClusterScope.period(from: query.from, to: query.to)
-        let site = query.site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
+        let site = query.sqlSiteCondition
         let columns = fields.map { "`\($0.0)` AS \($0.1)" }.joined(separator: ", ")
         let keys = fields.map(\.1).joined(separator: ", ")
         return ["""
@@ -38,8 +38,8 @@ enum ClusterAppsSummary {
     static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
         let statements = sql(database: scope.database, query: query)
         let grouped = try scope.rows(statements[0])
-        var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }))
-        for row in grouped where query.site == nil || row.string("site") == query.site {
+        var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }.filter { query.within?.contains($0) ?? true }))
+        for row in grouped where query.reads(row.string("site") ?? "") {
             let facts = AppsSummary.Facts(skadnetwork: row.string("protocol") == "skadnetwork", accepted: row.string("verdict") == "accepted",
                                           reasons: row.strings("reasons"), signature: row.string("signature") ?? "",
                                           development: row.string("signature") == "apple_development") { key in

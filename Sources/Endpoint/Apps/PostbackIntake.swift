@@ -31,6 +31,7 @@ struct PostbackIntake: Sendable {
     /// Finds the site and the size on arrival; the rest is the checks' and the turn's.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let site = try sites.resolve(request, what: "the postback").get()
+        context.arrived(proto == .skadnetwork ? .skadnetwork : .adattributionkit, at: site)
         try rebuild.requireReady("a postback")
         guard request.body.count <= maxPostbackBytes else {
             throw Problem(status: 413, rule: "body_too_large",
@@ -55,9 +56,10 @@ struct PostbackIntake: Sendable {
 
     private func process(_ item: QueuedPostback) {
         let (ledger, metrics, aggregates, proto, responder) = (self.ledger, context.metrics, self.aggregates, item.proto, item.responder)
+        let arrivals = context.arrivals
         let postback: Postback, contentHash: UInt64
         switch item.reading ?? PostbackReading(proto, item.body) {
-        case .refused(let problem): return context.refuse(problem, body: item.body, responder: responder)
+        case .refused(let problem): return context.refuse(problem, site: item.site, body: item.body, responder: responder)
         case .postback(let p, let hash): (postback, contentHash) = (p, hash)
         }
         let duplicateKey = postback.duplicateKey
@@ -94,6 +96,8 @@ struct PostbackIntake: Sendable {
                 let stored = StoredPostback(id: record.id, receivedAt: record.time, draft: draft)
                 aggregates.add(stored)
                 metrics.postbackStored(stored)
+                arrivals?.received(proto == .skadnetwork ? .skadnetwork : .adattributionkit, site: draft.site,
+                                   app: PostbackFields(stored).appID, at: record.time)
             },
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))

@@ -1,4 +1,5 @@
 import Primitives
+import SiteOwners
 import HTTPServer
 import PCMRecords
 import Postbacks
@@ -15,6 +16,8 @@ struct ExportRoutes: Sendable {
     /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
     let appleAds: AppleAdsOutbox
     let apps: AppBook
+    /// What the request's token may read: a scoped viewer's exports hold its sites' records.
+    var scope: ScopeOf = { _ in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         let logExports: [(path: String, codec: any RecordCodec)] = [
@@ -43,8 +46,8 @@ struct ExportRoutes: Sendable {
 
     func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
-        return ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until))
-            .response(fileName: fileName)
+        let rows = Self.within(scope(request).sites, columns: codec.columns, store.rows(of: codec, since: since, until: until))
+        return ExportStream(format, columns: codec.columns, rows: rows).response(fileName: fileName)
     }
 
     /// Every token received in the period with where it stands (`AppleAdsExport.rows`), written as
@@ -52,14 +55,31 @@ struct ExportRoutes: Sendable {
     func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
         try appleAds.requireReady()
         let (since, until) = try Self.period(request)
-        return ExportStream(format, columns: AppleAdsExport.columns,
-                            rows: AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry))
+        let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
+        return ExportStream(format, columns: AppleAdsExport.columns, rows: Self.within(scope(request).sites, columns: AppleAdsExport.columns, rows))
             .response(fileName: "apple-ads")
     }
 
-    /// `since` and `until`, RFC 3339, both optional.
+    /// The rows whose `site` (the served site the record was sent to) is one of `sites`; every row
+    /// when `sites` is nil.
+    static func within(_ sites: Set<String>?, columns: [String], _ rows: @escaping () -> ExportRow?) -> () -> ExportRow? {
+        guard let sites else { return rows }
+        // Every export has the column; one without it shows a scoped viewer nothing.
+        guard let column = columns.firstIndex(of: "site") else { return { nil } }
+        return {
+            while let row = rows() {
+                if column < row.cells.count, sites.contains(row.cells[column]) { return row }
+            }
+            return nil
+        }
+    }
+
+    /// `since` and `until` (RFC 3339 instants), or `from` and `to` (UTC days, both included, as
+    /// the summaries and the page take them): all optional, the two kinds not mixed.
     static func period(_ request: HTTPRequest) throws(Problem) -> (Timestamp?, Timestamp?) {
         var since: Timestamp?, until: Timestamp?
+        var days = false, instants = false
+        var firstDay: Int32?, lastDay: Int32?
         for (name, value) in request.queryItems {
             switch name {
             case "since", "until":
@@ -67,11 +87,30 @@ struct ExportRoutes: Sendable {
                     throw Problem(status: 400, rule: "invalid_time", field: name,
                                   detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z")
                 }
+                instants = true
                 if name == "since" { since = time } else { until = time }
+            case "from", "to":
+                guard let day = SummaryQuery.day(value) else {
+                    throw Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20")
+                }
+                days = true
+                // A day is [its midnight, the next midnight) in UTC: `to` includes its whole day.
+                let start = Timestamp(millisecondsSinceEpoch: Int64(day) * TimingModel.day)
+                if name == "from" { (since, firstDay) = (start, day) } else { (until, lastDay) = (start.adding(milliseconds: TimingModel.day), day) }
             default:
                 throw Problem(status: 400, rule: "unknown_parameter", field: name,
-                              detail: "unknown query parameter \"\(name)\"; use since and until")
+                              detail: "unknown query parameter \"\(name)\"; use from and to (days), or since and until (instants)")
             }
+        }
+        if days && instants {
+            throw Problem(status: 400, rule: "conflicting_period", field: "since",
+                          detail: "give the period as from and to (UTC days, both included) or as since and until (RFC 3339 instants), not both")
+        }
+        if let firstDay, let lastDay, lastDay < firstDay {
+            throw Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from")
+        }
+        if let since, let until, until < since {
+            throw Problem(status: 400, rule: "invalid_period", field: "until", detail: "until must not be before since")
         }
         return (since, until)
     }

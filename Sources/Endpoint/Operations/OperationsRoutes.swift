@@ -23,6 +23,11 @@ struct OperationsRoutes: Sendable {
     var postbackWindow: PostbackWindow? = nil
     var postbackRebuild: PostbackRebuild? = nil
     var digests: SegmentDigests? = nil
+    /// What the request's token may read: a scoped viewer's refusals are those sent to its sites,
+    /// and its metrics the series of its sites.
+    var scope: ScopeOf = { _ in .everything }
+    /// When each site and app in a scope last received something.
+    var arrivals: (@Sendable (ReadScope) -> ArrivalsReport)? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -52,6 +57,12 @@ struct OperationsRoutes: Sendable {
         // The node's name as a label of its own series, the way Prometheus joins it to the others.
         let nodeInfo = "# HELP attribution_node_info This node's name (--node), as a label.\n"
             + "# TYPE attribution_node_info gauge\nattribution_node_info{node=\"\(node)\"} 1\n"
+        let readable = scope(request)
+        let arrivalsText = arrivals.map { $0(readable).prometheusText() } ?? ""
+        // The node's totals count every advertiser's records: a scoped token gets its sites' series.
+        guard readable.sites == nil else {
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array((nodeInfo + arrivalsText).utf8))
+        }
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                             body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
                                                                             tokenChecks: tokenChecks, now: clock.now())
@@ -60,7 +71,7 @@ struct OperationsRoutes: Sendable {
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (apps.map(Self.appsText) ?? "")
-                                         + (exporter?.status.prometheusText() ?? "")).utf8))
+                                         + (exporter?.status.prometheusText() ?? "") + arrivalsText).utf8))
     }
 
     /// What the Apps view holds: the one thing besides the summary that grows with the days kept.
@@ -90,18 +101,21 @@ struct OperationsRoutes: Sendable {
     }
 
     func rejectionsResponse(_ request: HTTPRequest) -> HTTPResponse {
+        let within = scope(request).sites
         var json = "{\"counts\":{"
-        for (i, (rule, count)) in rejections.counts.sorted(by: { $0.key < $1.key }).enumerated() {
+        for (i, (rule, count)) in rejections.counts(within: within).sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { json += "," }
             json += "\"\(rule)\":\(count)"
         }
         json += "},\"recent\":["
-        for (i, entry) in rejections.recent.enumerated() {
+        for (i, entry) in rejections.recent.filter({ entry in within.map { sites in entry.site.map(sites.contains) ?? false } ?? true }).enumerated() {
             if i > 0 { json += "," }
             json += "{\"time\":\"\(entry.time.rfc3339)\",\"status\":\(entry.status),\"rule\":\"\(entry.rule)\",\"field\":"
             if let field = entry.field { JSONValue.writeString(field, to: &json) } else { json += "null" }
             json += ",\"detail\":"
             JSONValue.writeString(entry.detail, to: &json)
+            json += ",\"site\":"
+            if let site = entry.site { JSONValue.writeString(site, to: &json) } else { json += "null" }
             json += ",\"body\":"
             JSONValue.writeString(String(decoding: entry.body, as: UTF8.self), to: &json)
             json += ",\"body_truncated\":\(entry.bodyTruncated)}"

@@ -24,6 +24,7 @@ struct ReportIntake: Sendable {
     let context: HandlerContext
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
+        if let site = context.arrivalSite(of: request) { context.arrived(.pcmReports, at: site) }
         let (draft, facts, tokenOutcome) = try prepare(request)
         let answer = AnswerOnCommit(responder: responder, metrics: context.metrics, failure: "the report could not be stored")
         store.append(draft, steps: answer.steps(StoringReport(draft: draft, facts: facts, tokenOutcome: tokenOutcome, summary: summary,

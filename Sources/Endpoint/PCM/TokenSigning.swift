@@ -42,7 +42,7 @@ struct TokenSigning: Sendable {
                 let field = tokenRequest.side.rawValue + "_unlinkable_token"
                 return context.refuse(Problem(status: 422, rule: "token_not_below_modulus", field: field,
                                               detail: "\(field) is not below the modulus of \(site)'s key \(key.keyID)"),
-                                      body: body, responder: responder)
+                                      site: site, body: body, responder: responder)
             }
             context.metrics.tokenSigned(tokenRequest.side)
             responder.respond(JSONResponse.make(200, "{\"unlinkable_token\":\"\(Base64URL.encode(signature))\"}"))

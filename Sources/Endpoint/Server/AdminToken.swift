@@ -30,10 +30,16 @@ enum AdminToken {
         { request in if !matches(request.headers["Authorization"], token: token) { throw Problem.unauthorized } }
     }
 
+    /// The token an `Authorization: Bearer …` header presents.
+    static func bearer(_ header: String?) -> String? {
+        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return nil }
+        return String(header.dropFirst(7))
+    }
+
     /// Compares in time independent of where the strings differ.
     static func matches(_ header: String?, token: String) -> Bool {
-        guard let header, header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
-        let given = Array(header.dropFirst(7).utf8)
+        guard let presented = bearer(header) else { return false }
+        let given = Array(presented.utf8)
         let expected = Array(token.utf8)
         var difference = UInt8(given.count == expected.count ? 0 : 1)
         for i in 0..<expected.count { difference |= expected[i] ^ (i < given.count ? given[i] : 0) }

@@ -1,4 +1,5 @@
 import AppDevelopers
+import Marketers
 import Primitives
 
 /// The config file's registrations, added at start: conversions and campaigns that are not in
@@ -44,22 +45,40 @@ enum ConfiguredRegistrations {
         }
     }
 
+    static func ensure(_ configuration: EndpointConfiguration, in book: AdvertiserBook) throws {
+        do {
+            try book.update { (registry) throws(RequestProblem) in
+                for advertiser in configuration.advertisers where registry.advertiser(id: advertiser.id) != advertiser {
+                    for (i, site) in advertiser.sites.enumerated() {
+                        try Registrations.requireServed(site, field: "advertisers: sites[\(i)]", servedSites: Set(configuration.sites))
+                    }
+                    registry.remove(id: advertiser.id)
+                    try registry.add(advertiser, siteRules: book.siteRules)
+                }
+            }
+        } catch {
+            throw EndpointConfiguration.ParseError(description: "config file registration refused: \(error.detail)")
+        }
+    }
+
     /// With `--cluster`, the config file is the only source: a node whose registry holds more
     /// (registered through its admin API before, or taken out of the file since) would count
     /// otherwise than the others, and is refused at start with what to remove.
-    static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerBook, apps: AppBook) throws {
+    static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerBook, apps: AppBook,
+                                      advertisers: AdvertiserBook) throws {
         let registry = sites.registry, appRegistry = apps.registry
         var extra: [String] = []
         extra += registry.conversions.filter { !configuration.conversions.contains($0) }.map { "conversion \($0.site)/\($0.name)" }
         extra += registry.campaigns.filter { !configuration.campaigns.contains($0) }.map { "campaign \($0.sourceSite)/\($0.name)" }
         extra += appRegistry.apps.filter { !configuration.apps.contains($0) }.map { "app \($0.appID)" }
         extra += appRegistry.adNetworks.filter { !configuration.adNetworks.contains($0) }.map { "ad network \($0.id)" }
+        extra += advertisers.registry.advertisers.filter { !configuration.advertisers.contains($0) }.map { "advertiser \($0.id)" }
         extra += appRegistry.appleAdsCampaigns.filter { !configuration.appleAdsCampaigns.contains($0) }.map { "Apple Ads campaign \($0.campaignID)" }
         guard extra.isEmpty else {
             throw EndpointConfiguration.ParseError(description: """
                 --cluster: this node's registrations hold what the config file does not (\(extra.prefix(5).joined(separator: ", "))\(extra.count > 5 ? ", …" : "")). \
                 Every node must count alike: add them to the config file every node has, or remove them from \(configuration.dataDirectory) \
-                (registry.json, apps.json) before starting with --cluster
+                (registry.json, apps.json, advertisers.json) before starting with --cluster
                 """)
         }
     }

@@ -3,6 +3,7 @@ import Signatures
 import Primitives
 import SiteOwners
 import AppDevelopers
+import Marketers
 import Foundation
 
 
@@ -93,6 +94,8 @@ public struct EndpointConfiguration: Sendable {
     public var adNetworks: [AdNetwork] = []
     /// Apple Ads campaigns' names from the config file, as `apple_ads_campaigns`.
     public var appleAdsCampaigns: [AppleAdsCampaign] = []
+    /// Advertisers and their sites, as `advertisers`.
+    public var advertisers: [Advertiser] = []
 
     public init() {}
 
@@ -136,6 +139,7 @@ public struct EndpointConfiguration: Sendable {
            attribution-endpoint demo [--port N] [--exit]   (a demo on a manual clock; see demo --help)
            attribution-endpoint check-plist Info.plist [--site S]... [--config F] [--json]
            attribution-endpoint rotate-token-key SITE [--at RFC3339]   (see rotate-token-key --help)
+           attribution-endpoint viewer-token add|list|revoke …   (read-only tokens; see viewer-token --help)
 
     Every option but --config, --token and --help may also be given in the JSON file that
     --config names, under the key shown with it; flags on the command line override the file.
@@ -157,6 +161,8 @@ public struct EndpointConfiguration: Sendable {
       GET|POST /api/campaigns, DELETE /api/campaigns?source_site=&name= campaigns (token)
       GET|POST /api/apps, DELETE /api/apps?app_id=                      apps and schemas (token)
       GET|POST /api/ad-networks, DELETE /api/ad-networks?id=            ad networks (token)
+      GET|POST /api/advertisers, DELETE /api/advertisers?id=            advertisers and their sites (token)
+      GET  /api/arrivals                                                when each site and app last received (token)
       GET  /conversion-pixel?conversion=NAME[&source=https://SITE][&site=DOMAIN]
                                                                         302 to the trigger URL
       GET  /.well-known/private-click-measurement/trigger-attribution/DD[/PP]

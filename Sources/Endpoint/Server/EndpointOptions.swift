@@ -1,3 +1,4 @@
+import Marketers
 import AppDevelopers
 import Foundation
 import Postbacks
@@ -26,7 +27,7 @@ extension EndpointConfiguration {
                       return configuration.sites.lazy.compactMap { site in rules.check(site).map { "\(site): \($0.detail)" } }.first
                   }),
             EndpointOption(flag: "--config", key: nil, placeholder: "FILE",
-                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\" and \"apple_ads_campaigns\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
+                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\", \"apple_ads_campaigns\" and \"advertisers\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
             .list("--trusted-proxy", "trusted_proxies", \.trustedProxies, placeholder: "ADDR",
                   "A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose X-Forwarded-Host names the site a report was sent to. Repeatable. From any other peer only Host is used.",
                   check: { configuration in
@@ -124,6 +125,9 @@ extension EndpointConfiguration {
             },
             .registrations("apple_ads_campaigns", "Apple Ads campaigns' names, as POST /api/apple-ads/campaigns takes them.") { configuration, json in
                 configuration.appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
+            },
+            .registrations("advertisers", "Advertisers and the sites each owns, as POST /api/advertisers takes them; the file's version replaces the registered one at start.") { configuration, json in
+                configuration.advertisers.append(try AdvertiserInput.advertiser(from: json))
             },
         ]
     }

@@ -75,7 +75,7 @@ struct EndpointRoutes: HTTPHandler {
             }
         } catch {
             let problem = Problem(refusal: error)
-            context.record(problem, kept: Array(request.target.utf8.prefix(1024)))
+            context.record(problem, site: nil, kept: Array(request.target.utf8.prefix(1024)))
             return responder.respond(problem.response)
         }
         router.route(request, responder: responder)

@@ -40,6 +40,8 @@ public final class EndpointServer: Sendable {
     /// Lets the postback ledger's memory go after `--postback-window-days`.
     let postbackWindow: PostbackWindow
     private let heapTrim = HeapTrim()
+    /// When each site and app last received something.
+    let arrivals: Arrivals
     /// The postback ledger and the Apps view, when a start could not take them from digests.
     let postbackRebuild: PostbackRebuild
     /// Sealed segments' digests, for the next start.
@@ -73,8 +75,11 @@ public final class EndpointServer: Sendable {
                                                               dataDirectory: configuration.dataDirectory)
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
         self.clock = clock
+        let arrivals = Arrivals(dataDirectory: configuration.dataDirectory, clock: { clock.now() })
+        self.arrivals = arrivals
         let context = HandlerContext(trustedProxies: configuration.trustedProxies.compactMap(AddressRange.init),
-                                     rejections: RejectionLog(), metrics: EndpointMetrics(), clock: { clock.now() })
+                                     rejections: RejectionLog(), metrics: EndpointMetrics(), clock: { clock.now() },
+                                     servedSites: Set(configuration.sites), arrivals: arrivals)
 
         // The log, and what replay rebuilds from it on the way: the trigger ledger, the postback
         // ledger, the verified tokens. The summary's checkpoint names the log prefix it was
@@ -235,7 +240,16 @@ public final class EndpointServer: Sendable {
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: apps)
-        if configuration.cluster { try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps) }
+        let advertisers = try AdvertiserBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        try ConfiguredRegistrations.ensure(configuration, in: advertisers)
+        if configuration.cluster {
+            try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers)
+        }
+        arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
+        // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
+        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenBook(dataDirectory: configuration.dataDirectory),
+                                   advertisers: advertisers)
+        let scope: ScopeOf = { access.scope($0) }
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
@@ -287,30 +301,34 @@ public final class EndpointServer: Sendable {
         postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
                                    sites: servedSite, developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
-        let bearer = AdminToken.gate(adminToken)
+        let bearer = access.gate()
         // In a cluster, what every node must agree on comes from the files they share.
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
         let keptFrom: @Sendable () -> Timestamp? = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
         let summaryRoutes = SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock,
-                                          cluster: clusterScope, recordsKeptFrom: keptFrom)
+                                          cluster: clusterScope, recordsKeptFrom: keptFrom, scope: scope)
+        let marketers = MarketerRoutes(advertisers: advertisers, access: access, arrivals: arrivals, apps: apps,
+                                       servedSites: configuration.sites, clock: clock)
         let surfaces = PCMRoutes(reports: reports,
                                  triggers: TriggerIntake(book: book, store: store, servedSites: sites, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
-            + AppRegistrationRoutes(book: apps, servedSites: sites).routes(bearer: registrationGate)
+            + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope).routes(bearer: registrationGate)
             + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
-                                recordsKeptFrom: keptFrom).routes(bearer: bearer)
-            + PlistCheckRoutes(servedSites: sites).routes(bearer: bearer)
+                                recordsKeptFrom: keptFrom, scope: scope).routes(bearer: bearer)
+            // Checking a plist changes nothing: a viewer token may.
+            + PlistCheckRoutes(servedSites: sites).routes(bearer: access.gate(viewersMay: ["POST"]))
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
-            + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics).routes
-            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites).routes(bearer: registrationGate)
-            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation).routes(bearer: registrationGate)
+            + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics, arrivals: arrivals, clock: { clock.now() }).routes
+            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites, scope: scope).routes(bearer: registrationGate)
+            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation, scope: scope).routes(bearer: registrationGate)
             + summaryRoutes.routes(bearer: bearer)
-            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps).routes(bearer: bearer)
+            + marketers.routes(gate: bearer, registrationGate: registrationGate)
+            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
                                tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
-                               digests: digests).routes(bearer: bearer)
+                               digests: digests, scope: scope, arrivals: { marketers.report($0) }).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 
@@ -361,6 +379,7 @@ public final class EndpointServer: Sendable {
         }
         tokenKeyRotation?.start()
         heapTrim.start()
+        arrivals.start()
         var fields: [(String, JSONValue)] = [
             ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
             ("data", .string(configuration.dataDirectory)),
@@ -409,6 +428,7 @@ public final class EndpointServer: Sendable {
         digests.stop()
         postbackWindow.stop()
         heapTrim.stop()
+        arrivals.stopAndSave()
         // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
         clusterScope?.client.stop()
         clusterScope?.pool.stop()

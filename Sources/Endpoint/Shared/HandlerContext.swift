@@ -9,6 +9,10 @@ struct HandlerContext: Sendable {
     let rejections: RejectionLog
     let metrics: EndpointMetrics
     let clock: @Sendable () -> Timestamp
+    /// The `--site`s: a refusal is kept with the one it was sent to.
+    var servedSites: Set<String> = []
+    /// When each site last received something on each path.
+    var arrivals: Arrivals? = nil
 
     /// The one place a refusal becomes an answer: what a gate or a handler threw, as the router
     /// hands it over. Refusals on the paths devices and browsers send to (`/.well-known/…`) are
@@ -18,21 +22,40 @@ struct HandlerContext: Sendable {
         let problem = Problem(refusal: error)
         if request.path.hasPrefix("/.well-known/") {
             let isRead = request.method == "GET" || request.method == "HEAD"
-            record(problem, kept: isRead ? Array(request.target.utf8) : request.body)
+            record(problem, site: servedSite(of: request), kept: isRead ? Array(request.target.utf8) : request.body)
         }
         return problem.response
     }
 
     /// A refusal found after the handler returned (a postback read on a worker thread): counted,
     /// kept and answered as the router would have.
-    func refuse(_ problem: Problem, body: [UInt8], responder: HTTPResponder) {
-        record(problem, kept: body)
+    func refuse(_ problem: Problem, site: String?, body: [UInt8], responder: HTTPResponder) {
+        record(problem, site: site, kept: body)
         responder.respond(problem.response)
     }
 
-    func record(_ problem: Problem, kept: [UInt8]) {
+    func record(_ problem: Problem, site: String?, kept: [UInt8]) {
         rejections.record(time: clock(), status: problem.status, rule: problem.rule, field: problem.field,
-                          detail: problem.detail, body: kept)
+                          detail: problem.detail, site: site, body: kept)
+    }
+
+    /// Something arrived on `path` at `site` (a served site, or any host on a development server
+    /// without `--site`).
+    func arrived(_ path: Arrivals.Path, at site: String) {
+        arrivals?.received(path, site: site, at: clock())
+    }
+
+    /// The served site a request was sent to, or on a development server without `--site` its host.
+    func arrivalSite(of request: HTTPRequest) -> String? {
+        servedSites.isEmpty ? (try? RequestedHost.of(request, trustedProxies: trustedProxies)) ?? nil : servedSite(of: request)
+    }
+
+    /// The served site a request was sent to: its host, or the site its host is a subdomain of
+    /// (`www.shop.example`). Nil for any other name, or none: those refusals are nobody's.
+    func servedSite(of request: HTTPRequest) -> String? {
+        guard let host = (try? RequestedHost.of(request, trustedProxies: trustedProxies)) ?? nil else { return nil }
+        if servedSites.contains(host) { return host }
+        return servedSites.first { host.hasSuffix("." + $0) }
     }
 }
 

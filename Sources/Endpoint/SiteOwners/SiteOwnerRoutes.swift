@@ -13,6 +13,8 @@ struct SiteOwnerRoutes: Sendable {
     /// Registrations and pixels must name a served site; empty (a development server without
     /// `--site`) takes any.
     let servedSites: Set<String>
+    /// What the request's token may read: a scoped viewer sees the registrations of its sites.
+    var scope: ScopeOf = { _ in .everything }
 
     /// The pixel faces every browser; the registrations need the token.
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
@@ -43,7 +45,10 @@ struct SiteOwnerRoutes: Sendable {
         remove: @escaping @Sendable (inout Registry, String, String) -> Bool
     ) -> [Route] {
         [
-            Route(.exact(path), methods: ["GET", "HEAD"]) { _ in JSONResponse.make(200, Self.encode(book.registry[keyPath: list])) },
+            Route(.exact(path), methods: ["GET", "HEAD"]) { request in
+                let readable = scope(request)
+                return JSONResponse.make(200, Self.encode(book.registry[keyPath: list].filter { readable.allows(site($0)) }))
+            },
             Route(.exact(path), methods: ["POST"]) { request in
                 try register(request) { json, registry throws(RequestProblem) in
                     let item = try read(json)

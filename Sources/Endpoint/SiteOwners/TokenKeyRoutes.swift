@@ -17,6 +17,8 @@ struct TokenKeyRoutes: Sendable {
     let clock: EndpointClock
     /// With `--token-key-rotation-days`.
     var rotation: TokenKeyRotation? = nil
+    /// What the request's token may read: a scoped viewer sees its sites' keys.
+    var scope: ScopeOf = { _ in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -29,11 +31,12 @@ struct TokenKeyRoutes: Sendable {
 
     func list(_ request: HTTPRequest) -> HTTPResponse {
         let now = clock.now()
-        let rows = keys.all.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
+        let readable = scope(request)
+        let rows = keys.all.filter { readable.allows($0.site) }.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
         var json = "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]"
         // When each served site's next key comes: on the rotation's schedule, or as scheduled by hand.
         json += ",\"rotation_days\":" + (rotation.map { String($0.days) } ?? "null") + ",\"next_keys\":{"
-        json += keys.servedSites.map { site -> String in
+        json += keys.servedSites.filter(readable.allows).map { site -> String in
             var member = ""
             JSONValue.writeString(site, to: &member)
             let next = rotation?.nextRotation(for: site) ?? keys.scheduledSuccessor(for: site)?.servesFrom

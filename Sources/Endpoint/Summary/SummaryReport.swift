@@ -12,6 +12,8 @@ struct SummaryQuery: Sendable, Equatable {
     var from: Int32
     var to: Int32
     var role: ReportRole?
+    /// The sites a viewer token may read; nil: every site.
+    var within: Set<String>? = nil
 
     /// `?site=&from=YYYY-MM-DD&to=YYYY-MM-DD&role=source|destination`; the period defaults to
     /// the 30 days up to `today`.
@@ -98,11 +100,13 @@ struct SummaryReport: Sendable {
 
     init(_ aggregates: SummaryAggregates, _ query: SummaryQuery) {
         self.query = query
-        sites = aggregates.sites.map(aggregates.name).sorted()
+        sites = aggregates.sites.map(aggregates.name).filter { query.within?.contains($0) ?? true }.sorted()
         // A site with no reports yet matches nothing; nil means every site.
         let site: SummaryAggregates.Name?? = query.site.map { aggregates.id(of: $0) }
+        let within: Set<SummaryAggregates.Name>? = query.within.map { Set($0.compactMap(aggregates.id(of:))) }
         func matches(_ owner: SummaryAggregates.SiteRole) -> Bool {
             if let site, owner.site != site { return false }
+            if let within, !within.contains(owner.site) { return false }
             return query.role == nil || query.role == owner.role
         }
         // Summed by interned keys first, named once at the end.
@@ -186,8 +190,9 @@ struct SummaryReport: Sendable {
             "{\"from\":\(bucket.from),\"to\":\(bucket.to.map(String.init) ?? "null"),\"count\":\(n)}"
         }.joined(separator: ",") + "]"
         out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":\(verifiedTokens.json())}"
-        out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { query.site == nil || $0.site == query.site }.count),"
-        out += "\"campaigns\":\(registry.campaigns.filter { query.site == nil || $0.sourceSite == query.site }.count)}}"
+        func shown(_ site: String) -> Bool { (query.site == nil || site == query.site) && (query.within?.contains(site) ?? true) }
+        out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { shown($0.site) }.count),"
+        out += "\"campaigns\":\(registry.campaigns.filter { shown($0.sourceSite) }.count)}}"
         return out
     }
 
@@ -198,7 +203,8 @@ struct SummaryReport: Sendable {
         let name = aggregates.name
         for (d, day) in aggregates.days(in: query.from...query.to) {
             var rows: [[String]] = []
-            for (g, n) in day.groups where (query.site == nil || query.site == name(g.site)) && (query.role == nil || query.role == g.role) {
+            for (g, n) in day.groups where (query.site == nil || query.site == name(g.site)) && (query.role == nil || query.role == g.role)
+                && (query.within?.contains(name(g.site)) ?? true) {
                 let conversion = registry.conversions(site: name(g.destination), triggerData: g.triggerData).first?.name ?? ""
                 rows.append([SummaryQuery.text(d), name(g.site), g.role.rawValue, g.accepted ? "accepted" : "quarantined", name(g.sourceSite),
                              String(g.sourceID), g.campaign.map(name) ?? "", name(g.destination), String(g.triggerData), conversion,

@@ -12,6 +12,8 @@ struct SummaryRoutes: Sendable {
     let cluster: ClusterScope?
     /// The oldest record kept once retention has removed some; nil while the log holds everything.
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
+    /// What the request's token may read.
+    var scope: ScopeOf = { _ in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -28,7 +30,7 @@ struct SummaryRoutes: Sendable {
         let (scope, items) = try ClusterScope.split(request.queryItems)
         guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv)) }
         guard let cluster else { throw ClusterScope.unavailable }
-        let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let query = try self.query(request, items)
         let registry = book.registry
         cluster.answer(responder) {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
@@ -43,8 +45,17 @@ struct SummaryRoutes: Sendable {
                                            "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
     }
 
+    /// The query, within the token's scope: a site outside it is refused.
+    func query(_ request: HTTPRequest, _ items: [(name: String, value: String)]) throws -> SummaryQuery {
+        var query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let readable = scope(request)
+        try readable.require(query.site)
+        query.within = readable.sites
+        return query
+    }
+
     func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool) throws -> HTTPResponse {
-        let query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let query = try self.query(request, items)
         let registry = book.registry
         func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
@@ -56,7 +67,7 @@ struct SummaryRoutes: Sendable {
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
         return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
-                                                  report.json(registry: registry, rejections: rejections.counts)))
+                                                  report.json(registry: registry, rejections: rejections.counts(within: query.within))))
     }
 
     /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:

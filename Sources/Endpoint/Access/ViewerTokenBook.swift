@@ -1,0 +1,86 @@
+import DurableFiles
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Locking
+import Marketers
+import Primitives
+import Signatures
+
+/// The viewer tokens, in `DATA/viewer-tokens.json` (mode 0600), as SHA-256 hashes. The
+/// `viewer-token` command writes the file while the endpoint runs; the endpoint sees a change at
+/// the next request that presents a viewer token (a `stat` of the file), so a revoked token stops
+/// working at once, without a restart.
+final class ViewerTokenBook: Sendable {
+    static let fileName = "viewer-tokens.json"
+
+    let path: String
+    private let file: DurableJSONFile<ViewerTokenList>
+    /// The list as last read, and the file's identity then (inode, size, change time).
+    private let cache = Locked<(list: ViewerTokenList, stamp: [Int64]?)>((ViewerTokenList(), nil))
+
+    init(dataDirectory: String) {
+        path = dataDirectory + "/" + Self.fileName
+        file = DurableJSONFile(path: path, empty: ViewerTokenList(), mode: 0o600)
+    }
+
+    /// The list as the file holds it now. A file that cannot be read keeps no token working.
+    var list: ViewerTokenList {
+        let stamp = Self.stamp(path)
+        return cache.withLock { cached in
+            if cached.stamp == stamp, stamp != nil { return cached.list }
+            let list = (try? file.load()) ?? ViewerTokenList()
+            cached = (list, stamp)
+            return list
+        }
+    }
+
+    /// The viewer token that `token` is, or nil.
+    func lookup(_ token: String) -> ViewerToken? {
+        guard let id = ViewerToken.id(inToken: token), let kept = list.token(id: id) else { return nil }
+        let hash = Hex.text(Fingerprint.sha256(Array(token.utf8)))
+        // Both are 64 hex digits: compared in time independent of where they differ.
+        var difference: UInt8 = hash.utf8.count == kept.sha256.utf8.count ? 0 : 1
+        for (a, b) in zip(hash.utf8, kept.sha256.utf8) { difference |= a ^ b }
+        return difference == 0 ? kept : nil
+    }
+
+    /// Makes a token: the record kept, and the token itself, shown once and never again.
+    func create(label: String, advertiser: String?, now: Timestamp) throws -> (record: ViewerToken, token: String) {
+        var generator = SystemRandomNumberGenerator()
+        let id = Hex.text((0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let secret = Hex.text((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let token = ViewerToken.prefix + id + "_" + secret
+        let record = ViewerToken(id: id, label: label, advertiser: advertiser, createdAt: now.rfc3339,
+                                 sha256: Hex.text(Fingerprint.sha256(Array(token.utf8))))
+        try update { (list) throws(RequestProblem) in try list.add(record) }
+        return (record, token)
+    }
+
+    @discardableResult
+    func revoke(id: String) throws -> Bool {
+        var found = false
+        try update { list in found = list.revoke(id: id) }
+        return found
+    }
+
+    private func update(_ change: (inout ViewerTokenList) throws(RequestProblem) -> Void) throws {
+        var list = try file.load()
+        try change(&list)
+        try file.save(list)
+        // A file written by an older endpoint may have been 0644: it holds no token, but keep it ours.
+        chmod(path, 0o600)
+    }
+
+    private static func stamp(_ path: String) -> [Int64]? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        #if canImport(Glibc)
+        let changed = info.st_ctim
+        #else
+        let changed = info.st_ctimespec
+        #endif
+        return [Int64(info.st_ino), Int64(info.st_size), Int64(changed.tv_sec), Int64(changed.tv_nsec)]
+    }
+}

@@ -1,0 +1,64 @@
+import AppDevelopers
+import HTTPServer
+import Marketers
+import Primitives
+
+/// What marketers and the agencies that serve them use beside the summaries:
+/// - `/api/advertisers`: the advertisers and the sites each owns (GET for any token; POST and
+///   DELETE for the admin token);
+/// - `GET /api/whoami`: the role of the token presented, for the page to show;
+/// - `GET /api/arrivals`: when each site and app last received something, and which are silent.
+struct MarketerRoutes: Sendable {
+    let advertisers: AdvertiserBook
+    let access: AccessControl
+    let arrivals: Arrivals
+    let apps: AppBook
+    let servedSites: [String]
+    let clock: EndpointClock
+
+    func routes(gate: @escaping RouteGroup.Gate, registrationGate: @escaping RouteGroup.Gate) -> [RouteGroup] {
+        [
+            RouteGroup("advertisers", gate: registrationGate, routes: [
+                Route(.exact("/api/advertisers"), methods: ["GET", "HEAD"]) { request in
+                    let readable = access.scope(request)
+                    let shown = advertisers.registry.advertisers.filter { readable.advertiser == nil || readable.advertiser?.id == $0.id }
+                    return JSONResponse.make(200, SiteOwnerRoutes.encode(shown))
+                },
+                Route(.exact("/api/advertisers"), methods: ["POST"]) { request in
+                    try Registrations.register(request, in: advertisers) { json, registry throws(RequestProblem) in
+                        let advertiser = try AdvertiserInput.advertiser(from: json)
+                        try registry.add(advertiser, siteRules: advertisers.siteRules)
+                        for (i, site) in advertiser.sites.enumerated() {
+                            try Registrations.requireServed(site, field: "sites[\(i)]", servedSites: Set(servedSites))
+                        }
+                        return SiteOwnerRoutes.encode(advertiser)
+                    }
+                },
+                Route(.exact("/api/advertisers"), methods: ["DELETE"]) { request in
+                    for item in request.queryItems where item.name != "id" {
+                        throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "DELETE takes only ?id=…")
+                    }
+                    guard let id = request.queryItems.first(where: { $0.name == "id" })?.value else {
+                        throw Problem(status: 400, rule: "missing_parameter", field: "id", detail: "DELETE needs ?id=…")
+                    }
+                    return try Registrations.remove(in: advertisers, notFound: "no advertiser with id \"\(id.prefix(64))\"") { $0.remove(id: id) }
+                },
+            ]),
+            RouteGroup("marketers", gate: gate, routes: [
+                Route(.exact("/api/whoami"), methods: ["GET", "HEAD"]) { request in
+                    JSONResponse.make(200, access.describe(request))
+                },
+                Route(.exact("/api/arrivals"), methods: ["GET", "HEAD"]) { request in
+                    if let item = request.queryItems.first {
+                        throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "/api/arrivals takes no query parameters")
+                    }
+                    return JSONResponse.make(200, report(access.scope(request)).json())
+                },
+            ]),
+        ]
+    }
+
+    func report(_ scope: ReadScope) -> ArrivalsReport {
+        ArrivalsReport(arrivals.book, servedSites: servedSites, apps: apps.registry.apps, scope: scope, now: clock.now())
+    }
+}
