@@ -38,6 +38,7 @@ import RawHTTPClient
         ("/api/apple-ads.csv", "GET, HEAD", true),
         ("/api/summary", "GET, HEAD", true),
         ("/api/summary.csv", "GET, HEAD", true),
+        ("/api/summary/crosstab.csv", "GET, HEAD", true),
         ("/api/reports", "GET, HEAD", true),
         ("/api/reports.csv", "GET, HEAD", true),
         ("/api/postbacks", "GET, HEAD", true),

@@ -27,6 +27,8 @@ private struct Expected {
     var byCampaign = [String: Int]()
     var byConversion = [String: Int]()
     var reasons = [String: Int]()
+    /// Accepted reports by campaign and conversion, per copy.
+    var crosstab = [String: [String: Int]]()
 
     init(_ lines: [[String: Any]], site: String?, role: String?, from: String, to: String) {
         for line in lines {
@@ -40,6 +42,8 @@ private struct Expected {
                 if reasons.contains("late") { late += 1 }
                 byCampaign["\(line["source_site"]!)/\(line["source_id"]!)/\(line["campaign"] ?? "-")/\(r)", default: 0] += 1
                 byConversion["\(line["attributed_on_site"]!)/\(line["trigger_data"]!)/\(r)", default: 0] += 1
+                let cell = "\(line["source_site"]!)/\(line["source_id"]!)/\(line["campaign"] ?? "-") × \(line["attributed_on_site"]!)/\(line["trigger_data"]!)"
+                crosstab[r, default: [:]][cell, default: 0] += 1
             } else {
                 quarantined[r, default: 0] += 1
                 for reason in reasons { self.reasons["\(reason)/\(r)", default: 0] += 1 }
@@ -87,6 +91,24 @@ private func counts(_ rows: Any?, key: ([String: Any]) -> String) -> [String: In
         #expect(days.first?["day"] as? String == from && days.last?["day"] as? String == to)
         #expect(days.reduce(0) { $0 + ($1["source"] as! Int) } == accepted["source"])
         #expect(days.reduce(0) { $0 + ($1["destination"] as! Int) } == accepted["destination"])
+        // Campaign × conversion: one copy of each conversion, the one it names, cell by cell.
+        let crosstab = try #require(s["crosstab"] as? [String: Any])
+        let copy = try #require(crosstab["copy"] as? String)
+        #expect(copy == role ?? (accepted["destination"]! > 0 || accepted["source"]! == 0 ? "destination" : "source"))
+        let columns = (crosstab["conversions"] as? [[String: Any]] ?? []).map { "\($0["site"]!)/\($0["trigger_data"]!)" }
+        var cells = [String: Int]()
+        for row in crosstab["rows"] as? [[String: Any]] ?? [] {
+            let campaign = "\(row["source_site"]!)/\(row["source_id"]!)/\(row["campaign"] as? String ?? "-")"
+            let counts = row["counts"] as? [Int] ?? []
+            #expect(counts.count == columns.count && row["total"] as? Int == counts.reduce(0, +))
+            for (column, n) in zip(columns, counts) where n > 0 { cells[campaign + " × " + column] = n }
+        }
+        #expect(cells == expected.crosstab[copy, default: [:]])
+        #expect(crosstab["total"] as? Int == accepted[copy])
+        // The CSV holds the same cells, a row per campaign and its total.
+        let csv = try endpoint.get("/api/summary/crosstab.csv" + query).bodyText.split(separator: "\r\n")
+        #expect(csv.count == ((crosstab["rows"] as? [Any])?.count ?? 0) + 2)
+        #expect(csv.last?.hasSuffix(",\(accepted[copy]!)") == true && csv.first?.hasSuffix("(\(copy) copies)") == true)
     }
 
     @Test func theDemoShowsEveryKindOfReport() throws {

@@ -21,17 +21,20 @@ import ReportStore
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
 /// | | `/api/token-keys` (`TokenKeyRoutes`) | GET, HEAD, POST | yes |
-/// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv` | GET, HEAD | yes |
+/// | summary (`SummaryRoutes`) | `/api/summary`, `/api/summary.csv`, `/api/summary/crosstab.csv` | GET, HEAD | yes |
 /// | export (`ExportRoutes`) | `/api/reports`, `/api/reports.csv` | GET, HEAD | yes |
 /// | | `/api/postbacks`, `/api/postbacks.csv` | GET, HEAD | yes |
 /// | | `/api/apple-ads`, `/api/apple-ads.csv` | GET, HEAD | yes |
+/// | marketers (`MarketerRoutes`) | `/api/advertisers` | GET, HEAD, POST, DELETE | yes |
+/// | | `/api/whoami`, `/api/arrivals` | GET, HEAD | yes |
 /// | operations (`OperationsRoutes`) | `/healthz` | GET, HEAD | no |
 /// | | `/metrics`, `/api/rejections` | GET, HEAD | yes |
 /// | | `/admin/clock` (with `--manual-clock` only) | POST | yes |
 /// | the page (fallback) | `/`, `/app.js`, `/app.css`, … from its folder | GET, HEAD | no |
 ///
-/// Anything else is 404; a known path with another method is 405 with `Allow`. Never sets or
-/// reads a cookie.
+/// "Token" is the admin token or a viewer token (`AccessControl`): a viewer token may use GET and
+/// HEAD (and `POST /api/plist-check`) and is refused the rest with 403. Anything else is 404; a
+/// known path with another method is 405 with `Allow`. Never sets or reads a cookie.
 struct EndpointRoutes: HTTPHandler {
     let router: Router
     let store: ReportStore

@@ -81,6 +81,7 @@ struct SummaryReportSums {
 struct SummaryReport: Sendable {
     struct CampaignRow: Hashable, Sendable { var sourceSite: String; var sourceID: UInt8; var campaign: String? }
     struct ConversionRow: Hashable, Sendable { var destination: String; var triggerData: UInt8 }
+    struct CrosstabCell: Hashable, Sendable { var campaign: CampaignRow; var conversion: ConversionRow }
 
     var query: SummaryQuery
     var sites: [String]
@@ -96,6 +97,10 @@ struct SummaryReport: Sendable {
     var verifiedByCampaign: [CampaignRow: RoleCounts] = [:]
     var verifiedByConversion: [ConversionRow: RoleCounts] = [:]
     var quarantinedByReason: [String: RoleCounts] = [:]
+    /// Campaign × conversion: the accepted reports of one copy (`crosstabCopy`), so that each
+    /// conversion is counted once.
+    var crosstab: [CrosstabCell: Int] = [:]
+    var crosstabCopy: ReportRole = .destination
     var delays: [Int] = Array(repeating: 0, count: SummaryAggregates.delayBuckets.count)
 
     init(_ aggregates: SummaryAggregates, _ query: SummaryQuery) {
@@ -152,6 +157,22 @@ struct SummaryReport: Sendable {
         for (key, counts) in sums.conversions { byConversion[conversionRow(key)] = counts }
         for (key, counts) in sums.verifiedConversions { verifiedByConversion[conversionRow(key)] = counts }
         for (reason, counts) in reasons { quarantinedByReason[aggregates.name(reason)] = counts }
+        // One copy of each conversion: the one asked for, else the advertiser's (destination) copy,
+        // else, in a view that holds only publishers' copies, the source copy.
+        crosstabCopy = query.role ?? (accepted.destination > 0 || accepted.source == 0 ? .destination : .source)
+        var cells: [SummaryAggregates.Group: Int] = [:]
+        for (_, day) in aggregates.days(in: query.from...query.to) {
+            for (g, n) in day.groups where g.accepted && g.role == crosstabCopy && matches(SummaryAggregates.SiteRole(site: g.site, role: g.role)) {
+                var key = g
+                key.late = false
+                cells[key, default: 0] += n
+            }
+        }
+        for (g, n) in cells {
+            let cell = CrosstabCell(campaign: CampaignRow(sourceSite: aggregates.name(g.sourceSite), sourceID: g.sourceID, campaign: g.campaign.map(aggregates.name)),
+                                    conversion: ConversionRow(destination: aggregates.name(g.destination), triggerData: g.triggerData))
+            crosstab[cell, default: 0] += n
+        }
         // Every day of the period, zeros included, so that the chart's axis is the period.
         perDay = (query.from...query.to).map { ($0, acceptedPerDay[$0] ?? RoleCounts()) }
     }
@@ -182,6 +203,7 @@ struct SummaryReport: Sendable {
             } else { o += "null" }
             return o + ",\"source\":\(counts.source),\"destination\":\(counts.destination),\"verified_tokens\":\((verifiedByConversion[row] ?? RoleCounts()).json())}"
         }.joined(separator: ",") + "]"
+        out += ",\"crosstab\":" + crosstabJSON(registry: registry)
         out += ",\"quarantined_by_reason\":[" + quarantinedByReason.sorted { $0.key < $1.key }.map { reason, counts in
             "{\"reason\":\"\(reason)\",\"source\":\(counts.source),\"destination\":\(counts.destination)}"
         }.joined(separator: ",") + "]"
@@ -193,6 +215,58 @@ struct SummaryReport: Sendable {
         func shown(_ site: String) -> Bool { (query.site == nil || site == query.site) && (query.within?.contains(site) ?? true) }
         out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { shown($0.site) }.count),"
         out += "\"campaigns\":\(registry.campaigns.filter { shown($0.sourceSite) }.count)}}"
+        return out
+    }
+
+    /// The crosstab's columns (conversions) and rows (campaigns), in the order the page shows them.
+    var crosstabAxes: (campaigns: [CampaignRow], conversions: [ConversionRow]) {
+        let campaigns = Set(crosstab.keys.map(\.campaign)).sorted { ($0.sourceSite, $0.sourceID, $0.campaign ?? "") < ($1.sourceSite, $1.sourceID, $1.campaign ?? "") }
+        let conversions = Set(crosstab.keys.map(\.conversion)).sorted { ($0.destination, $0.triggerData) < ($1.destination, $1.triggerData) }
+        return (campaigns, conversions)
+    }
+
+    static func conversionName(_ row: ConversionRow, _ registry: Registry) -> String? {
+        registry.conversions(site: row.destination, triggerData: row.triggerData).first?.name
+    }
+
+    /// `{"copy":"destination","conversions":[{site, trigger_data, conversion}],
+    ///   "rows":[{source_site, source_id, campaign, counts:[…], total}], "totals":[…], "total":n}`
+    func crosstabJSON(registry: Registry) -> String {
+        let (campaigns, conversions) = crosstabAxes
+        var out = "{\"copy\":\"\(crosstabCopy.rawValue)\",\"conversions\":["
+        out += conversions.map { c in
+            var o = "{\"site\":"
+            JSONValue.writeString(c.destination, to: &o)
+            o += ",\"trigger_data\":\(c.triggerData),\"conversion\":"
+            if let name = Self.conversionName(c, registry) { JSONValue.writeString(name, to: &o) } else { o += "null" }
+            return o + "}"
+        }.joined(separator: ",") + "],\"rows\":["
+        var totals = Array(repeating: 0, count: conversions.count)
+        out += campaigns.map { row in
+            var o = "{\"source_site\":"
+            JSONValue.writeString(row.sourceSite, to: &o)
+            o += ",\"source_id\":\(row.sourceID),\"campaign\":"
+            if let c = row.campaign { JSONValue.writeString(c, to: &o) } else { o += "null" }
+            let counts = conversions.map { crosstab[CrosstabCell(campaign: row, conversion: $0)] ?? 0 }
+            for (i, n) in counts.enumerated() { totals[i] += n }
+            return o + ",\"counts\":[" + counts.map(String.init).joined(separator: ",") + "],\"total\":\(counts.reduce(0, +))}"
+        }.joined(separator: ",")
+        return out + "],\"totals\":[" + totals.map(String.init).joined(separator: ",") + "],\"total\":\(totals.reduce(0, +))}"
+    }
+
+    /// The crosstab as RFC 4180 CSV: a row per campaign, a column per conversion, and the totals.
+    func crosstabCSV(registry: Registry) -> String {
+        let (campaigns, conversions) = crosstabAxes
+        let columns = conversions.map { c in "\(c.destination) \(c.triggerData)" + (Self.conversionName(c, registry).map { " \($0)" } ?? "") }
+        var out = (["source_site", "source_id", "campaign"] + columns + ["total (\(crosstabCopy.rawValue) copies)"]).map(CSV.field).joined(separator: ",") + "\r\n"
+        var totals = Array(repeating: 0, count: conversions.count)
+        for row in campaigns {
+            let counts = conversions.map { crosstab[CrosstabCell(campaign: row, conversion: $0)] ?? 0 }
+            for (i, n) in counts.enumerated() { totals[i] += n }
+            out += ([row.sourceSite, String(row.sourceID), row.campaign ?? ""] + counts.map(String.init) + [String(counts.reduce(0, +))])
+                .map(CSV.field).joined(separator: ",") + "\r\n"
+        }
+        out += (["total", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))]).map(CSV.field).joined(separator: ",") + "\r\n"
         return out
     }
 

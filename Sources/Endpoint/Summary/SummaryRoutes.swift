@@ -20,29 +20,31 @@ struct SummaryRoutes: Sendable {
             RouteGroup("summary", gate: bearer, routes: [
                 Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: false) },
                 Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: true) },
+                Route(.exact("/api/summary/crosstab.csv"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: true, crosstab: true) },
             ]),
         ]
     }
 
     /// The node's own numbers at once, or with `scope=cluster` every node's, counted in ClickHouse
     /// on the cluster scope's worker.
-    func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, csv: Bool) throws {
+    func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, csv: Bool, crosstab: Bool = false) throws {
         let (scope, items) = try ClusterScope.split(request.queryItems)
-        guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv)) }
+        guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv, crosstab: crosstab)) }
         guard let cluster else { throw ClusterScope.unavailable }
         let query = try self.query(request, items)
         let registry = book.registry
         cluster.answer(responder) {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
+            if crosstab { return Self.csv(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
             if csv { return Self.csv(SummaryReport.csv(aggregates, query, registry: registry)) }
             return JSONResponse.make(200, Self.scoped("cluster", available: true,
                                                       SummaryReport(aggregates, query).json(registry: registry, rejections: [:])))
         }
     }
 
-    static func csv(_ text: String) -> HTTPResponse {
+    static func csv(_ text: String, name: String = "summary") -> HTTPResponse {
         HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                           "Content-Disposition": "attachment; filename=\"summary.csv\""], body: Array(text.utf8))
+                                           "Content-Disposition": "attachment; filename=\"\(name).csv\""], body: Array(text.utf8))
     }
 
     /// The query, within the token's scope: a site outside it is refused.
@@ -54,12 +56,15 @@ struct SummaryRoutes: Sendable {
         return query
     }
 
-    func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool) throws -> HTTPResponse {
+    func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool, crosstab: Bool = false) throws -> HTTPResponse {
         let query = try self.query(request, items)
         let registry = book.registry
         func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
+        }
+        if crosstab {
+            return Self.csv(try summary.read({ SummaryReport($0, query).crosstabCSV(registry: registry) }).mapError(rebuilding).get(), name: "crosstab")
         }
         if csv {
             return Self.csv(try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get())
