@@ -136,6 +136,47 @@ import Testing
         let reasons = summary["quarantine_reasons"] as! [String: Int]
         #expect(reasons["signature_invalid"] == rows.filter { $0["signature"] as? String == "invalid" }.count)
         #expect(json(try endpoint.get("/api/apps/summary?site=other.example"))["postbacks"] as? [String: Int] == ["accepted": 0, "development": 0, "duplicates_received": 0, "quarantined": 0, "stored": 0])
+
+        // Campaign × what the value means, from the export: every accepted postback, its value
+        // read through app 1000000003's schema (others have none, so the value itself).
+        var expected: [String: Int] = [:]
+        for row in accepted {
+            let skadnetwork = row["protocol"] as? String == "skadnetwork"
+            let network = (row[skadnetwork ? "ad-network-id" : "ad-network-identifier"] as? String) ?? ""
+            let campaign = (row["source-identifier"] as? String) ?? (row["campaign-id"].map { "\($0)" }) ?? ""
+            let app = (row[skadnetwork ? "app-id" : "advertised-item-identifier"]).map { "\($0)" } ?? ""
+            let meaning: String
+            if let value = row["conversion-value"] as? Int {
+                meaning = app == "1000000003" ? (value < 10 ? "tutorial" : "purchase") : String(value)
+            } else if let value = row["coarse-conversion-value"] as? String {
+                meaning = app == "1000000003" ? ["low": "installed", "medium": "engaged", "high": "paid"][value]! : value
+            } else {
+                meaning = "no value"
+            }
+            expected["\(network)/\(campaign)/\(app) × \(meaning)", default: 0] += 1
+        }
+        let crosstab = summary["crosstab"] as! [String: Any]
+        let columns = (crosstab["columns"] as! [[String: Any]]).map { $0["meaning"] as! String }
+        var cells: [String: Int] = [:]
+        for row in crosstab["rows"] as! [[String: Any]] {
+            let counts = row["counts"] as! [Int]
+            #expect(row["total"] as? Int == counts.reduce(0, +))
+            for (column, n) in zip(columns, counts) where n > 0 {
+                cells["\(row["ad_network"]!)/\(row["campaign"]!)/\(row["app_id"]!) × \(column)", default: 0] += n
+            }
+        }
+        #expect(cells == expected)
+        #expect(crosstab["total"] as? Int == accepted.count)
+        // Meanings from the schema, values without one in their order, low to high, then none.
+        #expect(columns.contains("tutorial") && columns.last == "no value", "\(columns)")
+        #expect(columns.firstIndex(of: "low")! < columns.firstIndex(of: "high")! && columns.firstIndex(of: "4")! < columns.firstIndex(of: "11")!)
+
+        // Installs per day: every day of the period, summing to the conversions.
+        let perDay = summary["per_day"] as! [[String: Any]]
+        #expect(perDay.count == 30 && perDay.first?["day"] as? String == "2026-11-01")
+        for kind in ["installs", "redownloads", "re_engagements"] {
+            #expect(perDay.reduce(0) { $0 + ($1[kind] as! Int) } == kinds[kind, default: 0], "\(kind) per day")
+        }
     }
 }
 

@@ -44,7 +44,7 @@ final class AppsAggregates: SegmentDigestOwner {
             days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].counts.merge(summary)
             for (conversion, counts) in conversions {
                 let numbers = ConversionTable.Key(network: names.number(conversion.adNetwork), campaign: names.number(conversion.campaign),
-                                                  app: names.number(conversion.appID))
+                                                  app: names.number(conversion.appID), value: UInt32(clamping: conversion.valueCode))
                 days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].conversions.add(numbers, ConversionTable.Counts(counts))
             }
             if key.day > newestDay {
@@ -109,20 +109,28 @@ final class AppsAggregates: SegmentDigestOwner {
                 if !key.site.isEmpty, query.within?.contains(key.site) ?? true { sites.insert(key.site) }
                 guard query.reads(key.site) else { continue }
                 total.merge(day.counts)
+                var installs = AppsSummary.ConversionCounts()
                 day.conversions.forEach { numbers, counts in
+                    let summary = counts.summary
+                    installs.add(AppsSummary.ConversionCounts(installs: summary.installs, redownloads: summary.redownloads,
+                                                              reEngagements: summary.reEngagements))
                     total.addConversions(AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
-                                                                   appID: s.names.name(numbers.app)), counts.summary)
+                                                                   appID: s.names.name(numbers.app), value: Int(numbers.value)), summary)
                 }
+                total.addPerDay(key.day, installs)
             }
             total.merge(AppsSummary(sites: sites))
+            // Every day of the period has its row, zeros included.
+            if total.perDay == nil { total.perDay = [:] }
             return total
         }
     }
 
     // MARK: - Digests
 
-    /// 3: duplicates are counted at their postback's origin.
-    var digestName: String { "apps-3" }
+    /// 3: duplicates are counted at their postback's origin. 4: conversions by value too, and
+    /// every accepted postback (the campaign × value table).
+    var digestName: String { "apps-4" }
     /// Its days outlive their records.
     var keptAfterRemoval: Bool { true }
 
@@ -156,8 +164,10 @@ final class AppsAggregates: SegmentDigestOwner {
 
     /// A removed segment's digest may hold `apps-2` (written before 2026-11-26 10:00): the same
     /// counts, with each conversion's counts by their kind's name.
+    ///
+    /// `apps-3` (written before 2026-11-27) reads as it is: its days have no campaign × value cells.
     func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
-        if let bytes = sections[digestName] { return readDigest(bytes, of: digest) }
+        if let bytes = sections[digestName] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
         return sections["apps-2"].flatMap(Self.fromApps2).flatMap { readDigest($0, of: digest) }
     }
 

@@ -38,18 +38,61 @@ struct AppsSummary: Codable {
         var adNetwork: String
         var campaign: String
         var appID: String
+        /// The postbacks' conversion value (`ValueCode`); nil (digests before apps-4) as 0, none.
+        var value: Int? = nil
+
+        var valueCode: Int { value ?? 0 }
     }
 
-    /// Winning first-window postbacks by what they were.
+    /// A conversion value as one small number: 0 none, 1–64 the fine values 0–63, 65–67 the
+    /// coarse low, medium and high. What the campaign × value table is kept by.
+    enum ValueCode {
+        static let coarseWords = ["low", "medium", "high"]
+
+        static func of(fine: Int?, coarse: String?) -> Int {
+            if let fine, (0...63).contains(fine) { return fine + 1 }
+            if let coarse, let i = coarseWords.firstIndex(of: coarse) { return 65 + i }
+            return 0
+        }
+
+        /// ("fine", "12"), ("coarse", "low") or ("none", "").
+        static func describe(_ code: Int) -> (tier: String, value: String) {
+            switch code {
+            case 1...64: ("fine", String(code - 1))
+            case 65...67: ("coarse", coarseWords[code - 65])
+            default: ("none", "")
+            }
+        }
+    }
+
+    /// Winning first-window postbacks by what they were, and accepted postbacks of every window.
     struct ConversionCounts: Codable {
         var installs = 0
         var redownloads = 0
         var reEngagements = 0
+        /// Accepted postbacks of any window (a campaign × value cell); none in digests before apps-4.
+        var postbacks = 0
+
+        init(installs: Int = 0, redownloads: Int = 0, reEngagements: Int = 0, postbacks: Int = 0) {
+            self.installs = installs
+            self.redownloads = redownloads
+            self.reEngagements = reEngagements
+            self.postbacks = postbacks
+        }
+
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            installs = try c.decode(Int.self, forKey: .installs)
+            redownloads = try c.decode(Int.self, forKey: .redownloads)
+            reEngagements = try c.decode(Int.self, forKey: .reEngagements)
+            postbacks = try c.decodeIfPresent(Int.self, forKey: .postbacks) ?? 0
+        }
 
         mutating func add(_ other: ConversionCounts) {
             installs +|= other.installs
             redownloads +|= other.redownloads
             reEngagements +|= other.reEngagements
+            postbacks +|= other.postbacks
         }
     }
 
@@ -64,6 +107,8 @@ struct AppsSummary: Codable {
     private var valueTiers: [String: Int] = [:]
     private var signatures: [String: Int] = [:]
     private var reasons: [String: Int] = [:]
+    /// Installs, redownloads and re-engagements per day of the query; only in an answer.
+    var perDay: [Int32: ConversionCounts]? = nil
 
     /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
     init(sites: Set<String>) {
@@ -137,6 +182,13 @@ struct AppsSummary: Codable {
         for (k, n) in other.valueTiers { valueTiers[k, default: 0] +|= n }
         for (k, n) in other.signatures { signatures[k, default: 0] +|= n }
         for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
+        if let days = other.perDay { for (d, counts) in days { addPerDay(d, counts) } }
+    }
+
+    mutating func addPerDay(_ day: Int32, _ counts: ConversionCounts) {
+        var days = perDay ?? [:]
+        days[day, default: ConversionCounts()].add(counts)
+        perDay = days
     }
 
     /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came again.
@@ -151,28 +203,42 @@ struct AppsSummary: Codable {
         }
         accepted += count
         let text = facts.text
-        let skadnetwork = facts.skadnetwork
         let index = Int(text("postback-sequence-index") ?? "0") ?? 0
         windows[index, default: 0] += count
         let sourceIdentifier = text("source-identifier")
         if let sourceIdentifier { digits[sourceIdentifier.utf8.count, default: 0] += count }
-        if let value = text("conversion-value").flatMap({ Int($0) }) {
+        let fineValue = text("conversion-value").flatMap { Int($0) }
+        let coarseValue = fineValue == nil ? text("coarse-conversion-value") : nil
+        if let value = fineValue {
             fine[value, default: 0] += count
             valueTiers["fine", default: 0] += count
-        } else if let value = text("coarse-conversion-value") {
+        } else if let value = coarseValue {
             coarse[value, default: 0] += count
             valueTiers["coarse", default: 0] += count
         } else {
             valueTiers["none", default: 0] += count
         }
-        if skadnetwork {
+        if facts.skadnetwork {
             if let type = text("fidelity-type") { fidelity[type == "1" ? "storekit_or_web" : "view", default: 0] += count }
         } else if let type = text("ad-interaction-type") {
             fidelity[type, default: 0] += count
         }
-        guard index == 0, text("did-win") != "false" else { return }
+        var counts = Self.conversionKind(facts, count: count) ?? ConversionCounts()
+        counts.postbacks = count
+        let key = ConversionKey(adNetwork: text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
+                                campaign: sourceIdentifier ?? text("campaign-id") ?? "",
+                                appID: text(facts.skadnetwork ? "app-id" : "advertised-item-identifier") ?? "",
+                                value: ValueCode.of(fine: fineValue, coarse: coarseValue))
+        conversions[key, default: ConversionCounts()].add(counts)
+    }
+
+    /// What an accepted postback counts as: an install, redownload or re-engagement if it is a
+    /// winning postback of the first window (sequence index 0, or none before SKAdNetwork 4).
+    static func conversionKind(_ facts: Facts, count: Int) -> ConversionCounts? {
+        let text = facts.text
+        guard facts.accepted, (Int(text("postback-sequence-index") ?? "0") ?? 0) == 0, text("did-win") != "false" else { return nil }
         var kind = ConversionCounts()
-        if skadnetwork {
+        if facts.skadnetwork {
             if text("redownload") == "true" { kind.redownloads = count } else { kind.installs = count }
         } else {
             switch text("conversion-type") {
@@ -181,10 +247,7 @@ struct AppsSummary: Codable {
             default: kind.installs = count
             }
         }
-        let key = ConversionKey(adNetwork: text(skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
-                                campaign: sourceIdentifier ?? text("campaign-id") ?? "",
-                                appID: text(skadnetwork ? "app-id" : "advertised-item-identifier") ?? "")
-        conversions[key, default: ConversionCounts()].add(kind)
+        return kind
     }
 
     func json(_ registry: AppRegistry, query: Query) -> String {
@@ -196,7 +259,15 @@ struct AppsSummary: Codable {
             ("postbacks", Self.object(["stored": stored, "accepted": accepted, "quarantined": stored &- accepted,
                                        "duplicates_received": duplicates, "development": development])),
         ]
-        let rows: [JSONValue] = conversions.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, counts in
+        // The conversions by campaign, whatever their value.
+        var byCampaign: [ConversionKey: ConversionCounts] = [:]
+        for (key, counts) in conversions {
+            var campaign = key
+            campaign.value = nil
+            byCampaign[campaign, default: ConversionCounts()].add(counts)
+        }
+        let rows: [JSONValue] = byCampaign.filter { $0.value.installs + $0.value.redownloads + $0.value.reEngagements > 0 }
+            .sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, counts in
             let network = registry.adNetwork(id: key.adNetwork)
             let app = Int(key.appID).flatMap { registry.app(id: $0) }
             return .object([
@@ -212,6 +283,16 @@ struct AppsSummary: Codable {
             ])
         }
         out.append(("conversions", .array(rows)))
+        out.append(("crosstab", crosstab(registry)))
+        if let perDay {
+            out.append(("per_day", .array((query.from...query.to).map { day in
+                let counts = perDay[day] ?? ConversionCounts()
+                return .object([JSONMember(key: "day", value: .string(Self.date(day))),
+                                JSONMember(key: "installs", value: .number(String(counts.installs))),
+                                JSONMember(key: "redownloads", value: .number(String(counts.redownloads))),
+                                JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements)))])
+            })))
+        }
         // Values are read through the schema of the app being shown (or of the one app registered
         // for the site); without one, a value is its number.
         let schema = registry.apps.filter { query.reads($0.site) }.first?.schema
@@ -238,6 +319,59 @@ struct AppsSummary: Codable {
         out.append(("signatures", Self.object(signatures)))
         out.append(("quarantine_reasons", Self.object(reasons)))
         return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
+    }
+
+    /// Campaign × what the value means: accepted postbacks (every window) by ad network, campaign
+    /// and app, against the meaning the app's schema gives their value (fine, then coarse), or
+    /// the value itself where the schema names none. Postbacks without a value (below Apple's
+    /// privacy threshold) have a column of their own.
+    func crosstab(_ registry: AppRegistry) -> JSONValue {
+        struct Column: Hashable { var tier: String; var label: String }
+        var cells: [ConversionKey: [Column: Int]] = [:]
+        // A column stands where its lowest value would: meanings in the order of their ranges,
+        // low before medium before high.
+        var rank: [Column: Int] = [:]
+        for (key, counts) in conversions where counts.postbacks > 0 {
+            let (tier, value) = ValueCode.describe(key.valueCode)
+            let schema = Int(key.appID).flatMap { registry.app(id: $0) }?.schema
+            let label: String
+            switch tier {
+            case "fine": label = Int(value).flatMap { schema?.meaning(fine: $0) } ?? value
+            case "coarse": label = schema?.meaning(coarse: value) ?? value
+            default: label = "no value"
+            }
+            var row = key
+            row.value = nil
+            let column = Column(tier: tier, label: label)
+            cells[row, default: [:]][column, default: 0] += counts.postbacks
+            rank[column] = min(rank[column] ?? .max, key.valueCode == 0 ? .max : key.valueCode)
+        }
+        let columns = rank.keys.sorted { (rank[$0] ?? 0, $0.label) < (rank[$1] ?? 0, $1.label) }
+        var totals = Array(repeating: 0, count: columns.count)
+        let rows: [JSONValue] = cells.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, byColumn in
+            let network = registry.adNetwork(id: key.adNetwork)
+            let counts = columns.map { byColumn[$0] ?? 0 }
+            for (i, n) in counts.enumerated() { totals[i] += n }
+            return .object([
+                JSONMember(key: "ad_network", value: .string(key.adNetwork)),
+                JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
+                JSONMember(key: "campaign", value: .string(key.campaign)),
+                JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
+                JSONMember(key: "app_id", value: .string(key.appID)),
+                JSONMember(key: "app_name", value: Int(key.appID).flatMap { registry.app(id: $0) }.map { .string($0.name) } ?? .null),
+                JSONMember(key: "counts", value: .array(counts.map { .number(String($0)) })),
+                JSONMember(key: "total", value: .number(String(counts.reduce(0, +)))),
+            ])
+        }
+        return .object([
+            JSONMember(key: "counts", value: .string("postbacks")),
+            JSONMember(key: "columns", value: .array(columns.map {
+                .object([JSONMember(key: "tier", value: .string($0.tier)), JSONMember(key: "meaning", value: .string($0.label))])
+            })),
+            JSONMember(key: "rows", value: .array(rows)),
+            JSONMember(key: "totals", value: .array(totals.map { .number(String($0)) })),
+            JSONMember(key: "total", value: .number(String(totals.reduce(0, +)))),
+        ])
     }
 
     private static func object(_ counts: [String: Int]) -> JSONValue {

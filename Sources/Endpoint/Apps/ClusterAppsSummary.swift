@@ -24,9 +24,9 @@ enum ClusterAppsSummary {
         let columns = fields.map { "`\($0.0)` AS \($0.1)" }.joined(separator: ", ")
         let keys = fields.map(\.1).joined(separator: ", ")
         return ["""
-            SELECT protocol, site, verdict, reasons, signature, \(columns), count() AS n
+            SELECT protocol, site, verdict, reasons, signature, \(columns), intDiv(received_at_ms, 86400000) AS day, count() AS n
             FROM (SELECT * FROM \(db).postbacks FINAL WHERE \(period) ORDER BY received_at_ms, node, id LIMIT 1 BY duplicate_key, content_hash)
-            GROUP BY protocol, site, verdict, reasons, signature, \(keys)
+            GROUP BY protocol, site, verdict, reasons, signature, \(keys), day
             """, """
             SELECT count() AS n FROM \(db).postback_retries FINAL
             WHERE (node, retry_of) IN (SELECT node, id FROM \(db).postbacks FINAL WHERE \(period)\(site))
@@ -46,8 +46,13 @@ enum ClusterAppsSummary {
                 guard let alias = fields.first(where: { $0.0 == key })?.1, let value = row.string(alias), !value.isEmpty else { return nil }
                 return booleans.contains(key) ? (value == "1" ? "true" : "false") : value
             }
-            summary.add(facts, retries: 0, count: row.int("n") ?? 0)
+            let n = row.int("n") ?? 0
+            summary.add(facts, retries: 0, count: n)
+            if let kind = AppsSummary.conversionKind(facts, count: n), let day = row.int("day").flatMap({ Int32(exactly: $0) }) {
+                summary.addPerDay(day, kind)
+            }
         }
+        if summary.perDay == nil { summary.perDay = [:] }
         // Deliveries that came again: retries on the node that stored the postback, and copies
         // stored by another node.
         let retries = try scope.rows(statements[1]).first?.int("n") ?? 0

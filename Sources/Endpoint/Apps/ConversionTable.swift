@@ -1,7 +1,7 @@
 import Primitives
 
-/// One day's conversions at one site, by ad network, campaign and app as numbers (`NameNumbers`)
-/// with 32-bit counts: about 7 bytes a row once the day is over (`freeze`), where strings keyed to
+/// One day's conversions at one site, by ad network, campaign, app (as numbers, `NameNumbers`) and
+/// conversion value (`AppsSummary.ValueCode`), with 32-bit counts: about 7 bytes a row once the day is over (`freeze`), where strings keyed to
 /// a dictionary of kinds took about 400. A top app's day can hold 10,000 campaigns (a four-digit
 /// `source-identifier` per ad network), and a year keeps every day.
 struct ConversionTable {
@@ -9,19 +9,24 @@ struct ConversionTable {
         var network: UInt32
         var campaign: UInt32
         var app: UInt32
+        /// 0: no value; the rest as `AppsSummary.ValueCode` numbers them.
+        var value: UInt32 = 0
 
-        static func < (a: Key, b: Key) -> Bool { (a.network, a.campaign, a.app) < (b.network, b.campaign, b.app) }
+        static func < (a: Key, b: Key) -> Bool { (a.network, a.campaign, a.app, a.value) < (b.network, b.campaign, b.app, b.value) }
     }
 
     struct Counts {
         var installs: UInt32 = 0
         var redownloads: UInt32 = 0
         var reEngagements: UInt32 = 0
+        /// Accepted postbacks of any window: what the campaign × value table counts.
+        var postbacks: UInt32 = 0
 
         init(_ counts: AppsSummary.ConversionCounts) {
             installs = UInt32(clamping: counts.installs)
             redownloads = UInt32(clamping: counts.redownloads)
             reEngagements = UInt32(clamping: counts.reEngagements)
+            postbacks = UInt32(clamping: counts.postbacks)
         }
 
         /// Saturating: no day holds four billion installs of one campaign, and a forged digest
@@ -30,10 +35,12 @@ struct ConversionTable {
             installs +|= other.installs
             redownloads +|= other.redownloads
             reEngagements +|= other.reEngagements
+            postbacks +|= other.postbacks
         }
 
         var summary: AppsSummary.ConversionCounts {
-            AppsSummary.ConversionCounts(installs: Int(installs), redownloads: Int(redownloads), reEngagements: Int(reEngagements))
+            AppsSummary.ConversionCounts(installs: Int(installs), redownloads: Int(redownloads), reEngagements: Int(reEngagements),
+                                         postbacks: Int(postbacks))
         }
     }
 
@@ -62,12 +69,15 @@ struct ConversionTable {
             // Sorted, so every difference taken is at least zero.
             let sameNetwork = key.network == previous.network
             let sameCampaign = sameNetwork && key.campaign == previous.campaign
+            let sameApp = sameCampaign && key.app == previous.app
             Self.append(key.network &- previous.network, to: &bytes)
             Self.append(sameNetwork ? key.campaign &- previous.campaign : key.campaign, to: &bytes)
             Self.append(sameCampaign ? key.app &- previous.app : key.app, to: &bytes)
+            Self.append(sameApp ? key.value &- previous.value : key.value, to: &bytes)
             Self.append(counts.installs, to: &bytes)
             Self.append(counts.redownloads, to: &bytes)
             Self.append(counts.reEngagements, to: &bytes)
+            Self.append(counts.postbacks, to: &bytes)
             previous = key
         }
         // Exactly as long as written: a year of days keeps every one.
@@ -95,14 +105,19 @@ struct ConversionTable {
             let networkStep = Self.read(frozen, &at)
             let campaign = Self.read(frozen, &at)
             let app = Self.read(frozen, &at)
-            var key = Key(network: previous.network &+ networkStep, campaign: campaign, app: app)
+            let value = Self.read(frozen, &at)
+            var key = Key(network: previous.network &+ networkStep, campaign: campaign, app: app, value: value)
             if networkStep == 0 {
                 key.campaign = previous.campaign &+ campaign
-                if campaign == 0 { key.app = previous.app &+ app }
+                if campaign == 0 {
+                    key.app = previous.app &+ app
+                    if app == 0 { key.value = previous.value &+ value }
+                }
             }
             counts.installs = Self.read(frozen, &at)
             counts.redownloads = Self.read(frozen, &at)
             counts.reEngagements = Self.read(frozen, &at)
+            counts.postbacks = Self.read(frozen, &at)
             visit(key, counts)
             previous = key
         }
