@@ -213,6 +213,10 @@ public enum Demo {
         for c in conversions { try expect(send("POST", "/api/conversions", host: "localhost", headers: admin, body: c), 201...201, "a conversion") }
         for c in campaigns { try expect(send("POST", "/api/campaigns", host: "localhost", headers: admin, body: c), 201...201, "a campaign") }
         try expect(send("POST", "/api/apps", host: "localhost", headers: admin, body: DemoPostbacks.app), 201...201, "the app")
+        try expect(send("POST", "/api/apps", host: "localhost", headers: admin, body: DemoPostbacks.liteApp), 201...201, "the second app")
+        for a in DemoAppServerJobs.advertisers {
+            try expect(send("POST", "/api/advertisers", host: "localhost", headers: admin, body: a), 201...201, "an advertiser")
+        }
         for n in DemoPostbacks.adNetworks { try expect(send("POST", "/api/ad-networks", host: "localhost", headers: admin, body: n), 201...201, "an ad network") }
         for c in DemoAppServerJobs.appleAdsCampaigns {
             try expect(send("POST", "/api/apple-ads/campaigns", host: "localhost", headers: admin, body: c), 201...201, "an Apple Ads campaign")
@@ -291,17 +295,25 @@ public enum Demo {
             counts.reports += 1
         }
         try setClock(end)
-        let check = try send("POST", "/api/plist-check", host: "localhost", headers: admin, body: DemoAppServerJobs.infoPlist)
-        try expect(check, 200...200, "the Info.plist check")
-        let findings = (try? JSONParser().parse(check.body)).flatMap { json -> String? in
-            guard case .object(let members) = json else { return nil }
-            let count = { (key: String, one: String) -> String in
-                guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "? \(one)s" }
-                return n == "1" ? "1 \(one)" : "\(n) \(one)s"
-            }
-            return "\(count("errors", "error")) and \(count("warnings", "warning"))"
+        func findings(_ plist: String) throws -> String {
+            let check = try send("POST", "/api/plist-check", host: "localhost", headers: admin, body: plist)
+            try expect(check, 200...200, "the Info.plist check")
+            return (try? JSONParser().parse(check.body)).flatMap { json -> String? in
+                guard case .object(let members) = json else { return nil }
+                let count = { (key: String, one: String) -> String in
+                    guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "? \(one)s" }
+                    return n == "1" ? "1 \(one)" : "\(n) \(one)s"
+                }
+                return "\(count("errors", "error")) and \(count("warnings", "warning"))"
+            } ?? "?"
+        }
+        let main = try findings(DemoAppServerJobs.infoPlist), lite = try findings(DemoAppServerJobs.liteInfoPlist)
+        let arrivals = try send("GET", "/api/arrivals", host: "localhost", headers: admin)
+        let silent = (try? JSONParser().parse(arrivals.body)).flatMap { json -> String? in
+            guard case .object(let members) = json, case .number(let n)? = members.first(where: { $0.key == "silent" })?.value else { return nil }
+            return n
         } ?? "?"
-        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid), \(counts.postbacks) postback copies, \(counts.appleAds) Apple Ads tokens and \(counts.conversionValues) conversion-value questions; the demo app's Info.plist check found \(findings).")
+        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid), \(counts.postbacks) postback copies, \(counts.appleAds) Apple Ads tokens and \(counts.conversionValues) conversion-value questions; the Info.plist check found \(main) in the demo app's and \(lite) in Demo Puzzle Lite's, whose copies never arrive; \(silent) site or app has received nothing for 48 hours (/api/arrivals).")
     }
 }
 

@@ -70,6 +70,24 @@ enum DemoAppServerJobs {
         return #"{"app_id":\#(appID),"first_launch":"\#(firstLaunch.rfc3339)","events":{"level_complete":\#(levels)\#(trial)}\#(revenue)}"#
     }
 
+    /// Demo Puzzle Lite's Info.plist: its endpoint is a subdomain, so devices send its copies to a
+    /// host this endpoint does not serve, and the app falls silent (`/api/arrivals`).
+    static let liteInfoPlist = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0"><dict>
+          <key>CFBundleIdentifier</key><string>example.demo.puzzle-lite</string>
+          <key>NSAdvertisingAttributionReportEndpoint</key><string>https://ads.app.example</string>
+          <key>SKAdNetworkItems</key><array><dict><key>SKAdNetworkIdentifier</key><string>demo-ads.skadnetwork</string></dict></array>
+        </dict></plist>
+        """
+
+    /// The advertisers: the publisher, and the brand with its shop and its apps.
+    static let advertisers = [
+        #"{"id":"acme","name":"Acme Puzzles","sites":["shop.example","app.example"]}"#,
+        #"{"id":"news","name":"News Daily","sites":["news.example"]}"#,
+    ]
+
     /// The demo app's Info.plist, with two mistakes the check finds.
     static let infoPlist = """
         <?xml version="1.0" encoding="UTF-8"?>

@@ -16,6 +16,10 @@ enum DemoPostbacks {
     static let keyName = "demo-key"
     static var keySPKI: String { Data(key.publicKey.subjectPublicKeyInfo).base64EncodedString() }
 
+    /// An app registered at app.example whose copies never arrive: its Info.plist names another
+    /// endpoint (`DemoAppServerJobs.liteInfoPlist`), which the arrivals warning and the Info.plist
+    /// check both point at.
+    static let liteApp = #"{"app_id":6443210988,"site":"app.example","name":"Demo Puzzle Lite","schema":{}}"#
     static let appID = 6443210987
     static let app = #"{"app_id":6443210987,"site":"app.example","name":"Demo Puzzle","schema":{"fine":[{"from":0,"to":0,"meaning":"installed"},{"from":1,"to":9,"meaning":"levels completed","events":["level_complete"]},{"from":10,"to":29,"meaning":"trial started","events":["trial_start"]},{"from":30,"to":63,"meaning":"purchase","revenue":{"min":0.99,"max":49.99,"currency":"EUR"}}],"coarse":{"low":"installed","medium":"played a week","high":"paid"},"coarse_from_fine":{"medium":10,"high":30},"lock_at":{"fine":63,"coarse":"high"}}}"#
     static let adNetworks = [

@@ -21,8 +21,6 @@ import Testing
         #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(AppsTests.app.utf8)).status == 201)
         let quiet = #"{"app_id":1000000099,"site":"app.example","name":"Quiet App","schema":{}}"#
         #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(quiet.utf8)).status == 201)
-        // Registered apps become known at the next sweep; the test asks for it.
-        endpoint.server.arrivals.sweep()
 
         endpoint.clock.set("2026-11-20T12:00:00Z")
         #expect(try httpRequest(port: endpoint.port, method: "POST", path: "/.well-known/private-click-measurement/report-attribution/",

@@ -50,6 +50,7 @@ import RawHTTPClient
         ("/api/advertisers", "GET, HEAD, POST, DELETE", true),
         ("/api/whoami", "GET, HEAD", true),
         ("/api/arrivals", "GET, HEAD", true),
+        ("/api/overview", "GET, HEAD", true),
     ]
 
     /// The router's own table is the one above: a route added without a line there fails here,

@@ -14,6 +14,8 @@ struct AppRegistrationRoutes: Sendable {
     /// What the request's token may read: a scoped viewer sees the apps at its sites, and not the
     /// ad networks' and Apple Ads campaigns' names, which every advertiser shares.
     var scope: ScopeOf = { _ in .everything }
+    /// Told of each app registered: from then on its silence counts (`Arrivals`).
+    var registered: @Sendable (App) -> Void = { _ in }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -23,12 +25,16 @@ struct AppRegistrationRoutes: Sendable {
                     return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps.filter { readable.allows($0.site) }))
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
-                    try register(request) { json, registry throws(RequestProblem) in
+                    var added: App?
+                    let response = try register(request) { json, registry throws(RequestProblem) in
                         let app = try AppRegistryInput.app(from: json)
                         try registry.add(app, siteRules: book.siteRules)
                         try Registrations.requireServed(app.site, field: "site", servedSites: servedSites)
+                        added = app
                         return SiteOwnerRoutes.encode(app)
                     }
+                    if let added { registered(added) }
+                    return response
                 },
                 Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
                     try remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }

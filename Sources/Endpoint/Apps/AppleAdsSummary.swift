@@ -21,6 +21,8 @@ struct AppleAdsSummary: Sendable {
     var byStatus: [AppleAdsCallPolicy.Status: Int] = [:]
     var calls = 0
     var installs: [Key: (downloads: Int, redownloads: Int, other: Int)] = [:]
+    /// Attributed tokens by the UTC day they came: the overview's Apple Ads line.
+    var attributedPerDay: [Int32: Int] = [:]
 
     /// Counts filled in elsewhere (the cluster's, from ClickHouse), or nothing yet.
     init() {}
@@ -32,6 +34,7 @@ struct AppleAdsSummary: Sendable {
             let day = SummaryAggregates.day(of: entry.receivedAt)
             guard day >= query.from, day <= query.to, query.reads(entry.site) else { continue }
             add(entry)
+            if entry.status == .attributed { attributedPerDay[day, default: 0] += 1 }
         }
     }
 

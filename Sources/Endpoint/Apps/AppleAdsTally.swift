@@ -22,6 +22,7 @@ struct AppleAdsTally: Sendable {
         var total = AppleAdsSummary()
         for (key, summary) in counts where key.day >= query.from && key.day <= query.to && query.reads(key.site) {
             total.merge(summary)
+            total.attributedPerDay[key.day, default: 0] +|= summary.byStatus[.attributed, default: 0]
         }
         return total
     }

@@ -26,7 +26,7 @@ import ReportStore
 /// | | `/api/postbacks`, `/api/postbacks.csv` | GET, HEAD | yes |
 /// | | `/api/apple-ads`, `/api/apple-ads.csv` | GET, HEAD | yes |
 /// | marketers (`MarketerRoutes`) | `/api/advertisers` | GET, HEAD, POST, DELETE | yes |
-/// | | `/api/whoami`, `/api/arrivals` | GET, HEAD | yes |
+/// | | `/api/whoami`, `/api/arrivals`, `/api/overview` (`OverviewRoutes`) | GET, HEAD | yes |
 /// | operations (`OperationsRoutes`) | `/healthz` | GET, HEAD | no |
 /// | | `/metrics`, `/api/rejections` | GET, HEAD | yes |
 /// | | `/admin/clock` (with `--manual-clock` only) | POST | yes |

@@ -313,7 +313,9 @@ public final class EndpointServer: Sendable {
                                  triggers: TriggerIntake(book: book, store: store, servedSites: sites, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
-            + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope).routes(bearer: registrationGate)
+            + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope, registered: { app in
+                arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
+            }).routes(bearer: registrationGate)
             + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom, scope: scope).routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
@@ -324,6 +326,8 @@ public final class EndpointServer: Sendable {
             + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation, scope: scope).routes(bearer: registrationGate)
             + summaryRoutes.routes(bearer: bearer)
             + marketers.routes(gate: bearer, registrationGate: registrationGate)
+            + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                             access: access, clock: clock).routes(gate: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,

@@ -1,0 +1,133 @@
+import AppDevelopers
+import Marketers
+import PCM
+import Primitives
+import SiteOwners
+
+/// An advertiser's results over a period, one line per channel: web conversions (PCM), app
+/// installs and re-engagements (postback copies), and Apple Ads attributed installs, per day, with
+/// each channel's total and top campaigns.
+///
+/// The channels are never added: Apple Ads is also an ad network in SKAdNetwork and
+/// AdAttributionKit, so one install can arrive as an Apple Ads attribution and as an install
+/// postback; and a web conversion and an app install can be the same person.
+struct Overview {
+    struct Top {
+        var name: String
+        var detail: String
+        var count: Int
+    }
+
+    struct Channel {
+        var id: String
+        var name: String
+        /// Where its numbers come from, in the protocols' words.
+        var source: String
+        var perDay: [Int] = []
+        var top: [Top] = []
+        /// Why there are no numbers right now (a start still reading the log), or nil.
+        var unavailable: String? = nil
+
+        var total: Int { perDay.reduce(0, +) }
+    }
+
+    static let sideBySide = "Channels are shown side by side, never added: Apple Ads is also an ad network in SKAdNetwork and AdAttributionKit, so one install can arrive both as an Apple Ads attribution and as an install postback, and a web conversion and an app install can be the same person."
+    static let topCount = 5
+
+    var advertiser: Advertiser?
+    var from: Int32
+    var to: Int32
+    var channels: [Channel] = []
+
+    var days: [Int32] { Array(from...to) }
+
+    /// The web channel from the PCM summary: one copy of each conversion, as the crosstab counts it.
+    static func web(_ report: SummaryReport) -> Channel {
+        let copy = report.crosstabCopy
+        var channel = Channel(id: "web", name: "Web conversions",
+                              source: "Private Click Measurement reports, \(copy == .destination ? "the advertiser's (destination)" : "the publisher's (source)") copy of each conversion")
+        channel.perDay = report.perDay.map { copy == .destination ? $0.counts.destination : $0.counts.source }
+        channel.top = report.byCampaign.map { row, counts in
+            Top(name: row.campaign ?? "source id \(row.sourceID)", detail: "\(row.sourceSite), source id \(row.sourceID)",
+                count: copy == .destination ? counts.destination : counts.source)
+        }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
+        return channel
+    }
+
+    /// App installs (with redownloads) and re-engagements, from the Apps view.
+    static func apps(_ summary: AppsSummary, query: AppsSummary.Query, registry: AppRegistry) -> [Channel] {
+        var installs = Channel(id: "app_installs", name: "App installs",
+                               source: "winning SKAdNetwork and AdAttributionKit postbacks of the first window, installs and redownloads")
+        var reEngagements = Channel(id: "re_engagements", name: "Re-engagements",
+                                    source: "winning AdAttributionKit re-engagement postbacks of the first window")
+        let perDay = summary.perDay ?? [:]
+        installs.perDay = (query.from...query.to).map { (perDay[$0]?.installs ?? 0) + (perDay[$0]?.redownloads ?? 0) }
+        reEngagements.perDay = (query.from...query.to).map { perDay[$0]?.reEngagements ?? 0 }
+        var byCampaign: [AppsSummary.ConversionKey: AppsSummary.ConversionCounts] = [:]
+        for (key, counts) in summary.conversions {
+            var campaign = key
+            campaign.value = nil
+            byCampaign[campaign, default: AppsSummary.ConversionCounts()].add(counts)
+        }
+        func top(_ count: (AppsSummary.ConversionCounts) -> Int) -> [Top] {
+            byCampaign.map { key, counts in
+                let network = registry.adNetwork(id: key.adNetwork)
+                let app = Int(key.appID).flatMap { registry.app(id: $0) }
+                return Top(name: network?.campaign(named: key.campaign) ?? "campaign \(key.campaign)",
+                           detail: "\(network?.name ?? key.adNetwork), \(app?.name ?? "app \(key.appID)")", count: count(counts))
+            }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
+        }
+        installs.top = top { $0.installs + $0.redownloads }
+        reEngagements.top = top { $0.reEngagements }
+        return [installs, reEngagements]
+    }
+
+    /// Apple Ads attributed installs, from the outbox's answers.
+    static func appleAds(_ summary: AppleAdsSummary, query: AppsSummary.Query, registry: AppRegistry) -> Channel {
+        var channel = Channel(id: "apple_ads", name: "Apple Ads attributed installs",
+                              source: "Apple Ads tokens that Apple's attribution API attributed to a campaign")
+        channel.perDay = (query.from...query.to).map { summary.attributedPerDay[$0] ?? 0 }
+        var byCampaign: [Int64?: Int] = [:]
+        for (key, row) in summary.installs { byCampaign[key.campaign, default: 0] += row.downloads + row.redownloads + row.other }
+        channel.top = byCampaign.map { id, count in
+            Top(name: registry.appleAdsCampaign(id: id)?.name ?? id.map { "campaign \($0)" } ?? "no campaign", detail: id.map { "campaign id \($0)" } ?? "", count: count)
+        }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
+        return channel
+    }
+
+    func json() -> String {
+        var out = "{\"advertiser\":"
+        if let advertiser {
+            out += "{\"id\":"
+            JSONValue.writeString(advertiser.id, to: &out)
+            out += ",\"name\":"
+            JSONValue.writeString(advertiser.name, to: &out)
+            out += ",\"sites\":" + AccessControl.list(Set(advertiser.sites)) + "}"
+        } else { out += "null" }
+        out += ",\"from\":\"\(SummaryQuery.text(from))\",\"to\":\"\(SummaryQuery.text(to))\""
+        out += ",\"days\":[" + days.map { "\"\(SummaryQuery.text($0))\"" }.joined(separator: ",") + "]"
+        out += ",\"channels\":[" + channels.map { channel in
+            var o = "{\"id\":\"\(channel.id)\",\"name\":"
+            JSONValue.writeString(channel.name, to: &o)
+            o += ",\"source\":"
+            JSONValue.writeString(channel.source, to: &o)
+            if let unavailable = channel.unavailable {
+                o += ",\"total\":null,\"per_day\":null,\"top\":[],\"unavailable\":"
+                JSONValue.writeString(unavailable, to: &o)
+                return o + "}"
+            }
+            o += ",\"total\":\(channel.total),\"per_day\":[" + channel.perDay.map(String.init).joined(separator: ",") + "],\"top\":["
+            o += channel.top.map { top in
+                var t = "{\"name\":"
+                JSONValue.writeString(top.name, to: &t)
+                t += ",\"detail\":"
+                JSONValue.writeString(top.detail, to: &t)
+                return t + ",\"count\":\(top.count)}"
+            }.joined(separator: ",")
+            return o + "],\"unavailable\":null}"
+        }.joined(separator: ",") + "]"
+        out += ",\"side_by_side\":"
+        JSONValue.writeString(Self.sideBySide, to: &out)
+        return out + "}"
+    }
+}

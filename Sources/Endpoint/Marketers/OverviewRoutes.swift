@@ -1,0 +1,78 @@
+import HTTPServer
+import Marketers
+import Primitives
+
+/// `GET /api/overview?advertiser=&from=&to=`: the page's first view (`Overview`). A viewer token
+/// scoped to an advertiser sees that advertiser's alone; the admin token names one, or sees every
+/// site together. The node's numbers: across a cluster, each view's own `scope=cluster`.
+struct OverviewRoutes: Sendable {
+    let summary: SummaryBook
+    let aggregates: AppsAggregates
+    let rebuild: PostbackRebuild
+    let appleAds: AppleAdsOutbox
+    let apps: AppBook
+    let access: AccessControl
+    let clock: EndpointClock
+
+    func routes(gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
+        [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], answer: overview)])]
+    }
+
+    func overview(_ request: HTTPRequest) throws -> HTTPResponse {
+        var named: String?
+        var items: [(name: String, value: String)] = []
+        for item in request.queryItems {
+            switch item.name {
+            case "advertiser": named = item.value.isEmpty ? nil : item.value
+            case "from", "to": items.append(item)
+            default:
+                throw Problem(status: 400, rule: "unknown_parameter", field: item.name,
+                              detail: "unknown query parameter \"\(item.name)\"; use advertiser, from and to")
+            }
+        }
+        let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let readable = access.scope(request)
+        var advertiser = readable.advertiser
+        if let named {
+            guard let found = access.advertisers.registry.advertiser(id: named) else {
+                throw Problem(status: 404, rule: "unknown_advertiser", field: "advertiser", detail: "no advertiser with id \"\(named.prefix(64))\"")
+            }
+            if let own = readable.advertiser, own.id != found.id {
+                throw Problem(status: 403, rule: "outside_scope", field: "advertiser",
+                              detail: "this token reads advertiser \(own.id)'s numbers alone")
+            }
+            advertiser = found
+        }
+        let within = advertiser.map { Set($0.sites) }
+        var overview = Overview(advertiser: advertiser, from: period.from, to: period.to)
+        let registry = apps.registry
+
+        let pcm = SummaryQuery(site: nil, from: period.from, to: period.to, role: nil, within: within)
+        switch summary.read({ SummaryReport($0, pcm) }) {
+        case .success(let report): overview.channels.append(Overview.web(report))
+        case .failure(let progress):
+            var channel = Overview.Channel(id: "web", name: "Web conversions", source: "Private Click Measurement reports")
+            channel.unavailable = "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done)"
+            overview.channels.append(channel)
+        }
+
+        let appsQuery = AppsSummary.Query(site: nil, from: period.from, to: period.to, within: within)
+        if (try? rebuild.requireReady("the overview")) != nil {
+            overview.channels += Overview.apps(aggregates.summary(appsQuery), query: appsQuery, registry: registry)
+        } else {
+            for (id, name) in [("app_installs", "App installs"), ("re_engagements", "Re-engagements")] {
+                var channel = Overview.Channel(id: id, name: name, source: "SKAdNetwork and AdAttributionKit postbacks")
+                channel.unavailable = "the postbacks are being read again from the log after a start"
+                overview.channels.append(channel)
+            }
+        }
+        if (try? appleAds.requireReady()) != nil {
+            overview.channels.append(Overview.appleAds(appleAds.summary(appsQuery), query: appsQuery, registry: registry))
+        } else {
+            var channel = Overview.Channel(id: "apple_ads", name: "Apple Ads attributed installs", source: "Apple Ads tokens")
+            channel.unavailable = "the Apple Ads tokens are being read again from the log after a start"
+            overview.channels.append(channel)
+        }
+        return JSONResponse.make(200, overview.json())
+    }
+}
