@@ -153,6 +153,16 @@ import Testing
         #expect(listed?.map { $0["id"] as? String } == ["acme"])
         #expect(endpoint.request("GET", "/api/ad-networks", headers: Self.bearer(acme)).status == 403)
         #expect(endpoint.request("GET", "/api/ad-networks", headers: Self.bearer(everyone)).status == 200)
+        // `?advertiser=` narrows any token's reading to that advertiser's sites, on every read path.
+        #expect(try endpoint.export("?advertiser=acme").count == 3 && endpoint.export("?advertiser=news&from=2026-11-20").count == 3)
+        #expect(try json(endpoint.get("/api/summary?advertiser=news"))["sites"] as? [String] == ["news.example"])
+        #expect(rows("/api/reports?advertiser=acme", acme).count == 3)
+        for path in ["/api/reports", "/api/summary", "/api/apps/summary", "/api/rejections", "/metrics", "/api/arrivals", "/api/overview"] {
+            let other = endpoint.request("GET", path + "?advertiser=news", headers: Self.bearer(acme))
+            #expect(other.status == 403 && json(other)["field"] as? String == "advertiser", "\(path)")
+            let unknown = try endpoint.get(path + "?advertiser=nobody")
+            #expect(unknown.status == 404 && json(unknown)["rule"] as? String == "unknown_advertiser", "\(path)")
+        }
         let keys = json(endpoint.request("GET", "/api/token-keys", headers: Self.bearer(acme)))
         #expect(Set((keys["keys"] as? [[String: Any]] ?? []).compactMap { $0["site"] as? String }).isSubset(of: ["shop.example", "app.example"]))
         #expect((keys["next_keys"] as? [String: Any])?.keys.contains("news.example") == false)

@@ -72,6 +72,21 @@ final class AccessControl: Sendable {
         }
     }
 
+    /// What the request reads: its token's scope, narrowed to one advertiser's sites by
+    /// `?advertiser=ID` (every read path takes it). A scoped token naming another advertiser is
+    /// refused 403; an id nobody registered 404.
+    func readScope(_ request: HTTPRequest) throws(Problem) -> ReadScope {
+        let readable = scope(request)
+        guard let named = request.queryItems.first(where: { $0.name == "advertiser" })?.value, !named.isEmpty else { return readable }
+        guard let advertiser = advertisers.registry.advertiser(id: named) else {
+            throw Problem(status: 404, rule: "unknown_advertiser", field: "advertiser", detail: "no advertiser with id \"\(named.prefix(64))\"")
+        }
+        if let own = readable.advertiser, own.id != advertiser.id {
+            throw Problem(status: 403, rule: "outside_scope", field: "advertiser", detail: "this token reads advertiser \(own.id)'s numbers alone")
+        }
+        return ReadScope(sites: Set(advertiser.sites), advertiser: advertiser)
+    }
+
     /// What the request's token may read. For a request its gate let through; anything else reads
     /// nothing.
     func scope(_ request: HTTPRequest) -> ReadScope {
@@ -121,5 +136,6 @@ final class AccessControl: Sendable {
     }
 }
 
-/// What a read path asks of the request it answers: the scope of its token.
-typealias ScopeOf = @Sendable (HTTPRequest) -> ReadScope
+/// What a read path asks of the request it answers: the scope of its token, and of its
+/// `?advertiser=` (`AccessControl.readScope`).
+typealias ScopeOf = @Sendable (HTTPRequest) throws(Problem) -> ReadScope

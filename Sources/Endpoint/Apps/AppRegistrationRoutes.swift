@@ -13,7 +13,7 @@ struct AppRegistrationRoutes: Sendable {
     let servedSites: Set<String>
     /// What the request's token may read: a scoped viewer sees the apps at its sites, and not the
     /// ad networks' and Apple Ads campaigns' names, which every advertiser shares.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
     /// Told of each app registered: from then on its silence counts (`Arrivals`).
     var registered: @Sendable (App) -> Void = { _ in }
 
@@ -21,7 +21,7 @@ struct AppRegistrationRoutes: Sendable {
         [
             RouteGroup("app registrations", gate: bearer, routes: [
                 Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { request in
-                    let readable = scope(request)
+                    let readable = try scope(request)
                     return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps.filter { readable.allows($0.site) }))
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
@@ -73,7 +73,7 @@ struct AppRegistrationRoutes: Sendable {
 
     /// A registration no site owns: every advertiser's campaigns may be in it.
     private func requireUnscoped(_ request: HTTPRequest, _ what: String) throws(Problem) {
-        guard let advertiser = scope(request).advertiser else { return }
+        guard let advertiser = try scope(request).advertiser else { return }
         throw Problem(status: 403, rule: "outside_scope",
                       detail: "the registered \(what) are shared by every advertiser; this token reads advertiser \(advertiser.id)'s alone, and the summaries name its campaigns")
     }
@@ -112,7 +112,7 @@ struct AppsSummaryRoutes: Sendable {
     /// The oldest record kept once retention has removed some; nil while the log holds everything.
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
     /// What the request's token may read.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -147,7 +147,7 @@ struct AppsSummaryRoutes: Sendable {
                         cluster: @escaping @Sendable (ClusterScope, AppsSummary.Query, AppRegistry) throws -> String) throws {
         let (scope, items) = try ClusterScope.split(request.queryItems)
         var asked = try query(items).get()
-        let readable = self.scope(request)
+        let readable = try self.scope(request)
         try readable.require(asked.site)
         asked.within = readable.sites
         let query = asked
@@ -173,6 +173,7 @@ struct AppsSummaryRoutes: Sendable {
         for (name, value) in items {
             switch name {
             case "site": query.site = value.isEmpty ? nil : value
+            case "advertiser": continue
             case "from", "to":
                 guard let day = SummaryQuery.day(value) else {
                     return .failure(Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20"))
@@ -180,7 +181,7 @@ struct AppsSummaryRoutes: Sendable {
                 if name == "from" { query.from = day } else { query.to = day }
             default:
                 return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
-                                        detail: "unknown query parameter \"\(name)\"; use site, from and to"))
+                                        detail: "unknown query parameter \"\(name)\"; use advertiser, site, from and to"))
             }
         }
         guard query.from <= query.to, query.to - query.from < 3660 else {

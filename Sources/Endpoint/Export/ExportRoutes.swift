@@ -17,7 +17,7 @@ struct ExportRoutes: Sendable {
     let appleAds: AppleAdsOutbox
     let apps: AppBook
     /// What the request's token may read: a scoped viewer's exports hold its sites' records.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         let logExports: [(path: String, codec: any RecordCodec)] = [
@@ -46,7 +46,7 @@ struct ExportRoutes: Sendable {
 
     func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
-        let rows = Self.within(scope(request).sites, columns: codec.columns, store.rows(of: codec, since: since, until: until))
+        let rows = Self.within(try scope(request).sites, columns: codec.columns, store.rows(of: codec, since: since, until: until))
         return ExportStream(format, columns: codec.columns, rows: rows).response(fileName: fileName)
     }
 
@@ -56,7 +56,7 @@ struct ExportRoutes: Sendable {
         try appleAds.requireReady()
         let (since, until) = try Self.period(request)
         let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
-        return ExportStream(format, columns: AppleAdsExport.columns, rows: Self.within(scope(request).sites, columns: AppleAdsExport.columns, rows))
+        return ExportStream(format, columns: AppleAdsExport.columns, rows: Self.within(try scope(request).sites, columns: AppleAdsExport.columns, rows))
             .response(fileName: "apple-ads")
     }
 
@@ -89,6 +89,7 @@ struct ExportRoutes: Sendable {
                 }
                 instants = true
                 if name == "since" { since = time } else { until = time }
+            case "advertiser": continue
             case "from", "to":
                 guard let day = SummaryQuery.day(value) else {
                     throw Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20")
@@ -99,7 +100,7 @@ struct ExportRoutes: Sendable {
                 if name == "from" { (since, firstDay) = (start, day) } else { (until, lastDay) = (start.adding(milliseconds: TimingModel.day), day) }
             default:
                 throw Problem(status: 400, rule: "unknown_parameter", field: name,
-                              detail: "unknown query parameter \"\(name)\"; use from and to (days), or since and until (instants)")
+                              detail: "unknown query parameter \"\(name)\"; use from and to (days), or since and until (instants), and advertiser")
             }
         }
         if days && instants {

@@ -49,10 +49,10 @@ struct MarketerRoutes: Sendable {
                     JSONResponse.make(200, access.describe(request))
                 },
                 Route(.exact("/api/arrivals"), methods: ["GET", "HEAD"]) { request in
-                    if let item = request.queryItems.first {
-                        throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "/api/arrivals takes no query parameters")
+                    if let item = request.queryItems.first(where: { $0.name != "advertiser" }) {
+                        throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "/api/arrivals takes only advertiser")
                     }
-                    return JSONResponse.make(200, report(access.scope(request)).json())
+                    return JSONResponse.make(200, report(try access.readScope(request)).json())
                 },
             ]),
         ]

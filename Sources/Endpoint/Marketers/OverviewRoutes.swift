@@ -19,11 +19,10 @@ struct OverviewRoutes: Sendable {
     }
 
     func overview(_ request: HTTPRequest) throws -> HTTPResponse {
-        var named: String?
         var items: [(name: String, value: String)] = []
         for item in request.queryItems {
             switch item.name {
-            case "advertiser": named = item.value.isEmpty ? nil : item.value
+            case "advertiser": continue
             case "from", "to": items.append(item)
             default:
                 throw Problem(status: 400, rule: "unknown_parameter", field: item.name,
@@ -31,18 +30,7 @@ struct OverviewRoutes: Sendable {
             }
         }
         let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
-        let readable = access.scope(request)
-        var advertiser = readable.advertiser
-        if let named {
-            guard let found = access.advertisers.registry.advertiser(id: named) else {
-                throw Problem(status: 404, rule: "unknown_advertiser", field: "advertiser", detail: "no advertiser with id \"\(named.prefix(64))\"")
-            }
-            if let own = readable.advertiser, own.id != found.id {
-                throw Problem(status: 403, rule: "outside_scope", field: "advertiser",
-                              detail: "this token reads advertiser \(own.id)'s numbers alone")
-            }
-            advertiser = found
-        }
+        let advertiser = try access.readScope(request).advertiser
         let within = advertiser.map { Set($0.sites) }
         var overview = Overview(advertiser: advertiser, from: period.from, to: period.to)
         let registry = apps.registry

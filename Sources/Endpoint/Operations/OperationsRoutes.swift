@@ -25,7 +25,7 @@ struct OperationsRoutes: Sendable {
     var digests: SegmentDigests? = nil
     /// What the request's token may read: a scoped viewer's refusals are those sent to its sites,
     /// and its metrics the series of its sites.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
     /// When each site and app in a scope last received something.
     var arrivals: (@Sendable (ReadScope) -> ArrivalsReport)? = nil
 
@@ -53,11 +53,11 @@ struct OperationsRoutes: Sendable {
         return JSONResponse.make(200, body + "}")
     }
 
-    func prometheus(_ request: HTTPRequest) -> HTTPResponse {
+    func prometheus(_ request: HTTPRequest) throws -> HTTPResponse {
         // The node's name as a label of its own series, the way Prometheus joins it to the others.
         let nodeInfo = "# HELP attribution_node_info This node's name (--node), as a label.\n"
             + "# TYPE attribution_node_info gauge\nattribution_node_info{node=\"\(node)\"} 1\n"
-        let readable = scope(request)
+        let readable = try scope(request)
         let arrivalsText = arrivals.map { $0(readable).prometheusText() } ?? ""
         // The node's totals count every advertiser's records: a scoped token gets its sites' series.
         guard readable.sites == nil else {
@@ -100,8 +100,8 @@ struct OperationsRoutes: Sendable {
         return JSONResponse.make(200, "{\"now\":\"\(time.rfc3339)\"}")
     }
 
-    func rejectionsResponse(_ request: HTTPRequest) -> HTTPResponse {
-        let within = scope(request).sites
+    func rejectionsResponse(_ request: HTTPRequest) throws -> HTTPResponse {
+        let within = try scope(request).sites
         var json = "{\"counts\":{"
         for (i, (rule, count)) in rejections.counts(within: within).sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { json += "," }

@@ -249,7 +249,7 @@ public final class EndpointServer: Sendable {
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
         let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenBook(dataDirectory: configuration.dataDirectory),
                                    advertisers: advertisers)
-        let scope: ScopeOf = { access.scope($0) }
+        let scope: ScopeOf = { (request) throws(Problem) in try access.readScope(request) }
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1

@@ -14,7 +14,7 @@ struct SiteOwnerRoutes: Sendable {
     /// `--site`) takes any.
     let servedSites: Set<String>
     /// What the request's token may read: a scoped viewer sees the registrations of its sites.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     /// The pixel faces every browser; the registrations need the token.
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
@@ -46,7 +46,7 @@ struct SiteOwnerRoutes: Sendable {
     ) -> [Route] {
         [
             Route(.exact(path), methods: ["GET", "HEAD"]) { request in
-                let readable = scope(request)
+                let readable = try scope(request)
                 return JSONResponse.make(200, Self.encode(book.registry[keyPath: list].filter { readable.allows(site($0)) }))
             },
             Route(.exact(path), methods: ["POST"]) { request in

@@ -18,7 +18,7 @@ struct TokenKeyRoutes: Sendable {
     /// With `--token-key-rotation-days`.
     var rotation: TokenKeyRotation? = nil
     /// What the request's token may read: a scoped viewer sees its sites' keys.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -29,9 +29,9 @@ struct TokenKeyRoutes: Sendable {
         ]
     }
 
-    func list(_ request: HTTPRequest) -> HTTPResponse {
+    func list(_ request: HTTPRequest) throws -> HTTPResponse {
         let now = clock.now()
-        let readable = scope(request)
+        let readable = try scope(request)
         let rows = keys.all.filter { readable.allows($0.site) }.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
         var json = "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]"
         // When each served site's next key comes: on the rotation's schedule, or as scheduled by hand.

@@ -22,6 +22,8 @@ struct SummaryQuery: Sendable, Equatable {
         for (name, value) in items {
             switch name {
             case "site": query.site = value.isEmpty ? nil : value
+            // The advertiser narrows the scope (`AccessControl.readScope`), not the query.
+            case "advertiser": continue
             case "from", "to":
                 guard let day = Self.day(value) else {
                     return .failure(Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20"))
@@ -36,7 +38,7 @@ struct SummaryQuery: Sendable, Equatable {
                 }
             default:
                 return .failure(Problem(status: 400, rule: "unknown_parameter", field: name,
-                                        detail: "unknown query parameter \"\(name)\"; use site, from, to and role"))
+                                        detail: "unknown query parameter \"\(name)\"; use advertiser, site, from, to and role"))
             }
         }
         guard query.from <= query.to else {

@@ -13,7 +13,7 @@ struct SummaryRoutes: Sendable {
     /// The oldest record kept once retention has removed some; nil while the log holds everything.
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
     /// What the request's token may read.
-    var scope: ScopeOf = { _ in .everything }
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -50,7 +50,7 @@ struct SummaryRoutes: Sendable {
     /// The query, within the token's scope: a site outside it is refused.
     func query(_ request: HTTPRequest, _ items: [(name: String, value: String)]) throws -> SummaryQuery {
         var query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
-        let readable = scope(request)
+        let readable = try scope(request)
         try readable.require(query.site)
         query.within = readable.sites
         return query
