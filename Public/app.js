@@ -1,14 +1,21 @@
-// The summary page: asks once for the admin token (kept in sessionStorage for this tab), reads
-// /api/summary and /api/apps/summary and draws them. No framework, no build step, nothing loaded from elsewhere.
+// The summary page: asks once for a token (the admin token or a viewer token, kept in
+// sessionStorage for this tab, never in the address), then shows one view at a time: the
+// advertiser's overview, the web (PCM), the apps, Apple Ads and the tools. The view, the
+// advertiser, the site, the app site and the period live in the address's fragment, so that a
+// link opens the same view (the fragment never reaches a server or its logs).
+// No framework, no build step, nothing loaded from elsewhere.
 "use strict";
 
 const TOKEN_KEY = "attribution-endpoint-token";
+const VIEWS = ["overview", "web", "apps", "apple-ads", "tools"];
 const $ = (id) => document.getElementById(id);
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
 
 function showLogin(message) {
   $("summary").hidden = true;
+  $("nav").hidden = true;
+  $("role").hidden = true;
   $("login").hidden = false;
   const error = $("login-error");
   error.hidden = !message;
@@ -22,41 +29,84 @@ async function api(path, body) {
   const response = await fetch(path, init);
   if (response.status === 401) {
     sessionStorage.removeItem(TOKEN_KEY);
-    throw Object.assign(new Error("That token was not accepted. Check data/admin-token (or --token) and try again."), { login: true });
+    throw Object.assign(new Error("That token was not accepted. Check data/admin-token (or --token), or ask for a new viewer token, and try again."), { login: true });
   }
   if (!response.ok) {
     let problem = {};
     try { problem = await response.json(); } catch (_) { /* not JSON */ }
     const error = new Error("The endpoint answered " + response.status + ": " + (problem.detail || response.statusText));
     // Right after a restart the summary (or the Apps view) is rebuilt from the log: try again shortly.
-    error.retry = problem.rule === "summary_rebuilding" || problem.rule === "postbacks_rebuilding";
+    error.retry = ["summary_rebuilding", "postbacks_rebuilding", "apple_ads_rebuilding"].includes(problem.rule);
     throw error;
   }
   return response;
 }
 
-// The cluster's numbers (counted in ClickHouse) when chosen; a node that exports nowhere has only its own.
-function scope(params) {
-  if (!$("scope-choice").hidden && $("scope").value === "cluster") params.set("scope", "cluster");
-  return params;
+// ---- The address's state -------------------------------------------------------------------
+
+/// The state the fragment holds: `#view=web&advertiser=acme&site=shop.example&from=…&to=…`.
+const state = { view: "overview", advertiser: "", site: "", role: "", app_site: "", from: "", to: "", scope: "" };
+
+function readFragment() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  for (const key of Object.keys(state)) state[key] = params.get(key) || "";
+  if (!VIEWS.includes(state.view)) state.view = "overview";
 }
 
-function query() {
+function fragment() {
   const params = new URLSearchParams();
-  for (const name of ["site", "from", "to", "role"]) {
-    const value = $(name).value;
-    if (value) params.set(name, value);
-  }
-  return scope(params).toString();
+  for (const [key, value] of Object.entries(state)) if (value) params.set(key, value);
+  return "#" + params.toString();
 }
+
+/// The controls into the state, and the state into the address (a new history entry only when
+/// the view changes, so Back goes to the previous view).
+function writeFragment(newEntry) {
+  const url = location.pathname + fragment();
+  if (newEntry) history.pushState(null, "", url); else history.replaceState(null, "", url);
+}
+
+function controlsToState() {
+  for (const [key, id] of [["advertiser", "advertiser"], ["from", "from"], ["to", "to"], ["site", "site"], ["role", "role"], ["app_site", "app-site"]]) {
+    state[key] = $(id).value;
+  }
+  state.scope = !$("scope-choice").hidden && $("scope").value === "cluster" ? "cluster" : "";
+}
+
+function stateToControls() {
+  for (const [key, id] of [["from", "from"], ["to", "to"], ["role", "role"]]) $(id).value = state[key];
+  for (const [key, id] of [["advertiser", "advertiser"], ["site", "site"], ["app_site", "app-site"]]) choose($(id), state[key]);
+  $("scope").value = state.scope === "cluster" ? "cluster" : "node";
+}
+
+/// Selects `value`, adding it as an option first if the list does not have it yet (the list is
+/// filled from the answer that the value itself asks for).
+function choose(select, value) {
+  if (value && ![...select.options].some((o) => o.value === value)) select.appendChild(new Option(value, value));
+  select.value = value;
+}
+
+/// The query for an API path from the state: `names` maps its parameters to the state's keys.
+/// The summaries take `scope`; the exports do not.
+function params(names, withScope = true) {
+  const out = new URLSearchParams();
+  for (const [name, key] of names) if (state[key]) out.set(name, state[key]);
+  if (withScope && state.scope === "cluster") out.set("scope", "cluster");
+  return out;
+}
+
+const period = [["advertiser", "advertiser"], ["from", "from"], ["to", "to"]];
+
+// ---- Drawing -------------------------------------------------------------------------------
 
 function text(node, value) { node.textContent = String(value); }
 
-function cell(row, content, className) {
-  const td = document.createElement("td");
+function cell(row, content, className, tag) {
+  const td = document.createElement(tag || "td");
   if (className) td.className = className;
   if (content instanceof Node) td.appendChild(content); else td.textContent = content;
   row.appendChild(td);
+  return td;
 }
 
 function named(name, detail) {
@@ -94,30 +144,68 @@ function svg(tag, attributes, parent) {
   return node;
 }
 
-function drawDays(days) {
+/// Bars per day, one for each series side by side: `series` is [{key, label, className}].
+function drawDays(elementId, days, series, what) {
   const width = 800, height = 200, left = 36, bottom = 22, top = 8;
-  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Accepted reports per day" });
-  const max = Math.max(1, ...days.map((d) => Math.max(d.source, d.destination)));
-  const plotH = height - top - bottom, slot = (width - left) / Math.max(1, days.length), bar = Math.max(1, slot / 2 - 1);
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
+  const max = Math.max(1, ...days.map((d) => Math.max(...series.map((s) => d[s.key]))));
+  const plotH = height - top - bottom, slot = (width - left) / Math.max(1, days.length), bar = Math.max(1, slot / series.length - 1);
   svg("line", { x1: left, y1: height - bottom, x2: width, y2: height - bottom, class: "axis" }, root);
   for (const tick of [0, max]) {
-    const t = svg("text", { x: left - 4, y: height - bottom - (tick / max) * plotH + 3, "text-anchor": "end" }, root);
-    t.textContent = tick;
+    svg("text", { x: left - 4, y: height - bottom - (tick / max) * plotH + 3, "text-anchor": "end" }, root).textContent = tick;
   }
   days.forEach((d, i) => {
     const x = left + i * slot;
-    for (const [role, offset] of [["source", 0], ["destination", bar]]) {
-      const h = (d[role] / max) * plotH;
-      const rect = svg("rect", { x: x + offset, y: height - bottom - h, width: bar, height: h, class: "bar-" + role }, root);
-      const title = svg("title", {}, rect);
-      title.textContent = `${d.day}: ${d[role]} ${role} copies`;
-    }
+    series.forEach((s, n) => {
+      const h = (d[s.key] / max) * plotH;
+      const rect = svg("rect", { x: x + n * bar, y: height - bottom - h, width: bar, height: h, class: s.className }, root);
+      svg("title", {}, rect).textContent = `${d.day}: ${d[s.key]} ${s.label}`;
+    });
     if (days.length <= 14 || i % Math.ceil(days.length / 7) === 0) {
-      const label = svg("text", { x: x + bar, y: height - 6, "text-anchor": "middle" }, root);
-      label.textContent = d.day.slice(5);
+      svg("text", { x: x + bar, y: height - 6, "text-anchor": "middle" }, root).textContent = d.day.slice(5);
     }
   });
-  $("chart").replaceChildren(root);
+  $(elementId).replaceChildren(root);
+}
+
+/// One line per series over the days, each with its own colour: channels that must not be added
+/// are drawn side by side, never stacked.
+function drawLines(elementId, days, series, what) {
+  const width = 800, height = 220, left = 36, bottom = 22, top = 10;
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
+  const max = Math.max(1, ...series.flatMap((s) => s.values));
+  const plotH = height - top - bottom, step = (width - left - 8) / Math.max(1, days.length - 1);
+  const x = (i) => left + (days.length === 1 ? (width - left) / 2 : i * step), y = (v) => height - bottom - (v / max) * plotH;
+  svg("line", { x1: left, y1: height - bottom, x2: width, y2: height - bottom, class: "axis" }, root);
+  for (const tick of [0, max]) svg("text", { x: left - 4, y: y(tick) + 3, "text-anchor": "end" }, root).textContent = tick;
+  series.forEach((s, n) => {
+    svg("polyline", { points: s.values.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line series-" + n, fill: "none" }, root);
+    s.values.forEach((v, i) => {
+      const dot = svg("circle", { cx: x(i), cy: y(v), r: 3, class: "dot series-" + n }, root);
+      svg("title", {}, dot).textContent = `${days[i]}: ${v} ${s.label}`;
+    });
+  });
+  days.forEach((day, i) => {
+    if (days.length <= 14 || i % Math.ceil(days.length / 7) === 0) {
+      svg("text", { x: x(i), y: height - 6, "text-anchor": "middle" }, root).textContent = day.slice(5);
+    }
+  });
+  $(elementId).replaceChildren(root);
+}
+
+/// Horizontal bars: a label and a count each.
+function drawHorizontal(elementId, rows, what) {
+  const width = 800, rowH = 24, left = 220, height = Math.max(1, rows.length) * rowH + 4;
+  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
+  const max = Math.max(1, ...rows.map((r) => r.count));
+  rows.forEach((r, i) => {
+    svg("text", { x: left - 8, y: i * rowH + 16, "text-anchor": "end", class: "label" }, root).textContent = r.label;
+    const w = ((width - left - 60) * r.count) / max;
+    const rect = svg("rect", { x: left, y: i * rowH + 4, width: Math.max(1, w), height: rowH - 8, class: "bar-meaning" }, root);
+    svg("title", {}, rect).textContent = `${r.label}: ${r.count}`;
+    svg("text", { x: left + w + 6, y: i * rowH + 16 }, root).textContent = r.count;
+  });
+  $(elementId).replaceChildren(root);
 }
 
 function drawDelays(buckets) {
@@ -130,28 +218,156 @@ function drawDelays(buckets) {
     const rect = svg("rect", { x: i * slot + 4, y: height - bottom - h, width: slot - 8, height: h, class: "bar-delay" }, root);
     const name = b.to === null ? `${b.from} h or more` : `${b.from}–${b.to} h`;
     svg("title", {}, rect).textContent = `${name}: ${b.count}`;
-    const label = svg("text", { x: i * slot + slot / 2, y: height - 6, "text-anchor": "middle" }, root);
-    label.textContent = `${name} (${b.count})`;
+    svg("text", { x: i * slot + slot / 2, y: height - 6, "text-anchor": "middle" }, root).textContent = `${name} (${b.count})`;
   });
   $("delays").replaceChildren(root);
 }
 
-function render(s) {
-  const select = $("site"), chosen = select.value;
+/// A crosstab: `columns` are header labels (each a [name, detail] pair), `rows` each a label and
+/// its counts; totals in the footer.
+function drawCrosstab(tableId, corner, columns, rows, totals, total) {
+  const table = $(tableId);
+  const head = table.querySelector("thead tr"), foot = table.querySelector("tfoot tr");
+  head.replaceChildren();
+  cell(head, corner, "", "th").scope = "col";
+  for (const [name, detail] of columns) cell(head, named(name, detail), "num", "th").scope = "col";
+  cell(head, "Total", "num", "th").scope = "col";
+  fill(tableId, rows, (tr, r) => {
+    cell(tr, r.label, "", "th").scope = "row";
+    for (const n of r.counts) cell(tr, n, n ? "num" : "num zero");
+    cell(tr, r.total, "num total");
+  });
+  foot.replaceChildren();
+  if (!rows.length) return;
+  cell(foot, "Total", "", "th").scope = "row";
+  for (const n of totals) cell(foot, n, "num total");
+  cell(foot, total, "num total");
+}
+
+const percent = (part, whole) => `${Math.round((100 * part) / whole)} %`;
+const sum = (rows, key) => rows.reduce((n, r) => n + r[key], 0);
+const entries = (object) => Object.entries(object).map(([name, count]) => ({ name, count }));
+
+// ---- Who is reading ------------------------------------------------------------------------
+
+let whoami = null;
+
+async function loadRole() {
+  whoami = await (await api("/api/whoami")).json();
+  const role = $("role");
+  role.hidden = false;
+  if (whoami.role === "admin") {
+    text(role, "Admin token: reads and changes everything");
+    role.className = "role admin";
+  } else {
+    const whose = whoami.advertiser ? `${whoami.advertiser.name}'s sites (${whoami.sites.join(", ")})` : "every advertiser";
+    text(role, `Viewer token "${whoami.label}": reads ${whose}, changes nothing`);
+    role.className = "role viewer";
+  }
+  const select = $("advertiser");
+  select.replaceChildren();
+  const advertisers = await (await api("/api/advertisers")).json();
+  if (whoami.advertiser) {
+    select.appendChild(new Option(whoami.advertiser.name, whoami.advertiser.id));
+    select.disabled = true;
+    state.advertiser = whoami.advertiser.id;
+  } else {
+    select.appendChild(new Option("All advertisers", ""));
+    for (const a of advertisers) select.appendChild(new Option(a.name, a.id));
+    select.disabled = false;
+  }
+  $("advertiser-choice").hidden = !whoami.advertiser && advertisers.length === 0;
+}
+
+// ---- The views -----------------------------------------------------------------------------
+
+const CHANNEL_NAMES = { web: "web conversions", app_installs: "app installs", re_engagements: "re-engagements", apple_ads: "Apple Ads installs" };
+
+function renderOverview(o) {
+  text($("overview-who"), (o.advertiser ? `${o.advertiser.name}: ${o.advertiser.sites.join(", ")}` : "Every site this endpoint serves") +
+    `, ${o.from} to ${o.to}.`);
+  const tiles = $("overview-tiles");
+  tiles.replaceChildren();
+  o.channels.forEach((c, n) => {
+    const tile = document.createElement("div");
+    tile.className = "tile series-" + n;
+    tile.dataset.channel = c.id;
+    const label = document.createElement("span");
+    label.className = "label";
+    label.textContent = c.name;
+    const value = document.createElement("span");
+    value.className = "value";
+    value.textContent = c.total === null ? "…" : c.total;
+    const source = document.createElement("span");
+    source.className = "sub";
+    source.textContent = c.unavailable || c.source;
+    tile.append(label, value, source);
+    tiles.appendChild(tile);
+  });
+  const drawn = o.channels.filter((c) => c.per_day);
+  drawLines("overview-chart", o.days, drawn.map((c) => ({ label: CHANNEL_NAMES[c.id] || c.name, values: c.per_day })), "Each channel per day");
+  const legend = $("overview-legend");
+  legend.replaceChildren(...drawn.map((c, n) => {
+    const key = document.createElement("span");
+    key.className = "key series-" + n;
+    key.textContent = "● " + c.name + " ";
+    return key;
+  }));
+  text($("overview-note"), o.side_by_side);
+  const top = $("overview-top");
+  top.replaceChildren();
+  for (const c of o.channels) {
+    const box = document.createElement("div");
+    const title = document.createElement("h3");
+    title.textContent = c.name;
+    box.appendChild(title);
+    if (!c.top.length) {
+      const none = document.createElement("p");
+      none.className = "explain";
+      none.textContent = c.unavailable || "Nothing in this period.";
+      box.appendChild(none);
+    } else {
+      const table = document.createElement("table");
+      table.className = "top";
+      table.innerHTML = '<thead><tr><th scope="col">Campaign</th><th scope="col" class="num">Count</th></tr></thead><tbody></tbody>';
+      for (const t of c.top) {
+        const tr = document.createElement("tr");
+        cell(tr, named(t.name, t.detail));
+        cell(tr, t.count, "num");
+        table.tBodies[0].appendChild(tr);
+      }
+      box.appendChild(table);
+    }
+    top.appendChild(box);
+  }
+}
+
+function renderWeb(s) {
+  const select = $("site");
   select.replaceChildren(new Option("All sites", ""));
   for (const site of s.sites) select.appendChild(new Option(site, site));
-  select.value = s.sites.includes(chosen) ? chosen : "";
+  choose(select, state.site);
 
   text($("accepted-source"), s.accepted.source);
   text($("accepted-destination"), s.accepted.destination);
   text($("quarantined-total"), s.quarantined.source + s.quarantined.destination);
   text($("late-total"), s.late.source + s.late.destination);
-  drawDays(s.per_day);
+  drawDays("chart", s.per_day, [{ key: "source", label: "source copies", className: "bar-source" },
+    { key: "destination", label: "destination copies", className: "bar-destination" }], "Accepted reports per day");
   const anything = s.accepted.source + s.accepted.destination + s.quarantined.source + s.quarantined.destination;
   empty("empty-reports", anything ? "" :
     "No reports in this period yet. Browsers send them 24 to 48 hours after a conversion. Advertisers: register a conversion with " +
     "<code>POST /api/conversions</code> and embed the pixel <code>&lt;img src=\"https://your-site/conversion-pixel?conversion=purchase&amp;source=https://publisher\"&gt;</code>; " +
     "publishers: put <code>attributionsourceid</code> on ad links and register campaigns with <code>POST /api/campaigns</code>.");
+
+  const x = s.crosstab;
+  text($("crosstab-copy"), x.copy === "destination"
+    ? "Accepted destination copies: the report each conversion sends to the advertiser's site, so each conversion is counted once. Choose “Source copies” above to count the publishers' copies instead."
+    : "Accepted source copies: the report each conversion sends to the publisher's site, so each conversion is counted once (this view holds no destination copies, or you chose source copies).");
+  drawCrosstab("crosstab", "Campaign", x.conversions.map((c) => [c.conversion || "trigger data " + c.trigger_data, `${c.site} · ${c.trigger_data}`]),
+    x.rows.map((r) => ({ label: named(r.campaign || "No campaign registered", `${r.source_site} · source id ${r.source_id}`), counts: r.counts, total: r.total })),
+    x.totals, x.total);
+  empty("empty-crosstab", x.rows.length ? "" : "No accepted reports in this period to cross campaigns with conversions.");
 
   fill("campaigns", s.by_campaign, (tr, r) => {
     cell(tr, named(r.campaign || "No campaign registered", `${r.source_site} · source id ${r.source_id}`));
@@ -174,14 +390,12 @@ function render(s) {
   drawDelays(s.delay_hours);
   const withTokens = s.tokens.with_tokens.source + s.tokens.with_tokens.destination;
   const verified = s.tokens.verified.source + s.tokens.verified.destination;
-  const total = s.accepted.source + s.accepted.destination + s.quarantined.source + s.quarantined.destination;
+  const total = anything;
   text($("tokens"), `Reports carrying fraud-prevention tokens: ${withTokens} of ${total}` +
     (total ? ` (${percent(withTokens, total)})` : "") + `; with a token that verified: ${verified}` +
     (withTokens ? ` (${percent(verified, withTokens)} of those)` : "") +
     ". Forged and replayed tokens are quarantined (…_token_invalid, …_token_replayed above); a token from a site whose key this endpoint does not know is kept as …_token_unverifiable.");
 }
-
-const percent = (part, whole) => `${Math.round((100 * part) / whole)} %`;
 
 /// "12 (40 %)": accepted reports of the row whose token verified, and their share of the row.
 function verifiedShare(r) {
@@ -189,14 +403,36 @@ function verifiedShare(r) {
   return all ? `${n} (${percent(n, all)})` : "0";
 }
 
-const sum = (rows, key) => rows.reduce((n, r) => n + r[key], 0);
-const entries = (object) => Object.entries(object).map(([name, count]) => ({ name, count }));
+/// Fine values grouped by meaning (a schema's range), values without one by eights.
+function fineByMeaning(values) {
+  const groups = new Map();
+  for (const v of values) {
+    const label = v.meaning || `values ${Math.floor(v.value / 8) * 8}–${Math.floor(v.value / 8) * 8 + 7}`;
+    const group = groups.get(label) || { label, values: [], count: 0 };
+    group.values.push(v.value);
+    group.count += v.count;
+    groups.set(label, group);
+  }
+  return [...groups.values()].sort((a, b) => Math.min(...a.values) - Math.min(...b.values));
+}
+
+/// 3, 4, 5, 9 → "3–5, 9"
+function ranges(values) {
+  const sorted = [...values].sort((a, b) => a - b), out = [];
+  for (let i = 0; i < sorted.length; i++) {
+    let j = i;
+    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
+    out.push(i === j ? String(sorted[i]) : `${sorted[i]}–${sorted[j]}`);
+    i = j;
+  }
+  return out.join(", ");
+}
 
 function renderApps(a) {
-  const select = $("app-site"), chosen = select.value;
+  const select = $("app-site");
   select.replaceChildren(new Option("All app sites", ""));
   for (const site of a.sites) select.appendChild(new Option(site, site));
-  select.value = a.sites.includes(chosen) ? chosen : "";
+  choose(select, state.app_site);
   text($("apps-installs"), sum(a.conversions, "installs"));
   text($("apps-redownloads"), sum(a.conversions, "redownloads"));
   text($("apps-reengagements"), sum(a.conversions, "re_engagements"));
@@ -206,13 +442,22 @@ function renderApps(a) {
     "No postback copies in this period. App developers: name this endpoint's site in the app's Info.plist " +
     "(<code>NSAdvertisingAttributionReportEndpoint</code> for SKAdNetwork, <code>AttributionCopyEndpoint</code> for AdAttributionKit) " +
     "and register the app's conversion values with <code>POST /api/apps</code>.");
+  drawDays("apps-chart", (a.per_day || []).map((d) => ({ day: d.day, installs: d.installs + d.redownloads, re_engagements: d.re_engagements })),
+    [{ key: "installs", label: "installs and redownloads", className: "bar-installs" },
+     { key: "re_engagements", label: "re-engagements", className: "bar-reengagements" }], "Installs and re-engagements per day");
   fill("apps-campaigns", a.conversions, (tr, r) => {
     cell(tr, named(r.ad_network_name || r.ad_network, r.ad_network_name ? r.ad_network : "not registered"));
     cell(tr, named(r.campaign_name || "No campaign registered", r.campaign));
     cell(tr, named(r.app_name || "App " + r.app_id, r.app_name ? "app " + r.app_id : "not registered"));
     cell(tr, r.installs, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.re_engagements, "num");
   });
-  fill("apps-fine", a.fine_values, (tr, r) => { cell(tr, r.value); cell(tr, r.meaning || "—"); cell(tr, r.count, "num"); });
+  const x = a.crosstab;
+  drawCrosstab("apps-crosstab", "Campaign", x.columns.map((c) => [c.meaning, c.tier === "none" ? "below the privacy threshold" : c.tier + " value"]),
+    x.rows.map((r) => ({ label: named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}`),
+      counts: r.counts, total: r.total })), x.totals, x.total);
+  const fine = fineByMeaning(a.fine_values);
+  drawHorizontal("apps-fine-chart", fine, "Postbacks by what their fine value means");
+  fill("apps-fine", fine, (tr, r) => { cell(tr, r.label); cell(tr, ranges(r.values)); cell(tr, r.count, "num"); });
   fill("apps-coarse", a.coarse_values, (tr, r) => { cell(tr, r.value); cell(tr, r.meaning || "—"); cell(tr, r.count, "num"); });
   fill("apps-windows", a.postback_windows, (tr, r) => { cell(tr, ["first (days 0–2)", "second (days 3–7)", "third (days 8–35)"][r.index] || r.index); cell(tr, r.count, "num"); });
   const tiers = entries(a.privacy_tiers.source_identifier_digits).map((e) => ({ name: e.name + "-digit source identifier", count: e.count }))
@@ -223,23 +468,9 @@ function renderApps(a) {
   fill("apps-fidelity", entries(a.fidelity), (tr, r) => { cell(tr, r.name.replaceAll("_", " ")); cell(tr, r.count, "num"); });
   fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
   fill("apps-reasons", entries(a.quarantine_reasons), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
-}
-
-function appsQuery() {
-  const params = new URLSearchParams();
-  for (const [name, id] of [["site", "app-site"], ["from", "from"], ["to", "to"]]) {
-    const value = $(id).value;
-    if (value) params.set(name, value);
-  }
-  return scope(params).toString();
-}
-
-function period() {
-  const from = $("from").value, to = $("to").value;
-  const params = new URLSearchParams();
-  if (from) params.set("since", from + "T00:00:00Z");
-  if (to) params.set("until", new Date(Date.parse(to + "T00:00:00Z") + 86400000).toISOString());
-  return params.toString();
+  $("apps-retention").hidden = !a.records_kept_from;
+  $("apps-retention").textContent = a.records_kept_from
+    ? `Postbacks and Apple Ads tokens received before ${a.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
 }
 
 function renderAppleAds(a) {
@@ -262,56 +493,108 @@ function renderAppleAds(a) {
   fill("apple-ads-statuses", entries(a.by_status).filter((e) => e.count), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
 }
 
+const when = (time) => time ? time.slice(0, 16).replace("T", " ") + " UTC" : "never";
+
+/// The warning on every view, and the table in Tools: silence names the key or the front to check.
+function renderArrivals(a) {
+  const silent = [...a.sites, ...a.apps].filter((r) => r.silent);
+  $("health").hidden = silent.length === 0;
+  const list = $("health-list");
+  list.replaceChildren(...silent.map((r) => {
+    const item = document.createElement("li");
+    item.textContent = r.warning;
+    return item;
+  }));
+  const rows = a.sites.map((s) => ({ label: named(s.site, "site" + (s.silent ? " · silent" : "")), last: s.last_received, silent: s.silent }))
+    .concat(a.apps.map((p) => ({ label: named(p.name, `app ${p.app_id} at ${p.site}` + (p.silent ? " · silent" : "")), last: p.last_received, silent: p.silent })));
+  fill("arrivals", rows, (tr, r) => {
+    if (r.silent) tr.className = "silent";
+    cell(tr, r.label);
+    for (const path of ["pcm_reports", "skadnetwork", "adattributionkit", "apple_ads_tokens"]) {
+      cell(tr, path in r.last ? when(r.last[path]) : "—");
+    }
+  });
+}
+
 async function loadTokenKeys() {
-  const k = await (await api("/api/token-keys")).json();
-  const day = (time) => time.slice(0, 16).replace("T", " ") + " UTC";
+  const k = await (await api("/api/token-keys?" + params([["advertiser", "advertiser"]]))).json();
   fill("token-keys", k.keys, (tr, key) => {
     cell(tr, key.site); cell(tr, key.key_id.slice(0, 12) + "…"); cell(tr, key.state);
-    cell(tr, day(key.created_at)); cell(tr, day(key.serves_from));
+    cell(tr, when(key.created_at)); cell(tr, when(key.serves_from));
   });
-  const next = Object.entries(k.next_keys).filter(([, time]) => time).map(([site, time]) => `${site}: ${day(time)}`);
+  const next = Object.entries(k.next_keys).filter(([, time]) => time).map(([site, time]) => `${site}: ${when(time)}`);
   text($("token-key-rotation"), (k.rotation_days ? `Each key is replaced ${k.rotation_days} days after it began to be served.` :
     "Keys are replaced only by hand (POST /api/token-keys, or --token-key-rotation-days).") +
     (next.length ? " Next key served: " + next.join("; ") + "." : ""));
 }
 
-async function loadApps() {
-  try {
-    const apps = await (await api("/api/apps/summary?" + appsQuery())).json();
-    renderApps(apps);
-    $("apps-retention").hidden = !apps.records_kept_from;
-    $("apps-retention").textContent = apps.records_kept_from
-      ? `Postbacks and Apple Ads tokens received before ${apps.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
-    renderAppleAds(await (await api("/api/apple-ads/summary?" + appsQuery())).json());
-  } catch (error) {
-    if (error.login) return showLogin(error.message);
-    $("status").textContent = error.message;
+/// The period the endpoint chose (the 30 days up to its today) when the address names none.
+function adoptPeriod(answer) {
+  if (!state.from) state.from = answer.from || answer.period.from;
+  if (!state.to) state.to = answer.to || answer.period.to;
+  $("from").value = state.from;
+  $("to").value = state.to;
+}
+
+function describeStatus(answer) {
+  const whose = answer.scope === "cluster" ? " Every node's numbers, counted in ClickHouse (refusals are each node's own)."
+    : answer.cluster_available ? " This node's own numbers." : "";
+  $("scope-choice").hidden = !answer.cluster_available;
+  return `Showing ${state.from} to ${state.to}.` + whose +
+    // Retention removed the oldest log segments: their records are counted here still, but the
+    // record-by-record exports begin where the log now does.
+    (answer.records_kept_from ? ` Records before ${answer.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");
+}
+
+async function loadView() {
+  const view = state.view;
+  for (const node of document.querySelectorAll(".view")) node.hidden = node.dataset.view !== view;
+  for (const link of document.querySelectorAll("#nav a")) {
+    if (link.dataset.view === view) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
   }
+  $("status").textContent = "Loading…";
+  const arrivals = api("/api/arrivals?" + params([["advertiser", "advertiser"]])).then((r) => r.json());
+  let status = "";
+  if (view === "overview") {
+    const o = await (await api("/api/overview?" + params(period))).json();
+    adoptPeriod(o);
+    renderOverview(o);
+    status = `Showing ${o.from} to ${o.to}` + (o.advertiser ? ` for ${o.advertiser.name}.` : " for every site.") + " This node's own numbers.";
+  } else if (view === "web") {
+    const s = await (await api("/api/summary?" + params([...period, ["site", "site"], ["role", "role"]]))).json();
+    adoptPeriod(s);
+    renderWeb(s);
+    status = describeStatus(s) + (s.site ? ` Site ${s.site}.` : "") + (s.role ? ` ${s.role} copies only.` : "");
+  } else if (view === "apps") {
+    const a = await (await api("/api/apps/summary?" + params([...period, ["site", "app_site"]]))).json();
+    adoptPeriod(a);
+    renderApps(a);
+    status = describeStatus(a);
+  } else if (view === "apple-ads") {
+    const a = await (await api("/api/apple-ads/summary?" + params([...period, ["site", "app_site"]]))).json();
+    adoptPeriod(a);
+    renderAppleAds(a);
+    status = describeStatus(a);
+  } else {
+    await loadTokenKeys();
+    status = "Tools: what arrives where, Info.plist checks and token keys.";
+  }
+  renderArrivals(await arrivals);
+  writeFragment(false);
+  $("status").textContent = status;
 }
 
 async function load() {
   if (!token()) return showLogin();
-  $("status").textContent = "Loading…";
   try {
-    const summary = await (await api("/api/summary?" + query())).json();
+    if (!whoami) await loadRole();
     $("login").hidden = true;
     $("summary").hidden = false;
-    // The period defaults to the 30 days up to the endpoint's today (its clock may be a test's).
-    $("from").value = summary.from;
-    $("to").value = summary.to;
-    $("scope-choice").hidden = !summary.cluster_available;
-    render(summary);
-    const copies = summary.role ? ` (${summary.role} copies only)` : "";
-    const whose = summary.scope === "cluster" ? " Every node's numbers, counted in ClickHouse (refusals are each node's own)." : " This node's own numbers.";
-    $("status").textContent = `Showing ${summary.from} to ${summary.to}` + (summary.site ? ` for ${summary.site}` : " for all sites") + copies + "." +
-      (summary.cluster_available ? whose : "") +
-      // Retention removed the oldest log segments: their reports are counted here still, but the
-      // record-by-record exports begin where the log now does.
-      (summary.records_kept_from ? ` Records before ${summary.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");
-    await loadApps();
-    await loadTokenKeys();
+    $("nav").hidden = false;
+    stateToControls();
+    await loadView();
   } catch (error) {
-    if (error.login) return showLogin(error.message);
+    if (error.login) { whoami = null; return showLogin(error.message); }
     $("status").textContent = error.message;
     if (error.retry) setTimeout(load, 2000);
   }
@@ -379,21 +662,57 @@ async function checkPlist(event) {
   }
 }
 
+/// A control changed: the state follows, the address follows the state, the view is read again.
+function update(event) {
+  if (event) event.preventDefault();
+  controlsToState();
+  // Another advertiser's sites are another list: the site chosen before is not in it.
+  if (event && event.target && event.target.id === "advertiser") state.site = state.app_site = "";
+  writeFragment(false);
+  load();
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  readFragment();
   $("plist-form").addEventListener("submit", checkPlist);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
     $("token").value = "";
+    whoami = null;
     load();
   });
-  $("filters").addEventListener("submit", (event) => { event.preventDefault(); load(); });
-  $("csv-summary").addEventListener("click", () => download("/api/summary.csv?" + query(), "summary.csv"));
-  $("csv-reports").addEventListener("click", () => download("/api/reports.csv?" + period(), "reports.csv"));
-  $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + period(), "postbacks.csv"));
-  $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + period(), "apple-ads.csv"));
-  $("app-site").addEventListener("change", loadApps);
-  $("scope").addEventListener("change", load);
-  $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); showLogin(); });
+  $("filters").addEventListener("submit", update);
+  $("web-filters").addEventListener("submit", update);
+  for (const id of ["advertiser", "site", "role", "app-site", "scope"]) $(id).addEventListener("change", update);
+  for (const link of document.querySelectorAll("#nav a")) {
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      controlsToState();
+      state.view = link.dataset.view;
+      writeFragment(true);
+      load();
+    });
+  }
+  // Back and Forward, and an address edited or pasted into this tab.
+  window.addEventListener("popstate", () => { readFragment(); load(); });
+  $("copy-link").addEventListener("click", async () => {
+    controlsToState();
+    writeFragment(false);
+    try {
+      await navigator.clipboard.writeText(location.href);
+      $("status").textContent = "Link copied: it opens this view, advertiser and period. Whoever opens it needs a token of their own.";
+    } catch (_) {
+      $("status").textContent = "Copy this address: " + location.href;
+    }
+  });
+  const exportPeriod = () => params(period, false).toString();
+  $("csv-summary").addEventListener("click", () => download("/api/summary.csv?" + params([...period, ["site", "site"], ["role", "role"]]), "summary.csv"));
+  $("csv-crosstab").addEventListener("click", () => download("/api/summary/crosstab.csv?" + params([...period, ["site", "site"], ["role", "role"]]), "crosstab.csv"));
+  $("csv-reports").addEventListener("click", () => download("/api/reports.csv?" + exportPeriod(), "reports.csv"));
+  $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + exportPeriod(), "postbacks.csv"));
+  $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + exportPeriod(), "apple-ads.csv"));
+  $("csv-apps-crosstab").addEventListener("click", () => download("/api/apps/summary/crosstab.csv?" + params([...period, ["site", "app_site"]]), "apps-crosstab.csv"));
+  $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); whoami = null; showLogin(); });
   load();
 });

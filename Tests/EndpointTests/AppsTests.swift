@@ -167,6 +167,10 @@ import Testing
         }
         #expect(cells == expected)
         #expect(crosstab["total"] as? Int == accepted.count)
+        // The CSV: a row per campaign, a column per meaning, the same total.
+        let csv = try endpoint.get("/api/apps/summary/crosstab.csv?site=app.example&from=2026-11-01&to=2026-11-30").bodyText.split(separator: "\r\n")
+        #expect(csv.count == (crosstab["rows"] as! [Any]).count + 2 && csv.last?.hasSuffix(",\(accepted.count)") == true)
+        #expect(csv.first?.contains("fine: tutorial") == true && csv.first?.hasSuffix("total postbacks") == true)
         // Meanings from the schema, values without one in their order, low to high, then none.
         #expect(columns.contains("tutorial") && columns.last == "no value", "\(columns)")
         #expect(columns.firstIndex(of: "low")! < columns.firstIndex(of: "high")! && columns.firstIndex(of: "4")! < columns.firstIndex(of: "11")!)

@@ -31,6 +31,7 @@ import RawHTTPClient
         ("/api/apps", "GET, HEAD, POST, DELETE", true),
         ("/api/ad-networks", "GET, HEAD, POST, DELETE", true),
         ("/api/apps/summary", "GET, HEAD", true),
+        ("/api/apps/summary/crosstab.csv", "GET, HEAD", true),
         ("/api/plist-check", "POST", true),
         ("/api/apple-ads/campaigns", "GET, HEAD, POST, DELETE", true),
         ("/api/apple-ads/summary", "GET, HEAD", true),

@@ -122,6 +122,11 @@ struct AppsSummaryRoutes: Sendable {
                         try ClusterAppsSummary.summary(cluster, query: query).json(registry, query: query)
                     }
                 }),
+                Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], handler: { request, responder in
+                    try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry) }) {
+                        cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry)
+                    }
+                }),
                 Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
                     try scoped(request, responder, needsAppleAds: true, node: { appleAdsSummary($0) }) { cluster, query, registry in
                         try ClusterAppleAdsSummary.summary(cluster, query: query).json(registry, query: query)
@@ -142,8 +147,9 @@ struct AppsSummaryRoutes: Sendable {
 
     /// The node's numbers (`node`, at once), or with `scope=cluster` the cluster's (`cluster`, on
     /// the cluster scope's worker), each marked with its scope.
+    /// `csv`: the answer is a CSV file of that name, not JSON.
     private func scoped(_ request: HTTPRequest, _ responder: HTTPResponder, needsLedger: Bool = false, needsAppleAds: Bool = false,
-                        node: (AppsSummary.Query) -> String,
+                        csv: String? = nil, node: (AppsSummary.Query) -> String,
                         cluster: @escaping @Sendable (ClusterScope, AppsSummary.Query, AppRegistry) throws -> String) throws {
         let (scope, items) = try ClusterScope.split(request.queryItems)
         var asked = try query(items).get()
@@ -155,6 +161,7 @@ struct AppsSummaryRoutes: Sendable {
             // The node's Apps view is whole once the postback ledger is (the cluster's is ClickHouse's).
             if needsLedger { try rebuild.requireReady("the Apps summary") }
             if needsAppleAds { try appleAds.requireReady() }
+            if let csv { return responder.respond(SummaryRoutes.csv(node(query), name: csv)) }
             let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
             return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil,
                                                                                  recordsKeptFrom: keptFrom, node(query))))
@@ -162,7 +169,8 @@ struct AppsSummaryRoutes: Sendable {
         guard let scopeOfCluster = self.cluster else { throw ClusterScope.unavailable }
         let registry = book.registry
         scopeOfCluster.answer(responder) {
-            JSONResponse.make(200, SummaryRoutes.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
+            if let csv { return SummaryRoutes.csv(try cluster(scopeOfCluster, query, registry), name: csv) }
+            return JSONResponse.make(200, SummaryRoutes.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
         }
     }
 

@@ -325,8 +325,24 @@ struct AppsSummary: Codable {
     /// and app, against the meaning the app's schema gives their value (fine, then coarse), or
     /// the value itself where the schema names none. Postbacks without a value (below Apple's
     /// privacy threshold) have a column of their own.
-    func crosstab(_ registry: AppRegistry) -> JSONValue {
-        struct Column: Hashable { var tier: String; var label: String }
+    struct Crosstab {
+        struct Column: Hashable { var tier: String; var meaning: String }
+        struct Row {
+            var adNetwork: String
+            var adNetworkName: String?
+            var campaign: String
+            var campaignName: String?
+            var appID: String
+            var appName: String?
+            var counts: [Int]
+        }
+        var columns: [Column] = []
+        var rows: [Row] = []
+        var totals: [Int] { columns.indices.map { i in rows.reduce(0) { $0 + $1.counts[i] } } }
+    }
+
+    func crosstabTable(_ registry: AppRegistry) -> Crosstab {
+        typealias Column = Crosstab.Column
         var cells: [ConversionKey: [Column: Int]] = [:]
         // A column stands where its lowest value would: meanings in the order of their ranges,
         // low before medium before high.
@@ -342,36 +358,62 @@ struct AppsSummary: Codable {
             }
             var row = key
             row.value = nil
-            let column = Column(tier: tier, label: label)
+            let column = Column(tier: tier, meaning: label)
             cells[row, default: [:]][column, default: 0] += counts.postbacks
             rank[column] = min(rank[column] ?? .max, key.valueCode == 0 ? .max : key.valueCode)
         }
-        let columns = rank.keys.sorted { (rank[$0] ?? 0, $0.label) < (rank[$1] ?? 0, $1.label) }
-        var totals = Array(repeating: 0, count: columns.count)
-        let rows: [JSONValue] = cells.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, byColumn in
+        var table = Crosstab()
+        table.columns = rank.keys.sorted { (rank[$0] ?? 0, $0.meaning) < (rank[$1] ?? 0, $1.meaning) }
+        table.rows = cells.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, byColumn in
             let network = registry.adNetwork(id: key.adNetwork)
-            let counts = columns.map { byColumn[$0] ?? 0 }
-            for (i, n) in counts.enumerated() { totals[i] += n }
-            return .object([
-                JSONMember(key: "ad_network", value: .string(key.adNetwork)),
-                JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
-                JSONMember(key: "campaign", value: .string(key.campaign)),
-                JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
-                JSONMember(key: "app_id", value: .string(key.appID)),
-                JSONMember(key: "app_name", value: Int(key.appID).flatMap { registry.app(id: $0) }.map { .string($0.name) } ?? .null),
-                JSONMember(key: "counts", value: .array(counts.map { .number(String($0)) })),
-                JSONMember(key: "total", value: .number(String(counts.reduce(0, +)))),
-            ])
+            return Crosstab.Row(adNetwork: key.adNetwork, adNetworkName: network?.name, campaign: key.campaign,
+                                campaignName: network?.campaign(named: key.campaign), appID: key.appID,
+                                appName: Int(key.appID).flatMap { registry.app(id: $0) }?.name,
+                                counts: table.columns.map { byColumn[$0] ?? 0 })
         }
+        return table
+    }
+
+    func crosstab(_ registry: AppRegistry) -> JSONValue {
+        let table = crosstabTable(registry)
+        let totals = table.totals
+        func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
         return .object([
             JSONMember(key: "counts", value: .string("postbacks")),
-            JSONMember(key: "columns", value: .array(columns.map {
-                .object([JSONMember(key: "tier", value: .string($0.tier)), JSONMember(key: "meaning", value: .string($0.label))])
+            JSONMember(key: "columns", value: .array(table.columns.map {
+                .object([JSONMember(key: "tier", value: .string($0.tier)), JSONMember(key: "meaning", value: .string($0.meaning))])
             })),
-            JSONMember(key: "rows", value: .array(rows)),
+            JSONMember(key: "rows", value: .array(table.rows.map { row in
+                .object([
+                    JSONMember(key: "ad_network", value: .string(row.adNetwork)),
+                    JSONMember(key: "ad_network_name", value: text(row.adNetworkName)),
+                    JSONMember(key: "campaign", value: .string(row.campaign)),
+                    JSONMember(key: "campaign_name", value: text(row.campaignName)),
+                    JSONMember(key: "app_id", value: .string(row.appID)),
+                    JSONMember(key: "app_name", value: text(row.appName)),
+                    JSONMember(key: "counts", value: .array(row.counts.map { .number(String($0)) })),
+                    JSONMember(key: "total", value: .number(String(row.counts.reduce(0, +)))),
+                ])
+            })),
             JSONMember(key: "totals", value: .array(totals.map { .number(String($0)) })),
             JSONMember(key: "total", value: .number(String(totals.reduce(0, +)))),
         ])
+    }
+
+    /// The same table as RFC 4180 CSV: a row per campaign, a column per meaning, and the totals.
+    func crosstabCSV(_ registry: AppRegistry) -> String {
+        let table = crosstabTable(registry)
+        let header = ["ad_network", "ad_network_name", "campaign", "campaign_name", "app_id", "app_name"]
+            + table.columns.map { "\($0.tier): \($0.meaning)" } + ["total postbacks"]
+        var out = header.map(CSV.field).joined(separator: ",") + "\r\n"
+        for row in table.rows {
+            let cells = [row.adNetwork, row.adNetworkName ?? "", row.campaign, row.campaignName ?? "", row.appID, row.appName ?? ""]
+                + row.counts.map(String.init) + [String(row.counts.reduce(0, +))]
+            out += cells.map(CSV.field).joined(separator: ",") + "\r\n"
+        }
+        let totals = table.totals
+        out += (["total", "", "", "", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))]).map(CSV.field).joined(separator: ",") + "\r\n"
+        return out
     }
 
     private static func object(_ counts: [String: Int]) -> JSONValue {

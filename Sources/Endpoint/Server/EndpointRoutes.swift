@@ -16,7 +16,7 @@ import ReportStore
 /// | | `/apple-ads/attribution` (`AppleAdsRoutes`) | POST | no |
 /// | | `/apple-ads/attribution/{id}` | GET, HEAD | no |
 /// | app registrations (`AppRegistrationRoutes`) | `/api/apps`, `/api/ad-networks`, `/api/apple-ads/campaigns` | GET, HEAD, POST, DELETE | yes |
-/// | | `/api/apps/summary`, `/api/apple-ads/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
+/// | | `/api/apps/summary`, `/api/apps/summary/crosstab.csv`, `/api/apple-ads/summary` (`AppsSummaryRoutes`) | GET, HEAD | yes |
 /// | | `/api/plist-check` (`PlistCheckRoutes`) | POST | yes |
 /// | site owners (`SiteOwnerRoutes`) | `/conversion-pixel` | GET, HEAD | no |
 /// | | `/api/conversions`, `/api/campaigns` | GET, HEAD, POST, DELETE | yes |
