@@ -15,7 +15,7 @@ function token() { return sessionStorage.getItem(TOKEN_KEY); }
 function showLogin(message) {
   $("summary").hidden = true;
   $("nav").hidden = true;
-  $("role").hidden = true;
+  $("caller").hidden = true;
   $("login").hidden = false;
   const error = $("login-error");
   error.hidden = !message;
@@ -193,21 +193,6 @@ function drawLines(elementId, days, series, what) {
   $(elementId).replaceChildren(root);
 }
 
-/// Horizontal bars: a label and a count each.
-function drawHorizontal(elementId, rows, what) {
-  const width = 800, rowH = 24, left = 220, height = Math.max(1, rows.length) * rowH + 4;
-  const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
-  const max = Math.max(1, ...rows.map((r) => r.count));
-  rows.forEach((r, i) => {
-    svg("text", { x: left - 8, y: i * rowH + 16, "text-anchor": "end", class: "label" }, root).textContent = r.label;
-    const w = ((width - left - 60) * r.count) / max;
-    const rect = svg("rect", { x: left, y: i * rowH + 4, width: Math.max(1, w), height: rowH - 8, class: "bar-meaning" }, root);
-    svg("title", {}, rect).textContent = `${r.label}: ${r.count}`;
-    svg("text", { x: left + w + 6, y: i * rowH + 16 }, root).textContent = r.count;
-  });
-  $(elementId).replaceChildren(root);
-}
-
 function drawDelays(buckets) {
   const width = 800, height = 140, bottom = 22, top = 8;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Reports by delay after the conversion" });
@@ -254,15 +239,15 @@ let whoami = null;
 
 async function loadRole() {
   whoami = await (await api("/api/whoami")).json();
-  const role = $("role");
-  role.hidden = false;
+  const caller = $("caller");
+  caller.hidden = false;
   if (whoami.role === "admin") {
-    text(role, "Admin token: reads and changes everything");
-    role.className = "role admin";
+    text(caller, "Admin token: reads and changes everything");
+    caller.className = "caller admin";
   } else {
     const whose = whoami.advertiser ? `${whoami.advertiser.name}'s sites (${whoami.sites.join(", ")})` : "every advertiser";
-    text(role, `Viewer token "${whoami.label}": reads ${whose}, changes nothing`);
-    role.className = "role viewer";
+    text(caller, `Viewer token "${whoami.label}": reads ${whose}, changes nothing`);
+    caller.className = "caller viewer";
   }
   const select = $("advertiser");
   select.replaceChildren();
@@ -455,9 +440,16 @@ function renderApps(a) {
   drawCrosstab("apps-crosstab", "Campaign", x.columns.map((c) => [c.meaning, c.tier === "none" ? "below the privacy threshold" : c.tier + " value"]),
     x.rows.map((r) => ({ label: named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}`),
       counts: r.counts, total: r.total })), x.totals, x.total);
-  const fine = fineByMeaning(a.fine_values);
-  drawHorizontal("apps-fine-chart", fine, "Postbacks by what their fine value means");
-  fill("apps-fine", fine, (tr, r) => { cell(tr, r.label); cell(tr, ranges(r.values)); cell(tr, r.count, "num"); });
+  const fine = fineByMeaning(a.fine_values), most = Math.max(1, ...fine.map((r) => r.count));
+  fill("apps-fine", fine, (tr, r) => {
+    cell(tr, named(r.label, "values " + ranges(r.values)));
+    const bar = document.createElement("span");
+    bar.className = "meter";
+    bar.style.width = `${Math.max(1, Math.round((100 * r.count) / most))}%`;
+    bar.title = `${r.label}: ${r.count}`;
+    cell(tr, bar, "meter-cell");
+    cell(tr, r.count, "num");
+  });
   fill("apps-coarse", a.coarse_values, (tr, r) => { cell(tr, r.value); cell(tr, r.meaning || "—"); cell(tr, r.count, "num"); });
   fill("apps-windows", a.postback_windows, (tr, r) => { cell(tr, ["first (days 0–2)", "second (days 3–7)", "third (days 8–35)"][r.index] || r.index); cell(tr, r.count, "num"); });
   const tiers = entries(a.privacy_tiers.source_identifier_digits).map((e) => ({ name: e.name + "-digit source identifier", count: e.count }))

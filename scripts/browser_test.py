@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The summary page in a real browser: headless Chromium (Debian's chromium + chromium-driver,
 driven by Selenium) against `attribution-endpoint demo`, which fills a live server with known
-traffic. Every number the page renders is checked against the NDJSON export; the page is also
-used at 375 px wide and with the keyboard only, must log no console errors, and must say clearly
-when the token is wrong. Saves screenshots.
+traffic. Every number the page renders is checked against the NDJSON exports; the overview's
+channels and both campaign crosstabs against arithmetic over them; the views and their state
+against the address (a link opens the same view); a viewer token scoped to one advertiser against
+everything of another's; the silence warning against /api/arrivals. The page is also used at
+390 px wide and with the keyboard only, must log no console errors, and must say clearly when
+the token is wrong. Saves screenshots.
 
 Usage: scripts/browser_test.py [path/to/attribution-endpoint] [screenshot-directory]
 """
@@ -13,7 +16,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
 import urllib.request
 
 from selenium import webdriver
@@ -21,7 +26,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, ".build/debug/attribution-endpoint")
@@ -36,8 +41,11 @@ def check(condition, message):
         failures.append(message)
 
 
+DATA = tempfile.mkdtemp(prefix="browser-test-")
+
+
 def start_demo():
-    process = subprocess.Popen([BINARY, "demo", "--port", "0", "--token", TOKEN, "--public", os.path.join(ROOT, "Public")],
+    process = subprocess.Popen([BINARY, "demo", "--port", "0", "--token", TOKEN, "--data", DATA, "--public", os.path.join(ROOT, "Public")],
                                stdout=subprocess.PIPE, stderr=open(os.path.join(SHOTS, "demo.err"), "w"), text=True, cwd=ROOT)
     for line in process.stdout:
         match = re.search(r"Open\s+(http://\S+)", line)
@@ -46,10 +54,24 @@ def start_demo():
     raise RuntimeError("the demo did not print its address")
 
 
-def api(base, path):
-    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + TOKEN})
+def api(base, path, token=TOKEN):
+    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
     with urllib.request.urlopen(request) as response:
         return response.read().decode()
+
+
+def viewer_token(advertiser, label):
+    """A viewer token made as an agency would make one: with the command, in the data directory."""
+    made = subprocess.run([BINARY, "viewer-token", "add", "--label", label, "--data", DATA] + (["--advertiser", advertiser] if advertiser else []),
+                          capture_output=True, text=True, check=True)
+    return made.stdout.strip()
+
+
+def show(driver, view):
+    """Clicks the view's tab and waits for its numbers."""
+    driver.find_element(By.CSS_SELECTOR, f'#nav a[data-view="{view}"]').click()
+    WebDriverWait(driver, 10).until(lambda d: f"view={view}" in d.current_url and not d.find_element(By.ID, "view-" + view).get_attribute("hidden")
+                                    and d.find_element(By.ID, "status").text not in ("", "Loading…"))
 
 
 def browser(width, height):
@@ -208,11 +230,209 @@ def check_plist_form(driver, base):
     check(windows.get("com.apple.test.itms11.2") == ("5 days", "3 days", "view"), f"the seed's precedence example on the page: {windows}")
 
 
-def log_in(driver, base, token):
-    driver.get(base + "/")
+def log_in(driver, base, token, fragment=""):
+    driver.get(base + "/" + fragment)
     field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
     field.send_keys(token)
     field.send_keys(Keys.ENTER)
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "status").text not in ("", "Loading…"))
+
+
+def check_overview(driver, base, day_from, day_to, advertiser):
+    """The overview's channels against arithmetic over the exports, for the advertiser's sites."""
+    sites = set(advertiser["sites"])
+    reports = [json.loads(l) for l in api(base, "/api/reports").splitlines()]
+    reports = [r for r in reports if day_from <= r["received_at"][:10] <= day_to and r["site"] in sites and r["verdict"] == "accepted"]
+    copy = "destination" if any(r["role"] == "destination" for r in reports) else "source"
+    web = sum(1 for r in reports if r["role"] == copy)
+    installs = reengagements = 0
+    for line in api(base, "/api/postbacks").splitlines():
+        p = json.loads(line)
+        if not (day_from <= p["received_at"][:10] <= day_to) or p["site"] not in sites or p["verdict"] != "accepted":
+            continue
+        if p.get("postback-sequence-index", 0) != 0 or p.get("did-win") is False:
+            continue
+        if p["protocol"] == "adattributionkit" and p["conversion-type"] in ("re-engagement", "reengagement"):
+            reengagements += 1
+        else:
+            installs += 1
+    apple = sum(1 for l in api(base, "/api/apple-ads").splitlines()
+                if json.loads(l)["status"] == "attributed" and json.loads(l)["site"] in sites and day_from <= json.loads(l)["received_at"][:10] <= day_to)
+    shown = {t.get_attribute("data-channel"): int(t.find_element(By.CLASS_NAME, "value").text)
+             for t in driver.find_elements(By.CSS_SELECTOR, "#overview-tiles .tile")}
+    wanted = {"web": web, "app_installs": installs, "re_engagements": reengagements, "apple_ads": apple}
+    check(shown == wanted, f"overview for {advertiser['id']} = the exports' arithmetic: {shown} vs {wanted}")
+    check(all(v > 0 for v in wanted.values()), f"the demo fills every channel of its brand: {wanted}")
+    lines = driver.find_elements(By.CSS_SELECTOR, "#overview-chart polyline")
+    check(len(lines) == 4, f"one line per channel on one chart ({len(lines)})")
+    check("never added" in text(driver, "overview-note"), "the overview says why channels are not added")
+    check(len(driver.find_elements(By.CSS_SELECTOR, "#overview-top table")) == 4, "top campaigns for each channel")
+
+
+def check_crosstab(driver, base, day_from, day_to):
+    """Campaign × conversion: each cell against the export, one copy of each conversion."""
+    header = [th.text.split("\n") for th in driver.find_elements(By.CSS_SELECTOR, "#crosstab thead th")][1:-1]
+    columns = [(h[1].split(" · ")[0], int(h[1].split(" · ")[1])) for h in header]
+    shown = collections.Counter()
+    for tr in driver.find_elements(By.CSS_SELECTOR, "#crosstab tbody tr"):
+        label = tr.find_element(By.TAG_NAME, "th").text.split("\n")[1]
+        site, source_id = re.match(r"(\S+) · source id (\d+)", label).groups()
+        for column, td in zip(columns, tr.find_elements(By.TAG_NAME, "td")[:-1]):
+            if int(td.text):
+                shown[(site, int(source_id)) + column] += int(td.text)
+    wanted = collections.Counter()
+    for line in api(base, "/api/reports").splitlines():
+        r = json.loads(line)
+        if day_from <= r["received_at"][:10] <= day_to and r["verdict"] == "accepted" and r["role"] == "destination":
+            wanted[(r["source_site"], r["source_id"], r["attributed_on_site"], r["trigger_data"])] += 1
+    check(shown == wanted and len(wanted) > 3, f"campaign × conversion = export's destination copies ({len(wanted)} cells)")
+    check("destination copies" in text(driver, "crosstab-copy"), "the crosstab says which copy it counts")
+
+
+def check_url_state(driver, base):
+    """Filters go into the address; the address opened in another browser opens the same view."""
+    show(driver, "web")
+    Select(driver.find_element(By.ID, "advertiser")).select_by_value("acme")
+    WebDriverWait(driver, 10).until(lambda d: "advertiser=acme" in d.current_url)
+    Select(driver.find_element(By.ID, "site")).select_by_value("shop.example")
+    WebDriverWait(driver, 10).until(lambda d: "site=shop.example" in d.current_url)
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "status").text.startswith("Showing"))
+    url = driver.current_url
+    check(all(part in url for part in ["view=web", "advertiser=acme", "site=shop.example", "from=", "to="]), f"the view's state is in the address: {url}")
+    numbers = (text(driver, "accepted-source"), text(driver, "accepted-destination"))
+    other = browser(1280, 1000)
+    try:
+        fragment = url[url.index("#"):]
+        log_in(other, base, TOKEN, fragment)
+        WebDriverWait(other, 10).until(lambda d: d.find_element(By.ID, "status").text.startswith("Showing"))
+        same = (text(other, "accepted-source"), text(other, "accepted-destination"))
+        check(not other.find_element(By.ID, "view-web").get_attribute("hidden") and same == numbers,
+              f"a link opens the same view with the same numbers: {same} vs {numbers}")
+        check(other.find_element(By.ID, "site").get_attribute("value") == "shop.example"
+              and other.find_element(By.ID, "advertiser").get_attribute("value") == "acme", "and the same advertiser and site")
+        check(TOKEN not in other.current_url, "the token is never in the address")
+    finally:
+        other.quit()
+    # Back returns to the previous view.
+    show(driver, "apps")
+    driver.back()
+    WebDriverWait(driver, 10).until(lambda d: "view=web" in d.current_url and not d.find_element(By.ID, "view-web").get_attribute("hidden"))
+    check(True, "Back returns to the previous view")
+    Select(driver.find_element(By.ID, "advertiser")).select_by_value("")
+    WebDriverWait(driver, 10).until(lambda d: "advertiser=" not in d.current_url)
+
+
+def check_viewer(base, advertisers):
+    """A viewer token scoped to the publisher: its role shown, its numbers only, acme's refused."""
+    token = viewer_token("news", "News Daily's dashboard")
+    driver = browser(1280, 1000)
+    try:
+        log_in(driver, base, token)
+        WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "caller")))
+        role = text(driver, "caller")
+        check("Viewer" in role and "News Daily" in role and "changes nothing" in role, f"the page shows the viewer's role: {role}")
+        select = driver.find_element(By.ID, "advertiser")
+        check(not select.is_enabled() and Select(select).first_selected_option.text == "News Daily", "a scoped viewer's advertiser is fixed")
+        tiles = {t.get_attribute("data-channel"): int(t.find_element(By.CLASS_NAME, "value").text)
+                 for t in driver.find_elements(By.CSS_SELECTOR, "#overview-tiles .tile")}
+        check(tiles["app_installs"] == 0 and tiles["apple_ads"] == 0 and tiles["web"] > 0, f"the publisher's overview has no app numbers: {tiles}")
+        show(driver, "web")
+        sites = [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#site option") if o.get_attribute("value")]
+        check(sites == ["news.example"], f"a scoped viewer's site list is its own: {sites}")
+        check(int(text(driver, "accepted-destination")) == 0 and int(text(driver, "accepted-source")) > 0, "its web view counts its own copies")
+        page = driver.find_element(By.TAG_NAME, "body").text
+        check("shop.example ·" not in page.split("Campaign × conversion")[0], "nothing of acme's sites in its totals")
+        # Another advertiser's link: refused, not shown.
+        driver.get(base + "/#view=web&advertiser=acme")
+        WebDriverWait(driver, 10).until(lambda d: "403" in d.find_element(By.ID, "status").text)
+        check("reads advertiser news" in text(driver, "status"), "another advertiser's link is refused: " + text(driver, "status"))
+        show(driver, "tools")
+        arrivals = [row[0].split("\n")[0] for row in table(driver, "arrivals")]
+        check(arrivals == ["news.example"], f"its arrivals are its own: {arrivals}")
+        errors = console_errors(driver)
+        # The refused link's 403 is logged by the browser itself, as a wrong token's 401 is.
+        check(all("403" in e["message"] for e in errors), f"no console errors but the refused link: {errors}")
+    finally:
+        driver.quit()
+    # What the page read, read with the token: every path keeps to the publisher's site.
+    # (A publisher's own reports name the advertiser's site as attributed_on_site: the site each
+    # record was sent to is what must be the publisher's.)
+    for path in ["/api/reports", "/api/postbacks", "/api/apple-ads"]:
+        sites = {json.loads(line)["site"] for line in api(base, path, token).splitlines() if line}
+        check(sites <= {"news.example"}, f"{path} holds only what was sent to news.example: {sites}")
+    rows = api(base, "/api/reports.csv", token).splitlines()
+    column = rows[0].split(",").index("site")
+    check(len(rows) > 1 and {row.split(",")[column] for row in rows[1:]} == {"news.example"}, "the CSV export too")
+    recent = json.loads(api(base, "/api/rejections", token))["recent"]
+    check({r["site"] for r in recent} <= {"news.example"}, f"its refusals are those sent to its site: {len(recent)}")
+    metrics = api(base, "/metrics", token)
+    check("shop.example" not in metrics and "app.example" not in metrics and "attribution_reports_total" not in metrics,
+          "its metrics are its site's series alone")
+    try:
+        api(base, "/api/summary?advertiser=acme", token)
+        check(False, "another advertiser's summary is refused")
+    except urllib.error.HTTPError as error:
+        check(error.code == 403, f"another advertiser's summary is refused: {error.code}")
+    request = urllib.request.Request(base + "/api/conversions", data=b"{}", method="POST", headers={"Authorization": "Bearer " + token})
+    try:
+        urllib.request.urlopen(request)
+        check(False, "a viewer token cannot register")
+    except urllib.error.HTTPError as error:
+        problem = json.loads(error.read().decode())
+        check(error.code == 403 and problem["rule"] == "viewer_token_read_only", f"a viewer token cannot register: {error.code} {problem['rule']}")
+
+
+def check_health(driver, base):
+    """The silence warning names the app and the Info.plist keys, as /api/arrivals does."""
+    arrivals = json.loads(api(base, "/api/arrivals"))
+    silent = [r for r in arrivals["sites"] + arrivals["apps"] if r["silent"]]
+    items = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#health-list li")]
+    check(items == [r["warning"] for r in silent] and len(items) == 1, f"the page warns of each silent site or app: {items}")
+    check("Demo Puzzle Lite" in items[0] and "NSAdvertisingAttributionReportEndpoint" in items[0] and "AttributionCopyEndpoint" in items[0],
+          "the warning names the app and the keys to check")
+
+
+def check_narrow(base):
+    """390 px wide, keyboard only: log in, reach the views and filters, no horizontal scrolling."""
+    driver = browser(500, 900)
+    try:
+        # Headless Chromium will not make a window narrower than 500 px: emulate a phone's viewport.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True})
+        driver.get(base + "/")
+        WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
+        check(driver.switch_to.active_element.get_attribute("id") == "token", "the token field has focus at once")
+        driver.switch_to.active_element.send_keys(TOKEN + Keys.ENTER)
+        WebDriverWait(driver, 10).until(EC.text_to_be_present_in_element((By.ID, "status"), "Showing"))
+        # From the advertiser filter, Shift+Tab goes back through the views' tabs, Tab on to the period.
+        driver.execute_script("document.getElementById('advertiser').focus()")
+        order = []
+        for keys in [Keys.SHIFT + Keys.TAB] * 5 + [Keys.TAB] * 10:
+            driver.switch_to.active_element.send_keys(keys)
+            order.append(driver.switch_to.active_element.get_attribute("id") or driver.switch_to.active_element.get_attribute("data-view"))
+        check(all(x in order for x in ["overview", "web", "apps", "apple-ads", "tools", "advertiser", "from", "to"]), f"Tab reaches the views and the filters: {order}")
+        # To the Web view by keyboard, then the copies filter by keyboard.
+        while driver.switch_to.active_element.get_attribute("data-view") != "web":
+            driver.switch_to.active_element.send_keys(Keys.SHIFT + Keys.TAB)
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        WebDriverWait(driver, 10).until(lambda d: "view=web" in d.current_url and d.find_element(By.ID, "status").text.startswith("Showing"))
+        for _ in range(30):
+            driver.switch_to.active_element.send_keys(Keys.TAB)
+            if driver.switch_to.active_element.get_attribute("id") == "role":
+                break
+        check(driver.switch_to.active_element.get_attribute("id") == "role", "Tab reaches the copies filter")
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        WebDriverWait(driver, 10).until(lambda d: "role=source" in d.current_url and d.find_element(By.ID, "accepted-destination").text == "0")
+        check(text(driver, "accepted-destination") == "0", "copies filter by keyboard: destination copies drop to 0")
+        for view in ["overview", "web", "apps", "apple-ads", "tools"]:
+            show(driver, view)
+            viewport, width = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
+            check(viewport == 390 and width <= 390, f"{view}: no horizontal scrolling at 390 px (content {width} px wide)")
+            if view in ("overview", "apps"):
+                driver.save_screenshot(os.path.join(SHOTS, f"{view}-390.png"))
+        errors = console_errors(driver)
+        check(errors == [], f"no console errors at 390 px: {errors}")
+    finally:
+        driver.quit()
 
 
 def main():
@@ -222,17 +442,33 @@ def main():
         driver = browser(1280, 1000)
         try:
             # A wrong token gets a clear message and the login form again.
-            log_in(driver, base, "not-the-token")
+            driver.get(base + "/")
+            field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
+            field.send_keys("not-the-token" + Keys.ENTER)
             error = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "login-error")))
             check("not accepted" in error.text, "a wrong token is answered with a clear message: " + error.text)
             check(not driver.find_element(By.ID, "summary").is_displayed(), "a wrong token shows no numbers")
             # The browser itself logs the refused request; what follows must log nothing.
             driver.get_log("browser")
 
-            log_in(driver, base, TOKEN)
+            field = WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
+            field.send_keys(TOKEN + Keys.ENTER)
             WebDriverWait(driver, 10).until(EC.text_to_be_present_in_element((By.ID, "status"), "Showing"))
+            check("view=overview" in driver.current_url and not driver.find_element(By.ID, "view-overview").get_attribute("hidden"),
+                  "the first view is the overview")
+            check("Admin" in text(driver, "caller"), "the page shows the admin role: " + text(driver, "caller"))
             day_from = driver.find_element(By.ID, "from").get_attribute("value")
             day_to = driver.find_element(By.ID, "to").get_attribute("value")
+            advertisers = json.loads(api(base, "/api/advertisers"))
+            check_health(driver, base)
+            Select(driver.find_element(By.ID, "advertiser")).select_by_value("acme")
+            WebDriverWait(driver, 10).until(lambda d: "Acme Puzzles" in d.find_element(By.ID, "overview-who").text)
+            check_overview(driver, base, day_from, day_to, next(a for a in advertisers if a["id"] == "acme"))
+            driver.save_screenshot(os.path.join(SHOTS, "overview-1280.png"))
+            Select(driver.find_element(By.ID, "advertiser")).select_by_value("")
+            WebDriverWait(driver, 10).until(lambda d: "Every site" in d.find_element(By.ID, "overview-who").text)
+
+            show(driver, "web")
             counts, campaigns, conversions, reasons = expected_from_export(base, day_from, day_to)
             check(int(text(driver, "accepted-source")) == counts["accepted_source"],
                   f"source copies {text(driver, 'accepted-source')} = export {counts['accepted_source']}")
@@ -242,6 +478,10 @@ def main():
                   f"quarantined {text(driver, 'quarantined-total')} = export {counts['quarantined']}")
             check(int(text(driver, "late-total")) == counts["late"], f"late {text(driver, 'late-total')} = export {counts['late']}")
             check(counts["accepted_source"] > 0 and counts["quarantined"] > 0 and counts["late"] > 0, "the demo produced every kind")
+            check_crosstab(driver, base, day_from, day_to)
+            bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")
+            check(len(bars) == 2 * 30, f"the chart draws two bars for each of the 30 days ({len(bars)})")
+            driver.save_screenshot(os.path.join(SHOTS, "web-1280.png"))
 
             shown = {}
             for name_cell, source, destination, verified in table(driver, "campaigns"):
@@ -276,6 +516,7 @@ def main():
             rejected = {row[0]: int(row[1]) for row in table(driver, "rejections")}
             check(rejected == json.loads(api(base, "/api/rejections"))["counts"], f"refusals = /api/rejections: {rejected}")
             # The Apps view: every number against /api/postbacks.
+            show(driver, "apps")
             WebDriverWait(driver, 10).until(lambda d: len(table(d, "apps-signatures")) > 0)
             totals, kinds, signatures, app_reasons, rows = expected_apps(base, day_from, day_to)
             for element, key in [("apps-installs", "installs"), ("apps-redownloads", "redownloads"), ("apps-reengagements", "re_engagements")]:
@@ -298,54 +539,35 @@ def main():
                         shown[(network_id, campaign_id, kind)] += int(n)
             check(shown == rows, f"Apps campaign table = export ({len(rows)} cells)")
             check("Holiday video" in text(driver, "apps-campaigns"), "campaign names come from the registered ad network")
-            check("purchase" in text(driver, "apps-fine"), "fine values are read through the app's schema")
-            driver.execute_script("document.getElementById('apps').scrollIntoView()")
+            fine = {row[0].split("\n")[0]: int(row[2]) for row in table(driver, "apps-fine")}
+            check("purchase" in fine and len(fine) <= 8, f"fine values grouped by meaning, not one row per value: {fine}")
+            check(sum(fine.values()) == sum(int(r[2]) for r in table(driver, "apps-fine")), "each meaning's postbacks add up")
+            days = driver.find_elements(By.CSS_SELECTOR, "#apps-chart rect")
+            check(len(days) == 2 * 30, f"installs per day are charted ({len(days)} bars)")
+            crosstab = sum(int(td.text) for td in driver.find_elements(By.CSS_SELECTOR, "#apps-crosstab tbody td:last-child"))
+            accepted = sum(1 for l in api(base, "/api/postbacks").splitlines()
+                           if json.loads(l)["verdict"] == "accepted" and day_from <= json.loads(l)["received_at"][:10] <= day_to)
+            check(crosstab == accepted, f"campaign × value counts every accepted postback once: {crosstab} vs {accepted}")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
+            show(driver, "apple-ads")
             check_apple_ads(driver, base, day_from, day_to)
+            show(driver, "tools")
             check_plist_form(driver, base)
-            driver.execute_script("window.scrollTo(0, 0)")
-            bars = driver.find_elements(By.CSS_SELECTOR, "#chart rect")
-            check(len(bars) == 2 * 30, f"the chart draws two bars for each of the 30 days ({len(bars)})")
-            driver.save_screenshot(os.path.join(SHOTS, "summary-1280.png"))
+            check_url_state(driver, base)
             errors = console_errors(driver)
             check(errors == [], f"no console errors: {errors}")
+            # The picture in docs/: the advertiser's overview.
+            driver.get(base + "/#view=overview&advertiser=acme")
+            WebDriverWait(driver, 10).until(lambda d: "Acme Puzzles" in d.find_element(By.ID, "overview-who").text)
+            height = driver.execute_script("return document.documentElement.scrollHeight")
+            driver.set_window_size(1280, min(height + 140, 2400))
+            driver.save_screenshot(os.path.join(SHOTS, "summary-page.png"))
         finally:
             driver.quit()
 
-        # 375 px wide, keyboard only: Tab to the token field, type, Enter; Tab through the filters.
-        driver = browser(500, 900)
-        try:
-            # Headless Chromium will not make a window narrower than 500 px: emulate a phone's viewport.
-            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True})
-            driver.get(base + "/")
-            WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "token")))
-            body = driver.find_element(By.TAG_NAME, "body")
-            check(driver.switch_to.active_element.get_attribute("id") == "token", "the token field has focus at once")
-            driver.switch_to.active_element.send_keys(TOKEN + Keys.ENTER)
-            WebDriverWait(driver, 10).until(EC.text_to_be_present_in_element((By.ID, "status"), "Showing"))
-            order = []
-            for _ in range(12):
-                driver.switch_to.active_element.send_keys(Keys.TAB)
-                order.append(driver.switch_to.active_element.get_attribute("id"))
-            check(order[:4] == ["site", "from", "to", "role"] or all(x in order for x in ["site", "from", "to", "role"]),
-                  f"Tab reaches every filter: {order}")
-            # Choose "Source copies" with the keyboard, Tab to "Update" and press Enter.
-            while driver.switch_to.active_element.get_attribute("id") != "role":
-                driver.switch_to.active_element.send_keys(Keys.SHIFT + Keys.TAB)
-            driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
-            driver.switch_to.active_element.send_keys(Keys.TAB)
-            check(driver.switch_to.active_element.text == "Update", "Tab after the filters reaches Update")
-            driver.switch_to.active_element.send_keys(Keys.ENTER)
-            WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "accepted-destination").text == "0")
-            check(text(driver, "accepted-destination") == "0", "role filter by keyboard: destination copies drop to 0")
-            viewport, width = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
-            check(viewport == 375 and width <= 375, f"no horizontal scrolling at 375 px (viewport {viewport}, content {width} px wide)")
-            driver.save_screenshot(os.path.join(SHOTS, "summary-375.png"))
-            errors = console_errors(driver)
-            check(errors == [], f"no console errors at 375 px: {errors}")
-            del body
-        finally:
-            driver.quit()
+        check_viewer(base, advertisers)
+        check_narrow(base)
+
     finally:
         process.terminate()
         process.wait(timeout=20)
