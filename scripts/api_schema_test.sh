@@ -4,7 +4,9 @@
 # answer outside the documented statuses, content types, headers and schemas, no undeclared
 # method answered other than 405, and no authenticated path that answers without the token.
 # The endpoint runs the demo (three weeks of traffic, registrations, the manual clock), so the
-# summary, the exports and the registries have something in them.
+# summary, the exports and the registries have something in them. It runs twice: first with a
+# viewer token scoped to the demo's advertiser "acme" (every write must be a documented 403, every
+# read within its sites), then with the admin token (whose fuzzing may remove that advertiser).
 # `scheduleTokenKey` is left out: each call it accepts makes an RSA-4096 key (seconds of CPU), and a
 # hundred of them would be the run; TokenPathTests covers it.
 # Usage: scripts/api_schema_test.sh BINARY [max examples per operation, default 100]
@@ -27,16 +29,24 @@ for _ in $(seq 600); do
 done
 [ -n "$port" ] || { echo "the demo did not start" >&2; exit 1; }
 
-set +e
-schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,ignored_auth \
-  --exclude-operation-id scheduleTokenKey \
-  --max-examples "$examples" --seed 20261123 --suppress-health-check all --no-color > "$work/schemathesis.out" 2>&1
-status=$?
-set -e
-tail -150 "$work/schemathesis.out"
-cases=$(sed -n 's/^ *\([0-9]*\) generated.*/\1/p' "$work/schemathesis.out" | tail -1)
+run() {
+  local label=$1 bearer=$2
+  set +e
+  schemathesis run docs/openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $bearer" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,ignored_auth \
+    --exclude-operation-id scheduleTokenKey \
+    --max-examples "$examples" --seed 20261123 --suppress-health-check all --no-color > "$work/schemathesis-$label.out" 2>&1
+  local status=$?
+  set -e
+  tail -150 "$work/schemathesis-$label.out"
+  cases=$(sed -n 's/^ *\([0-9]*\) generated.*/\1/p' "$work/schemathesis-$label.out" | tail -1)
+  echo "schemathesis with the $label token: ${cases:-0} test cases against $(grep -c 'operationId:' docs/openapi.yaml) operations"
+  return $status
+}
+viewer=$("$binary" viewer-token add --label "schemathesis" --advertiser acme --data "$work/data")
+status=0
+run viewer "$viewer" || status=1
+run admin "$token" || status=1
 kill -0 $pid 2>/dev/null || { echo "the endpoint died during the run" >&2; status=1; }
-echo "schemathesis: ${cases:-0} test cases against $(grep -c 'operationId:' docs/openapi.yaml) operations"
 if [ $status -eq 0 ]; then echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $status
