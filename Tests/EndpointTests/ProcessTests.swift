@@ -105,6 +105,25 @@ import RawHTTPClient
         #endif
     }
 
+    /// With the access log on: requests with the admin token, a viewer token, a wrong one and one
+    /// in the URL where it does not belong; no token appears in any line the endpoint writes.
+    @Test func noTokenAppearsInALogLine() throws {
+        let directory = temporaryDirectory()
+        let admin = "admin-token-that-must-not-be-logged"
+        let server = try EndpointProcess(arguments: ["--data", directory, "--site", "shop.example", "--token", admin], accessLog: true)
+        let made = try runEndpoint(["viewer-token", "add", "--label", "log test", "--data", directory])
+        let viewer = try #require(made.output.split(separator: "\n").map(String.init).first { $0.hasPrefix("vt_") })
+        for (token, path) in [(admin, "/api/summary"), (viewer, "/api/summary"), (viewer, "/api/conversions"), ("vt_wrong", "/api/reports"),
+                              (admin, "/api/reports?token=\(viewer)")] {
+            let method = path == "/api/conversions" ? "POST" : "GET"
+            _ = try httpRequest(port: server.port, method: method, path: path, headers: [("Authorization", "Bearer \(token)")], body: Array("{}".utf8))
+        }
+        server.signal(SIGTERM)
+        let (status, stderr) = server.wait()
+        #expect(status == 0 && stderr.contains("\"path\":\"/api/summary\""), "the access log was written")
+        #expect(!stderr.contains(admin) && !stderr.contains(viewer) && !stderr.contains(String(viewer.suffix(64))) && !stderr.contains("vt_wrong"))
+    }
+
     /// stderr is a pipe whose reader stops reading (a stuck log shipper): the access log fills the
     /// pipe and the endpoint's log buffer, and from then on costs log lines, never reports.
     @Test func aStalledLogReaderCostsLinesNotReports() throws {
