@@ -47,9 +47,9 @@ struct ConversionTable {
     /// Rows of a day still being counted, and those counted into a day after it was frozen
     /// (a clock set back); the next `freeze` folds them in.
     private var open: [Key: Counts] = [:]
-    /// Rows of a day over, sorted by key, as variable-length numbers: each key as its difference
-    /// from the row before, then the three counts. About 7 bytes a row, where a row in memory
-    /// takes 24; a year of a top app's campaigns is history the view must keep.
+    /// Rows of a day over, sorted by key, as variable-length numbers: a flags byte, the key as its
+    /// difference from the row before, then the counts that are not zero. About 5 bytes a row,
+    /// where a row in memory takes 32 and its slot; a year of a top app's campaigns is history the view must keep.
     private var frozen: [UInt8] = []
     private var frozenRows = 0
 
@@ -66,18 +66,21 @@ struct ConversionTable {
         bytes.reserveCapacity(rows.count * 8)
         var previous = Key(network: 0, campaign: 0, app: 0)
         for (key, counts) in rows.sorted(by: { $0.key < $1.key }) {
-            // Sorted, so every difference taken is at least zero.
+            // A flags byte says what follows: most rows share the row before's ad network and app,
+            // and have one or two counts that are not zero. Sorted, so every difference taken is
+            // at least zero.
             let sameNetwork = key.network == previous.network
-            let sameCampaign = sameNetwork && key.campaign == previous.campaign
-            let sameApp = sameCampaign && key.app == previous.app
-            Self.append(key.network &- previous.network, to: &bytes)
+            var flags: UInt8 = sameNetwork ? 0 : Self.networkChanges
+            if key.app != previous.app { flags |= Self.appChanges }
+            for (bit, n) in [counts.installs, counts.redownloads, counts.reEngagements, counts.postbacks].enumerated() where n != 0 {
+                flags |= Self.countFollows << UInt8(bit)
+            }
+            bytes.append(flags)
+            if !sameNetwork { Self.append(key.network &- previous.network, to: &bytes) }
             Self.append(sameNetwork ? key.campaign &- previous.campaign : key.campaign, to: &bytes)
-            Self.append(sameCampaign ? key.app &- previous.app : key.app, to: &bytes)
-            Self.append(sameApp ? key.value &- previous.value : key.value, to: &bytes)
-            Self.append(counts.installs, to: &bytes)
-            Self.append(counts.redownloads, to: &bytes)
-            Self.append(counts.reEngagements, to: &bytes)
-            Self.append(counts.postbacks, to: &bytes)
+            if key.app != previous.app { Self.append(key.app, to: &bytes) }
+            Self.append(key.value, to: &bytes)
+            for n in [counts.installs, counts.redownloads, counts.reEngagements, counts.postbacks] where n != 0 { Self.append(n, to: &bytes) }
             previous = key
         }
         // Exactly as long as written: a year of days keeps every one.
@@ -102,26 +105,33 @@ struct ConversionTable {
         var previous = Key(network: 0, campaign: 0, app: 0)
         var counts = Counts(AppsSummary.ConversionCounts())
         while at < frozen.count {
-            let networkStep = Self.read(frozen, &at)
-            let campaign = Self.read(frozen, &at)
-            let app = Self.read(frozen, &at)
-            let value = Self.read(frozen, &at)
-            var key = Key(network: previous.network &+ networkStep, campaign: campaign, app: app, value: value)
-            if networkStep == 0 {
-                key.campaign = previous.campaign &+ campaign
-                if campaign == 0 {
-                    key.app = previous.app &+ app
-                    if app == 0 { key.value = previous.value &+ value }
-                }
+            let flags = frozen[at]
+            at += 1
+            var key = previous
+            if flags & Self.networkChanges != 0 {
+                key.network = previous.network &+ Self.read(frozen, &at)
+                key.campaign = Self.read(frozen, &at)
+            } else {
+                key.campaign = previous.campaign &+ Self.read(frozen, &at)
             }
-            counts.installs = Self.read(frozen, &at)
-            counts.redownloads = Self.read(frozen, &at)
-            counts.reEngagements = Self.read(frozen, &at)
-            counts.postbacks = Self.read(frozen, &at)
+            if flags & Self.appChanges != 0 { key.app = Self.read(frozen, &at) }
+            key.value = Self.read(frozen, &at)
+            func count(_ bit: UInt8) -> UInt32 { flags & (Self.countFollows << bit) != 0 ? Self.read(frozen, &at) : 0 }
+            counts.installs = count(0)
+            counts.redownloads = count(1)
+            counts.reEngagements = count(2)
+            counts.postbacks = count(3)
             visit(key, counts)
             previous = key
         }
     }
+
+    /// A frozen row's flags: the ad network differs from the row before's (its difference
+    /// follows, then the campaign whole, not as a difference); the app differs (it follows whole);
+    /// and from bit 2 on, which of the four counts follow (the others are zero).
+    private static let networkChanges: UInt8 = 1
+    private static let appChanges: UInt8 = 2
+    private static let countFollows: UInt8 = 4
 
     /// Seven bits a byte, low first; the high bit says another follows.
     private static func append(_ value: UInt32, to bytes: inout [UInt8]) {
