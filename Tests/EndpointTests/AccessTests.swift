@@ -96,11 +96,24 @@ import Testing
     @Test func aScopedTokenReadsItsAdvertisersSitesAlone() throws {
         let endpoint = try Self.endpoint()
         defer { endpoint.stop() }
+        // Each advertiser's registrations name its own: the shop's conversion, the publisher's campaign.
+        for (path, body) in [("/api/conversions", #"{"site":"shop.example","name":"purchase","trigger_data":3}"#),
+                             ("/api/campaigns", #"{"source_site":"news.example","source_id":40,"destination":"shop.example","name":"Winter sale","starts_at":"2026-11-01T00:00:00Z"}"#)] {
+            #expect(endpoint.request("POST", path, headers: Self.admin, body: Array(body.utf8)).status == 201)
+        }
         // Triggers and reports: each conversion's two copies, one to the publisher (news) and one
         // to the shop (acme).
+        let clock = { (time: String) in
+            #expect(endpoint.request("POST", "/admin/clock", headers: Self.admin, body: Array(#"{"now":"\#(time)"}"#.utf8)).status == 200)
+        }
+        clock("2026-11-20T10:00:00Z")
+        for triggerData in [3, 3, 5] {
+            _ = endpoint.request("GET", "/.well-known/private-click-measurement/trigger-attribution/0\(triggerData)", host: "shop.example")
+        }
+        // A day and a half later, as browsers send them.
+        clock("2026-11-21T22:00:00Z")
         for (i, triggerData) in [3, 3, 5].enumerated() {
             let body = reportBody(sourceID: 40 + i, triggerData: triggerData)
-            _ = endpoint.request("GET", "/.well-known/private-click-measurement/trigger-attribution/0\(triggerData)", host: "shop.example")
             #expect(try endpoint.post(body, host: "shop.example").status == 201)
             #expect(try endpoint.post(body, host: "news.example").status == 201)
         }
@@ -163,6 +176,22 @@ import Testing
             let unknown = try endpoint.get(path + "?advertiser=nobody")
             #expect(unknown.status == 404 && json(unknown)["rule"] as? String == "unknown_advertiser", "\(path)")
         }
+        // Names are their owners' registrations: the publisher's copies name no conversion of the
+        // shop's, the shop's copies no campaign of the publisher's; the admin sees both.
+        func names(_ token: String, _ list: String, _ key: String) -> Set<String> {
+            Set((json(endpoint.request("GET", "/api/summary", headers: Self.bearer(token)))[list] as? [[String: Any]] ?? []).compactMap { $0[key] as? String })
+        }
+        #expect(names(news, "by_conversion", "conversion").isEmpty && names(news, "by_campaign", "campaign") == ["Winter sale"])
+        #expect(names(acme, "by_conversion", "conversion") == ["purchase"] && names(acme, "by_campaign", "campaign").isEmpty)
+        #expect(names(everyone, "by_conversion", "conversion") == ["purchase"] && names(everyone, "by_campaign", "campaign") == ["Winter sale"])
+        #expect(!endpoint.request("GET", "/api/summary/crosstab.csv", headers: Self.bearer(acme)).bodyText.contains("Winter sale"))
+        #expect(!endpoint.request("GET", "/api/summary.csv", headers: Self.bearer(news)).bodyText.contains("purchase"))
+        // A scoped token's Info.plist check knows its own sites, not the others served here.
+        let plist = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>NSAdvertisingAttributionReportEndpoint</key><string>https://shop.example</string></dict></plist>"#
+        let checked = endpoint.request("POST", "/api/plist-check", headers: Self.bearer(news), body: Array(plist.utf8)).bodyText
+        #expect(!checked.contains("app.example") && checked.contains("news.example"), "\(checked)")
+        // Another id is refused to a scoped token whether it exists or not.
+        #expect(endpoint.request("GET", "/api/summary?advertiser=nobody", headers: Self.bearer(acme)).status == 403)
         let keys = json(endpoint.request("GET", "/api/token-keys", headers: Self.bearer(acme)))
         #expect(Set((keys["keys"] as? [[String: Any]] ?? []).compactMap { $0["site"] as? String }).isSubset(of: ["shop.example", "app.example"]))
         #expect((keys["next_keys"] as? [String: Any])?.keys.contains("news.example") == false)

@@ -1,6 +1,8 @@
+import AppDevelopers
 import HTTPServer
 import Marketers
 import Primitives
+import SiteOwners
 
 /// Who is asking: the holder of the admin token, or of a viewer token.
 enum Caller: Sendable {
@@ -17,6 +19,12 @@ struct ReadScope: Sendable {
     var advertiser: Advertiser?
 
     static let everything = ReadScope(sites: nil, advertiser: nil)
+    /// What a request whose token cannot be resolved reads (a token revoked between its gate and
+    /// its handler): nothing.
+    static let nothing = ReadScope(sites: [], advertiser: nil)
+
+    /// Whether this reads every site: the admin token, or a viewer token of every advertiser.
+    var isEverything: Bool { sites == nil }
 
     func allows(_ site: String) -> Bool { sites?.contains(site) ?? true }
 
@@ -78,11 +86,16 @@ final class AccessControl: Sendable {
     func readScope(_ request: HTTPRequest) throws(Problem) -> ReadScope {
         let readable = scope(request)
         guard let named = request.queryItems.first(where: { $0.name == "advertiser" })?.value, !named.isEmpty else { return readable }
+        // A scoped token learns nothing of other ids, not even whether they exist.
+        guard readable.isEverything else {
+            guard let own = readable.advertiser, own.id == named else {
+                throw Problem(status: 403, rule: "outside_scope", field: "advertiser",
+                              detail: "this token reads \(readable.advertiser.map { "advertiser \($0.id)'s" } ?? "no") numbers alone")
+            }
+            return readable
+        }
         guard let advertiser = advertisers.registry.advertiser(id: named) else {
             throw Problem(status: 404, rule: "unknown_advertiser", field: "advertiser", detail: "no advertiser with id \"\(named.prefix(64))\"")
-        }
-        if let own = readable.advertiser, own.id != advertiser.id {
-            throw Problem(status: 403, rule: "outside_scope", field: "advertiser", detail: "this token reads advertiser \(own.id)'s numbers alone")
         }
         return ReadScope(sites: Set(advertiser.sites), advertiser: advertiser)
     }
@@ -92,8 +105,8 @@ final class AccessControl: Sendable {
     func scope(_ request: HTTPRequest) -> ReadScope {
         switch try? caller(request) {
         case .admin?: return .everything
-        case .viewer(let viewer)?: return (try? scope(of: viewer)) ?? ReadScope(sites: [], advertiser: nil)
-        case nil: return ReadScope(sites: [], advertiser: nil)
+        case .viewer(let viewer)?: return (try? scope(of: viewer)) ?? .nothing
+        case nil: return .nothing
         }
     }
 
@@ -124,8 +137,11 @@ final class AccessControl: Sendable {
                 out += "}"
             } else { out += "null" }
             out += ",\"sites\":" + Self.list(scope.sites)
-        default:
+        case .admin?:
             out += "\"admin\",\"label\":null,\"advertiser\":null,\"sites\":null"
+        case nil:
+            // Revoked between the gate and here: it reads nothing.
+            out += "\"viewer\",\"label\":null,\"advertiser\":null,\"sites\":[]"
         }
         return out + "}"
     }
@@ -133,6 +149,29 @@ final class AccessControl: Sendable {
     static func list(_ sites: Set<String>?) -> String {
         guard let sites else { return "null" }
         return "[" + sites.sorted().map { s in var t = ""; JSONValue.writeString(s, to: &t); return t }.joined(separator: ",") + "]"
+    }
+}
+
+extension Registry {
+    /// The registrations a scope may read: the conversions and campaigns of its sites. A report
+    /// sent to one advertiser names another's conversion only by its trigger data.
+    func within(_ sites: Set<String>?) -> Registry {
+        guard let sites else { return self }
+        var copy = self
+        for c in conversions where !sites.contains(c.site) { copy.removeConversion(site: c.site, name: c.name) }
+        for c in campaigns where !sites.contains(c.sourceSite) { copy.removeCampaign(sourceSite: c.sourceSite, name: c.name) }
+        return copy
+    }
+}
+
+extension AppRegistry {
+    /// The apps a scope may read, with their names and schemas; ad networks and Apple Ads
+    /// campaigns are every advertiser's.
+    func within(_ sites: Set<String>?) -> AppRegistry {
+        guard let sites else { return self }
+        var copy = self
+        for app in apps where !sites.contains(app.site) { copy.removeApp(appID: app.appID) }
+        return copy
     }
 }
 

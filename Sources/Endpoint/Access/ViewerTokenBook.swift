@@ -65,7 +65,17 @@ final class ViewerTokenBook: Sendable {
         return found
     }
 
+    /// Read, changed and saved under an exclusive `flock` of `viewer-tokens.json.lock`: two
+    /// commands at once (an add and a revoke) must not save over each other, or a revoked token
+    /// would come back.
     private func update(_ change: (inout ViewerTokenList) throws(RequestProblem) -> Void) throws {
+        let lock = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw DurableFileError(description: "cannot open \(path).lock: errno \(errno)") }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw DurableFileError(description: "cannot lock \(path).lock: errno \(errno)") }
+        }
+        defer { flock(lock, LOCK_UN) }
         var list = try file.load()
         try change(&list)
         try file.save(list)
@@ -81,6 +91,8 @@ final class ViewerTokenBook: Sendable {
         #else
         let changed = info.st_ctimespec
         #endif
-        return [Int64(info.st_ino), Int64(info.st_size), Int64(changed.tv_sec), Int64(changed.tv_nsec)]
+        // Truncating: an inode number may use all 64 bits (overlayfs, some network file systems).
+        return [Int64(truncatingIfNeeded: info.st_ino), Int64(truncatingIfNeeded: info.st_size),
+                Int64(truncatingIfNeeded: changed.tv_sec), Int64(truncatingIfNeeded: changed.tv_nsec)]
     }
 }

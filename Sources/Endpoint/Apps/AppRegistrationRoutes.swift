@@ -73,9 +73,10 @@ struct AppRegistrationRoutes: Sendable {
 
     /// A registration no site owns: every advertiser's campaigns may be in it.
     private func requireUnscoped(_ request: HTTPRequest, _ what: String) throws(Problem) {
-        guard let advertiser = try scope(request).advertiser else { return }
+        let readable = try scope(request)
+        guard !readable.isEverything else { return }
         throw Problem(status: 403, rule: "outside_scope",
-                      detail: "the registered \(what) are shared by every advertiser; this token reads advertiser \(advertiser.id)'s alone, and the summaries name its campaigns")
+                      detail: "the registered \(what) are shared by every advertiser; this token reads \(readable.advertiser.map { "advertiser \($0.id)'s" } ?? "no") sites alone, and the summaries name its campaigns")
     }
 
     private func register(_ request: HTTPRequest, _ add: (JSONValue, inout AppRegistry) throws(RequestProblem) -> String) throws -> HTTPResponse {
@@ -119,12 +120,12 @@ struct AppsSummaryRoutes: Sendable {
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
                     try scoped(request, responder, needsLedger: true, node: { summary($0) }) { cluster, query, registry in
-                        try ClusterAppsSummary.summary(cluster, query: query).json(registry, query: query)
+                        try ClusterAppsSummary.summary(cluster, query: query).json(registry.within(query.within), query: query)
                     }
                 }),
                 Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], handler: { request, responder in
-                    try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry) }) {
-                        cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry)
+                    try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry.within($0.within)) }) {
+                        cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry.within(query.within))
                     }
                 }),
                 Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
@@ -137,7 +138,7 @@ struct AppsSummaryRoutes: Sendable {
     }
 
     func summary(_ query: AppsSummary.Query) -> String {
-        aggregates.summary(query).json(book.registry, query: query)
+        aggregates.summary(query).json(book.registry.within(query.within), query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.

@@ -8,6 +8,9 @@ struct PlistCheckRoutes: Sendable {
     static let path = "/api/plist-check"
 
     let servedSites: Set<String>
+    /// A viewer token scoped to an advertiser checks against that advertiser's sites: the others
+    /// served here are not its to know.
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -23,7 +26,8 @@ struct PlistCheckRoutes: Sendable {
             throw Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)")
         }
         do throws(PropertyList.NotAPropertyList) {
-            return JSONResponse.make(200, try InfoPlistCheck(servedSites: servedSites).check(bytes: request.body).json)
+            let sites = (try? scope(request).sites).map { $0.intersection(servedSites) } ?? servedSites
+            return JSONResponse.make(200, try InfoPlistCheck(servedSites: sites).check(bytes: request.body).json)
         } catch {
             throw Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)")
         }

@@ -20,8 +20,8 @@ struct MarketerRoutes: Sendable {
         [
             RouteGroup("advertisers", gate: registrationGate, routes: [
                 Route(.exact("/api/advertisers"), methods: ["GET", "HEAD"]) { request in
-                    let readable = access.scope(request)
-                    let shown = advertisers.registry.advertisers.filter { readable.advertiser == nil || readable.advertiser?.id == $0.id }
+                    let readable = try access.readScope(request)
+                    let shown = advertisers.registry.advertisers.filter { readable.isEverything || readable.advertiser?.id == $0.id }
                     return JSONResponse.make(200, SiteOwnerRoutes.encode(shown))
                 },
                 Route(.exact("/api/advertisers"), methods: ["POST"]) { request in

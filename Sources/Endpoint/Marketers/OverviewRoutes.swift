@@ -30,10 +30,11 @@ struct OverviewRoutes: Sendable {
             }
         }
         let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
-        let advertiser = try access.readScope(request).advertiser
-        let within = advertiser.map { Set($0.sites) }
+        let readable = try access.readScope(request)
+        let advertiser = readable.advertiser
+        let within = readable.sites
         var overview = Overview(advertiser: advertiser, from: period.from, to: period.to)
-        let registry = apps.registry
+        let registry = apps.registry.within(within)
 
         let pcm = SummaryQuery(site: nil, from: period.from, to: period.to, role: nil, within: within)
         switch summary.read({ SummaryReport($0, pcm) }) {

@@ -148,8 +148,13 @@ struct SummaryReport: Sendable {
             for (key, n) in day.quarantineReasons where matches(key.owner) { reasons[key.reason, default: RoleCounts()].add(key.owner.role, n) }
             for (key, n) in day.delays where matches(key.owner) { delays[key.bucket] += n }
         }
+        // A campaign's name is its publisher's registration: shown to those who read the publisher's site.
+        func campaignName(_ campaign: SummaryAggregates.Name?, of sourceSite: String) -> String? {
+            query.within.map { $0.contains(sourceSite) } ?? true ? campaign.map(aggregates.name) : nil
+        }
         func campaignRow(_ key: SummaryAggregates.CampaignKey) -> CampaignRow {
-            CampaignRow(sourceSite: aggregates.name(key.sourceSite), sourceID: key.sourceID, campaign: key.campaign.map(aggregates.name))
+            let site = aggregates.name(key.sourceSite)
+            return CampaignRow(sourceSite: site, sourceID: key.sourceID, campaign: campaignName(key.campaign, of: site))
         }
         func conversionRow(_ key: SummaryAggregates.ConversionKey) -> ConversionRow {
             ConversionRow(destination: aggregates.name(key.destination), triggerData: key.triggerData)
@@ -171,7 +176,8 @@ struct SummaryReport: Sendable {
             }
         }
         for (g, n) in cells {
-            let cell = CrosstabCell(campaign: CampaignRow(sourceSite: aggregates.name(g.sourceSite), sourceID: g.sourceID, campaign: g.campaign.map(aggregates.name)),
+            let site = aggregates.name(g.sourceSite)
+            let cell = CrosstabCell(campaign: CampaignRow(sourceSite: site, sourceID: g.sourceID, campaign: campaignName(g.campaign, of: site)),
                                     conversion: ConversionRow(destination: aggregates.name(g.destination), triggerData: g.triggerData))
             crosstab[cell, default: 0] += n
         }
@@ -283,7 +289,8 @@ struct SummaryReport: Sendable {
                 && (query.within?.contains(name(g.site)) ?? true) {
                 let conversion = registry.conversions(site: name(g.destination), triggerData: g.triggerData).first?.name ?? ""
                 rows.append([SummaryQuery.text(d), name(g.site), g.role.rawValue, g.accepted ? "accepted" : "quarantined", name(g.sourceSite),
-                             String(g.sourceID), g.campaign.map(name) ?? "", name(g.destination), String(g.triggerData), conversion,
+                             String(g.sourceID), query.within.map { $0.contains(name(g.sourceSite)) } ?? true ? g.campaign.map(name) ?? "" : "",
+                             name(g.destination), String(g.triggerData), conversion,
                              g.late ? "true" : "false", String(n)])
             }
             for row in rows.sorted(by: { $0.lexicographicallyPrecedes($1) }) {

@@ -32,7 +32,7 @@ struct SummaryRoutes: Sendable {
         guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv, crosstab: crosstab)) }
         guard let cluster else { throw ClusterScope.unavailable }
         let query = try self.query(request, items)
-        let registry = book.registry
+        let registry = book.registry.within(query.within)
         cluster.answer(responder) {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
             if crosstab { return Self.csv(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
@@ -58,7 +58,7 @@ struct SummaryRoutes: Sendable {
 
     func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool, crosstab: Bool = false) throws -> HTTPResponse {
         let query = try self.query(request, items)
-        let registry = book.registry
+        let registry = book.registry.within(query.within)
         func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
