@@ -126,14 +126,4 @@ public struct PostbackFields {
     }
 
     public func value(_ key: String) -> JSONValue? { members.first { $0.key == key }?.value }
-
-    /// The app the postback is for: SKAdNetwork's `app-id`, AdAttributionKit's
-    /// `advertised-item-identifier`, as digits; nil when absent or not a number.
-    public var appID: String? {
-        switch value("app-id") ?? value("advertised-item-identifier") {
-        case .number(let digits)?, .string(let digits)?:
-            !digits.isEmpty && digits.utf8.count <= 20 && digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) ? digits : nil
-        default: nil
-        }
-    }
 }

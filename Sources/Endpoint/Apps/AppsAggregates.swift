@@ -68,12 +68,15 @@ final class AppsAggregates: SegmentDigestOwner {
         retry.origin ?? originOf(retry.original) ?? PostbackOrigin(receivedAt: view.time, site: retry.site)
     }
 
-    /// Counts a stored postback.
-    func add(_ postback: StoredPostback) {
+    /// Counts a stored postback; returns the app it is for (`Facts.appID`), read from the same parse.
+    @discardableResult
+    func add(_ postback: StoredPostback) -> String? {
         let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
         var summary = AppsSummary(sites: [])
-        summary.add(AppsSummary.Facts(postback), retries: 0)
+        let facts = AppsSummary.Facts(postback)
+        summary.add(facts, retries: 0)
         state.withLock { $0.add(key, summary) }
+        return facts.appID
     }
 
     /// Counts a delivery that came again of the postback stored at `origin`.

@@ -125,6 +125,13 @@ struct AppsSummary: Codable {
         /// A field's value as text (booleans "true" and "false"); nil when absent.
         var text: (String) -> String?
 
+        /// The app it is for (`app-id`, `advertised-item-identifier`) as at most 20 digits; nil otherwise.
+        var appID: String? {
+            guard let digits = text(skadnetwork ? "app-id" : "advertised-item-identifier"), !digits.isEmpty, digits.utf8.count <= 20,
+                  digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return digits
+        }
+
         init(skadnetwork: Bool, accepted: Bool, reasons: [String], signature: String, development: Bool, text: @escaping (String) -> String?) {
             self.skadnetwork = skadnetwork
             self.accepted = accepted

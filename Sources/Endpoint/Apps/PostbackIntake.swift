@@ -94,12 +94,12 @@ struct PostbackIntake: Sendable {
             },
             stored: { record in
                 let stored = StoredPostback(id: record.id, receivedAt: record.time, draft: draft)
-                aggregates.add(stored)
+                let app = aggregates.add(stored)
                 metrics.postbackStored(stored)
                 // An app's last copy is one that was accepted (its signature checked): no stranger
                 // can clear an app's silence, or fill the book with app ids.
                 arrivals?.received(proto == .skadnetwork ? .skadnetwork : .adattributionkit, site: draft.site,
-                                   app: verdict == .accepted ? PostbackFields(stored).appID : nil, at: record.time)
+                                   app: verdict == .accepted ? app : nil, at: record.time)
             },
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))
