@@ -551,7 +551,7 @@ async function loadView() {
     const o = await (await api("/api/overview?" + params(period))).json();
     adoptPeriod(o);
     renderOverview(o);
-    status = `Showing ${o.from} to ${o.to}` + (o.advertiser ? ` for ${o.advertiser.name}.` : " for every site.") + " This node's own numbers.";
+    status = describeStatus(o) + (o.advertiser ? ` ${o.advertiser.name}'s sites.` : " Every site.");
   } else if (view === "web") {
     const s = await (await api("/api/summary?" + params([...period, ["site", "site"], ["role", "role"]]))).json();
     adoptPeriod(s);

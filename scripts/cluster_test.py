@@ -300,6 +300,23 @@ def compare_summaries(nodes, period, failures):
     for status in ads_cluster["by_status"]:
         if ads_cluster["by_status"][status] != sum(o["by_status"][status] for o in ads_own):
             failures.append("Apple Ads %s: cluster %d, nodes %d" % (status, ads_cluster["by_status"][status], sum(o["by_status"][status] for o in ads_own)))
+    # The overview across the cluster: the same counts, day by day, as its views'.
+    overview = json.loads(nodes[0].get("/api/overview?scope=cluster&" + period)[1])
+    channels = {c["id"]: c for c in overview["channels"]}
+    if overview["scope"] != "cluster":
+        failures.append("overview: scope=cluster answered %s" % overview["scope"])
+    ads_days = [sum(day) for day in zip(*[{c["id"]: c for c in json.loads(n.get("/api/overview?" + period)[1])["channels"]}["apple_ads"]["per_day"] for n in nodes])]
+    if channels["apple_ads"]["per_day"] != ads_days:
+        failures.append("overview Apple Ads per day: cluster %s, nodes %s" % (channels["apple_ads"]["per_day"], ads_days))
+    if channels["apple_ads"]["total"] != ads_cluster["by_status"].get("attributed", 0):
+        failures.append("overview Apple Ads: %d, the cluster's Apple Ads view %d" % (channels["apple_ads"]["total"], ads_cluster["by_status"].get("attributed", 0)))
+    apps_view = json.loads(nodes[1].get("/api/apps/summary?scope=cluster&" + period)[1])
+    installs = sum(r["installs"] + r["redownloads"] for r in apps_view["conversions"])
+    if channels["app_installs"]["total"] != installs:
+        failures.append("overview app installs: %d, the cluster's Apps view %d" % (channels["app_installs"]["total"], installs))
+    web = cluster["accepted"][cluster["crosstab"]["copy"]]
+    if channels["web"]["total"] != web:
+        failures.append("overview web: %d, the cluster's summary %d" % (channels["web"]["total"], web))
     print("cluster = sum of nodes: PCM accepted %s, quarantined %s; postbacks stored %d (%d stored on two nodes), duplicates %d; Apple Ads tokens %d"
           % (cluster["accepted"], cluster["quarantined"], apps_cluster["stored"], copies, apps_cluster["duplicates_received"], ads_cluster["tokens"]))
 

@@ -57,7 +57,11 @@ import Testing
         #expect(everything["advertiser"] is NSNull)
         let missing = try endpoint.get("/api/overview?advertiser=nobody")
         #expect(missing.status == 404 && json(missing)["rule"] as? String == "unknown_advertiser")
-        for bad in ["?site=shop.example", "?from=2026-13-01", "?from=2026-11-02&to=2026-11-01"] {
+        // A node that exports to no ClickHouse knows only its own numbers.
+        let cluster = try endpoint.get("/api/overview?scope=cluster")
+        #expect(cluster.status == 409 && json(cluster)["rule"] as? String == "cluster_scope_unavailable")
+        #expect(everything["scope"] as? String == "node" && everything["cluster_available"] as? Bool == false)
+        for bad in ["?site=shop.example", "?from=2026-13-01", "?from=2026-11-02&to=2026-11-01", "?scope=both"] {
             #expect(try endpoint.get("/api/overview" + bad).status == 400, "\(bad)")
         }
     }

@@ -9,15 +9,16 @@ enum ClusterAppleAdsSummary {
     static func sql(database db: String, query: AppsSummary.Query) -> String {
         let site = query.sqlSiteCondition
         return """
-            SELECT status, campaign, ad_group, keyword, conversion, sum(calls) AS call_count, count() AS n
-            FROM (SELECT node, id AS token_id, site FROM \(db).apple_ads_tokens FINAL WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens
+            SELECT status, campaign, ad_group, keyword, conversion, day, sum(calls) AS call_count, count() AS n
+            FROM (SELECT node, id AS token_id, site, intDiv(received_at_ms, 86400000) AS day FROM \(db).apple_ads_tokens FINAL
+                  WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens
             ANY LEFT JOIN (
                 SELECT node, token_id, argMax(status, id) AS status, countIf(called = 1) AS calls,
                        argMax(campaignId, id) AS campaign, argMax(adGroupId, id) AS ad_group,
                        argMax(keywordId, id) AS keyword, argMax(conversionType, id) AS conversion
                 FROM \(db).apple_ads_calls FINAL GROUP BY node, token_id
             ) AS latest_calls USING (node, token_id)
-            GROUP BY status, campaign, ad_group, keyword, conversion
+            GROUP BY status, campaign, ad_group, keyword, conversion, day
             """
     }
 
@@ -31,6 +32,7 @@ enum ClusterAppleAdsSummary {
             summary.byStatus[status, default: 0] += count
             summary.calls += row.int("call_count") ?? 0
             guard status == .attributed else { continue }
+            if let day = row.int("day").flatMap({ Int32(exactly: $0) }) { summary.attributedPerDay[day, default: 0] += count }
             let key = AppleAdsSummary.Key(campaign: row.string("campaign").flatMap { Int64($0) }, adGroup: row.string("ad_group").flatMap { Int64($0) },
                                           keyword: row.string("keyword").flatMap { Int64($0) })
             var installs = summary.installs[key] ?? (0, 0, 0)

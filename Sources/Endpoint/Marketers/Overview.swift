@@ -38,6 +38,9 @@ struct Overview {
     var from: Int32
     var to: Int32
     var channels: [Channel] = []
+    /// Every node's numbers (`scope=cluster`), or this node's.
+    var cluster = false
+    var clusterAvailable = false
 
     var days: [Int32] { Array(from...to) }
 
@@ -126,6 +129,7 @@ struct Overview {
             }.joined(separator: ",")
             return o + "],\"unavailable\":null}"
         }.joined(separator: ",") + "]"
+        out += ",\"scope\":\"\(cluster ? "cluster" : "node")\",\"cluster_available\":\(cluster || clusterAvailable)"
         out += ",\"side_by_side\":"
         JSONValue.writeString(Self.sideBySide, to: &out)
         return out + "}"

@@ -2,9 +2,9 @@ import HTTPServer
 import Marketers
 import Primitives
 
-/// `GET /api/overview?advertiser=&from=&to=`: the page's first view (`Overview`). A viewer token
-/// scoped to an advertiser sees that advertiser's alone; the admin token names one, or sees every
-/// site together. The node's numbers: across a cluster, each view's own `scope=cluster`.
+/// `GET /api/overview?advertiser=&from=&to=&scope=`: the page's first view (`Overview`). A viewer
+/// token scoped to an advertiser sees that advertiser's alone; the admin token names one, or sees
+/// every site together. `scope=cluster`: every node's, counted in ClickHouse as each view's is.
 struct OverviewRoutes: Sendable {
     let summary: SummaryBook
     let aggregates: AppsAggregates
@@ -13,20 +13,23 @@ struct OverviewRoutes: Sendable {
     let apps: AppBook
     let access: AccessControl
     let clock: EndpointClock
+    /// With `--clickhouse`: `?scope=cluster`.
+    var cluster: ClusterScope? = nil
 
     func routes(gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
-        [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], answer: overview)])]
+        [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], handler: overview)])]
     }
 
-    func overview(_ request: HTTPRequest) throws -> HTTPResponse {
+    func overview(_ request: HTTPRequest, _ responder: HTTPResponder) throws {
+        let (scope, rest) = try ClusterScope.split(request.queryItems)
         var items: [(name: String, value: String)] = []
-        for item in request.queryItems {
+        for item in rest {
             switch item.name {
             case "advertiser": continue
             case "from", "to": items.append(item)
             default:
                 throw Problem(status: 400, rule: "unknown_parameter", field: item.name,
-                              detail: "unknown query parameter \"\(item.name)\"; use advertiser, from and to")
+                              detail: "unknown query parameter \"\(item.name)\"; use advertiser, from, to and scope")
             }
         }
         let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
@@ -35,8 +38,21 @@ struct OverviewRoutes: Sendable {
         let within = readable.sites
         var overview = Overview(advertiser: advertiser, from: period.from, to: period.to)
         let registry = apps.registry.within(within)
-
         let pcm = SummaryQuery(site: nil, from: period.from, to: period.to, role: nil, within: within)
+        let appsQuery = AppsSummary.Query(site: nil, from: period.from, to: period.to, within: within)
+
+        if scope == .cluster {
+            guard let cluster else { throw ClusterScope.unavailable }
+            let empty = overview
+            return cluster.answer(responder) {
+                var overview = empty
+                overview.cluster = true
+                overview.channels.append(Overview.web(SummaryReport(try ClusterSummary.aggregates(cluster, from: period.from, to: period.to), pcm)))
+                overview.channels += Overview.apps(try ClusterAppsSummary.summary(cluster, query: appsQuery), query: appsQuery, registry: registry)
+                overview.channels.append(Overview.appleAds(try ClusterAppleAdsSummary.summary(cluster, query: appsQuery), query: appsQuery, registry: registry))
+                return JSONResponse.make(200, overview.json())
+            }
+        }
         switch summary.read({ SummaryReport($0, pcm) }) {
         case .success(let report): overview.channels.append(Overview.web(report))
         case .failure(let progress):
@@ -44,8 +60,6 @@ struct OverviewRoutes: Sendable {
             channel.unavailable = "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done)"
             overview.channels.append(channel)
         }
-
-        let appsQuery = AppsSummary.Query(site: nil, from: period.from, to: period.to, within: within)
         if (try? rebuild.requireReady("the overview")) != nil {
             overview.channels += Overview.apps(aggregates.summary(appsQuery), query: appsQuery, registry: registry)
         } else {
@@ -62,6 +76,7 @@ struct OverviewRoutes: Sendable {
             channel.unavailable = "the Apple Ads tokens are being read again from the log after a start"
             overview.channels.append(channel)
         }
-        return JSONResponse.make(200, overview.json())
+        overview.clusterAvailable = cluster != nil
+        responder.respond(JSONResponse.make(200, overview.json()))
     }
 }

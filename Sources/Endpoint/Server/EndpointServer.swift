@@ -327,7 +327,7 @@ public final class EndpointServer: Sendable {
             + summaryRoutes.routes(bearer: bearer)
             + marketers.routes(gate: bearer, registrationGate: registrationGate)
             + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                             access: access, clock: clock).routes(gate: bearer)
+                             access: access, clock: clock, cluster: clusterScope).routes(gate: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
