@@ -40,10 +40,9 @@ public struct RoleResolver: Sendable {
             return .success(Resolution(role: .source, site: report.sourceSite, notes: ["role_from_body"]))
         }
         guard let host, servedSites.contains(host) else {
-            let served = servedSites.sorted().joined(separator: ", ")
+            // Not which sites it does serve: any browser sees this, and an agency's sites are its clients.
             let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
-            return .failure(ReportRejection(.siteNotServed,
-                "the report was sent to \(sentTo), which this endpoint does not serve (it serves \(served))"))
+            return .failure(ReportRejection(.siteNotServed, "the report was sent to \(sentTo), which this endpoint does not serve"))
         }
         return .failure(ReportRejection(.siteMismatch, field: "source_site",
             "the report was sent to \"\(host)\" but names neither it as source_site (\"\(report.sourceSite)\") nor as attributed_on_site (\"\(report.attributedOnSite)\")"))

@@ -65,6 +65,6 @@ struct TokenSigning: Sendable {
         if let host, keys.servedSites.contains(host) { return host }
         let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
         throw Problem(status: 421, rule: "site_not_served",
-                      detail: "the request was sent to \(sentTo), which this endpoint does not serve (it serves \(keys.servedSites.joined(separator: ", ")))")
+                      detail: "the request was sent to \(sentTo), which this endpoint does not serve")
     }
 }

@@ -15,7 +15,9 @@ struct ServedSite: Sendable {
         if let host, sites.contains(host) { return .success(host) }
         if sites.isEmpty && developmentMode, let host { return .success(host) }
         let sentTo = host.map { "\"\($0)\"" } ?? "a request without a Host header"
+        // Not which sites it does serve: anyone can send this request, and an agency's list of
+        // sites is its list of clients.
         return .failure(Problem(status: 421, rule: "site_not_served",
-                                detail: "\(what) was sent to \(sentTo), which this endpoint does not serve (it serves \(sites.sorted().joined(separator: ", ")))"))
+                                detail: "\(what) was sent to \(sentTo), which this endpoint does not serve"))
     }
 }
