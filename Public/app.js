@@ -82,6 +82,9 @@ function stateToControls() {
 /// Selects `value`, adding it as an option first if the list does not have it yet (the list is
 /// filled from the answer that the value itself asks for).
 function choose(select, value) {
+  // A scoped viewer's advertiser is fixed: a link naming another (refused by the endpoint) must
+  // not put that name in the list.
+  if (select.disabled) return;
   if (value && ![...select.options].some((o) => o.value === value)) select.appendChild(new Option(value, value));
   select.value = value;
 }
@@ -168,8 +171,8 @@ function drawDays(elementId, days, series, what) {
   $(elementId).replaceChildren(root);
 }
 
-/// One line per series over the days, each with its own colour: channels that must not be added
-/// are drawn side by side, never stacked.
+/// One line per series over the days, each in its colour (`colour`, a `series-N` class): channels
+/// that must not be added are drawn side by side, never stacked.
 function drawLines(elementId, days, series, what) {
   const width = 800, height = 220, left = 36, bottom = 22, top = 10;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
@@ -178,10 +181,10 @@ function drawLines(elementId, days, series, what) {
   const x = (i) => left + (days.length === 1 ? (width - left) / 2 : i * step), y = (v) => height - bottom - (v / max) * plotH;
   svg("line", { x1: left, y1: height - bottom, x2: width, y2: height - bottom, class: "axis" }, root);
   for (const tick of [0, max]) svg("text", { x: left - 4, y: y(tick) + 3, "text-anchor": "end" }, root).textContent = tick;
-  series.forEach((s, n) => {
-    svg("polyline", { points: s.values.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line series-" + n, fill: "none" }, root);
+  series.forEach((s) => {
+    svg("polyline", { points: s.values.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line series-" + s.colour, fill: "none" }, root);
     s.values.forEach((v, i) => {
-      const dot = svg("circle", { cx: x(i), cy: y(v), r: 3, class: "dot series-" + n }, root);
+      const dot = svg("circle", { cx: x(i), cy: y(v), r: 3, class: "dot series-" + s.colour }, root);
       svg("title", {}, dot).textContent = `${days[i]}: ${v} ${s.label}`;
     });
   });
@@ -289,10 +292,11 @@ function renderOverview(o) {
     tile.append(label, value, source);
     tiles.appendChild(tile);
   });
-  const drawn = o.channels.filter((c) => c.per_day);
-  drawLines("overview-chart", o.days, drawn.map((c) => ({ label: CHANNEL_NAMES[c.id] || c.name, values: c.per_day })), "Each channel per day");
+  // A channel keeps its colour (its place among all four) whether or not the others have numbers.
+  const drawn = o.channels.map((c, n) => ({ c, n })).filter(({ c }) => c.per_day);
+  drawLines("overview-chart", o.days, drawn.map(({ c, n }) => ({ label: CHANNEL_NAMES[c.id] || c.name, values: c.per_day, colour: n })), "Each channel per day");
   const legend = $("overview-legend");
-  legend.replaceChildren(...drawn.map((c, n) => {
+  legend.replaceChildren(...drawn.map(({ c, n }) => {
     const key = document.createElement("span");
     key.className = "key series-" + n;
     key.textContent = "● " + c.name + " ";
@@ -509,7 +513,7 @@ function renderArrivals(a) {
 }
 
 async function loadTokenKeys() {
-  const k = await (await api("/api/token-keys?" + params([["advertiser", "advertiser"]]))).json();
+  const k = await (await api("/api/token-keys?" + params([["advertiser", "advertiser"]], false))).json();
   fill("token-keys", k.keys, (tr, key) => {
     cell(tr, key.site); cell(tr, key.key_id.slice(0, 12) + "…"); cell(tr, key.state);
     cell(tr, when(key.created_at)); cell(tr, when(key.serves_from));
@@ -538,42 +542,60 @@ function describeStatus(answer) {
     (answer.records_kept_from ? ` Records before ${answer.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");
 }
 
+/// Each load's number: an answer that comes after a newer load began is dropped, so a slow answer
+/// for one advertiser never paints over the next's.
+let loads = 0;
+
 async function loadView() {
-  const view = state.view;
-  for (const node of document.querySelectorAll(".view")) node.hidden = node.dataset.view !== view;
+  const view = state.view, mine = ++loads;
+  const current = () => mine === loads;
+  // No view shows until its own numbers are painted: never another advertiser's, or another token's.
+  hideViews();
   for (const link of document.querySelectorAll("#nav a")) {
     if (link.dataset.view === view) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
   }
   $("status").textContent = "Loading…";
-  const arrivals = api("/api/arrivals?" + params([["advertiser", "advertiser"]])).then((r) => r.json());
+  const arrivals = api("/api/arrivals?" + params([["advertiser", "advertiser"]], false)).then((r) => r.json()).catch(() => null);
   let status = "";
   if (view === "overview") {
     const o = await (await api("/api/overview?" + params(period))).json();
+    if (!current()) return;
     adoptPeriod(o);
     renderOverview(o);
     status = describeStatus(o) + (o.advertiser ? ` ${o.advertiser.name}'s sites.` : " Every site.");
   } else if (view === "web") {
     const s = await (await api("/api/summary?" + params([...period, ["site", "site"], ["role", "role"]]))).json();
+    if (!current()) return;
     adoptPeriod(s);
     renderWeb(s);
     status = describeStatus(s) + (s.site ? ` Site ${s.site}.` : "") + (s.role ? ` ${s.role} copies only.` : "");
   } else if (view === "apps") {
     const a = await (await api("/api/apps/summary?" + params([...period, ["site", "app_site"]]))).json();
+    if (!current()) return;
     adoptPeriod(a);
     renderApps(a);
     status = describeStatus(a);
   } else if (view === "apple-ads") {
-    const a = await (await api("/api/apple-ads/summary?" + params([...period, ["site", "app_site"]]))).json();
+    const a = await (await api("/api/apple-ads/summary?" + params(period))).json();
+    if (!current()) return;
     adoptPeriod(a);
     renderAppleAds(a);
     status = describeStatus(a);
   } else {
     await loadTokenKeys();
+    if (!current()) return;
     status = "Tools: what arrives where, Info.plist checks and token keys.";
   }
-  renderArrivals(await arrivals);
+  const arrived = await arrivals;
+  if (!current()) return;
+  if (arrived) renderArrivals(arrived);
   writeFragment(false);
+  $("view-" + view).hidden = false;
   $("status").textContent = status;
+}
+
+function hideViews() {
+  for (const node of document.querySelectorAll(".view")) node.hidden = true;
 }
 
 async function load() {
@@ -586,7 +608,10 @@ async function load() {
     stateToControls();
     await loadView();
   } catch (error) {
-    if (error.login) { whoami = null; return showLogin(error.message); }
+    // Before the role is known the page has nothing to show the message on but the login form.
+    if (error.login || !whoami) { whoami = null; return showLogin(error.message); }
+    hideViews();
+    $("health").hidden = true;
     $("status").textContent = error.message;
     if (error.retry) setTimeout(load, 2000);
   }
@@ -689,8 +714,10 @@ document.addEventListener("DOMContentLoaded", () => {
   // Back and Forward, and an address edited or pasted into this tab.
   window.addEventListener("popstate", () => { readFragment(); load(); });
   $("copy-link").addEventListener("click", async () => {
+    // The link is to what the page shows: a period typed but not applied is applied first.
     controlsToState();
     writeFragment(false);
+    await load();
     try {
       await navigator.clipboard.writeText(location.href);
       $("status").textContent = "Link copied: it opens this view, advertiser and period. Whoever opens it needs a token of their own.";
@@ -705,6 +732,12 @@ document.addEventListener("DOMContentLoaded", () => {
   $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + exportPeriod(), "postbacks.csv"));
   $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + exportPeriod(), "apple-ads.csv"));
   $("csv-apps-crosstab").addEventListener("click", () => download("/api/apps/summary/crosstab.csv?" + params([...period, ["site", "app_site"]]), "apps-crosstab.csv"));
-  $("logout").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); whoami = null; showLogin(); });
+  $("logout").addEventListener("click", () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    whoami = null;
+    hideViews();
+    $("health").hidden = true;
+    showLogin();
+  });
   load();
 });

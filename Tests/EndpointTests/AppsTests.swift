@@ -127,9 +127,25 @@ import Testing
         #expect(!winter.isEmpty && winter.allSatisfy { ($0["campaign"] as! String).hasPrefix("67") })
         let fine = summary["fine_values"] as! [[String: Any]]
         #expect(fine.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.filter { $0["conversion-value"] != nil }.count)
-        #expect(fine.allSatisfy { ($0["value"] as! Int) < 10 ? $0["meaning"] as? String == "tutorial" : $0["meaning"] as? String == "purchase" })
+        // A value means what the schemas of the apps that sent it all say: only app 1000000003 has
+        // one, so a value some other app sent too is shown as its number.
+        func apps(_ field: String, _ value: String) -> Set<String> {
+            Set(accepted.filter { $0[field].map { "\($0)" } == value }.map { row in
+                (row["app-id"] ?? row["advertised-item-identifier"]).map { "\($0)" } ?? ""
+            })
+        }
+        for row in fine {
+            let value = row["value"] as! Int
+            let expected: String? = apps("conversion-value", String(value)) == ["1000000003"] ? (value < 10 ? "tutorial" : "purchase") : nil
+            #expect(row["meaning"] as? String == expected, "fine value \(value)")
+        }
+        #expect(fine.contains { $0["meaning"] as? String != nil } && fine.contains { $0["meaning"] is NSNull })
         let coarse = summary["coarse_values"] as! [[String: Any]]
-        #expect(coarse.first { $0["value"] as? String == "high" }?["meaning"] as? String == "paid")
+        for row in coarse {
+            let value = row["value"] as! String
+            let expected = apps("coarse-conversion-value", value) == ["1000000003"] ? ["low": "installed", "medium": "engaged", "high": "paid"][value] : nil
+            #expect(row["meaning"] as? String == expected, "coarse value \(value)")
+        }
         #expect(coarse.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.filter { $0["coarse-conversion-value"] != nil }.count)
         let windows = summary["postback_windows"] as! [[String: Any]]
         #expect(windows.reduce(0) { $0 + ($1["count"] as! Int) } == accepted.count)

@@ -79,7 +79,7 @@ final class ViewerTokenBook: Sendable {
         var list = try file.load()
         try change(&list)
         try file.save(list)
-        // A file written by an older endpoint may have been 0644: it holds no token, but keep it ours.
+        // A file put there by hand may be 0644: it holds no token, but keep it the endpoint's alone.
         chmod(path, 0o600)
     }
 

@@ -43,10 +43,13 @@ public enum ViewerTokenCommand {
             i += 1
         }
         var directory = data ?? "./data"
-        if data == nil, let config {
+        var configured: [String] = []
+        if let config {
             var configuration = EndpointConfiguration()
             do { try configuration.apply(configFile: config) } catch { return fail("\(error)") }
-            directory = configuration.dataDirectory
+            if data == nil { directory = configuration.dataDirectory }
+            // The endpoint adds the file's advertisers at its next start.
+            configured = configuration.advertisers.map(\.id)
         }
         let book = ViewerTokenBook(dataDirectory: directory)
         do {
@@ -55,8 +58,8 @@ public enum ViewerTokenCommand {
                 guard let label else { return fail("say whom the token is for with --label TEXT") }
                 if let advertiser {
                     let registry = try AdvertiserBook(dataDirectory: directory, siteRules: SiteRules(developmentMode: true)).registry
-                    guard registry.advertiser(id: advertiser) != nil else {
-                        return fail("no advertiser \(advertiser) in \(directory)/advertisers.json; register it first (POST /api/advertisers)")
+                    guard registry.advertiser(id: advertiser) != nil || configured.contains(advertiser) else {
+                        return fail("no advertiser \(advertiser) in \(directory)/advertisers.json or the --config file; register it first (POST /api/advertisers, or \"advertisers\" in the config file)")
                     }
                 }
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

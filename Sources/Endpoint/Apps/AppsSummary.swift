@@ -261,6 +261,9 @@ struct AppsSummary: Codable {
         var out: [(String, JSONValue)] = [
             ("period", .object([JSONMember(key: "from", value: .string(Self.date(query.from))),
                                 JSONMember(key: "to", value: .string(Self.date(query.to)))])),
+            // As every other view names its period.
+            ("from", .string(Self.date(query.from))),
+            ("to", .string(Self.date(query.to))),
             ("site", query.site.map { .string($0) } ?? .null),
             ("sites", .array(sites.sorted().map { .string($0) })),
             ("postbacks", Self.object(["stored": stored, "accepted": accepted, "quarantined": stored &- accepted,
@@ -300,18 +303,26 @@ struct AppsSummary: Codable {
                                 JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements)))])
             })))
         }
-        // Values are read through the schema of the app being shown (or of the one app registered
-        // for the site); without one, a value is its number.
-        let schema = registry.apps.filter { query.reads($0.site) }.first?.schema
+        // A value is read through the schemas of the apps whose postbacks carried it (the rows by
+        // value say which; days digested before they were kept, through every app shown): its
+        // meaning is the one they all give it. Where they differ, or an app has none, it is its number.
+        var appsByValue: [Int: Set<String>] = [:]
+        for key in conversions.keys where key.valueCode != 0 { appsByValue[key.valueCode, default: []].insert(key.appID) }
+        let shown = registry.apps.filter { query.reads($0.site) }.map { String($0.appID) }
+        func common(_ code: Int, _ meaning: (ConversionValueSchema) -> String?) -> String? {
+            let apps = appsByValue[code] ?? Set(shown)
+            let meanings = Set(apps.map { id in Int(id).flatMap { registry.app(id: $0) }.flatMap { meaning($0.schema) } })
+            return meanings.count == 1 ? meanings.first ?? nil : nil
+        }
         out.append(("fine_values", .array(fine.sorted { $0.key < $1.key }.map { value, count in
             .object([JSONMember(key: "value", value: .number(String(value))),
-                     JSONMember(key: "meaning", value: schema?.meaning(fine: value).map { .string($0) } ?? .null),
+                     JSONMember(key: "meaning", value: common(ValueCode.of(fine: value, coarse: nil)) { $0.meaning(fine: value) }.map { .string($0) } ?? .null),
                      JSONMember(key: "count", value: .number(String(count)))])
         })))
         out.append(("coarse_values", .array(["low", "medium", "high"].compactMap { value in
             coarse[value].map { count in
                 .object([JSONMember(key: "value", value: .string(value)),
-                         JSONMember(key: "meaning", value: schema?.meaning(coarse: value).map { .string($0) } ?? .null),
+                         JSONMember(key: "meaning", value: common(ValueCode.of(fine: nil, coarse: value)) { $0.meaning(coarse: value) }.map { .string($0) } ?? .null),
                          JSONMember(key: "count", value: .number(String(count)))])
             }
         })))

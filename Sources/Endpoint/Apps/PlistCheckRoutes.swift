@@ -25,8 +25,8 @@ struct PlistCheckRoutes: Sendable {
         guard !request.body.isEmpty else {
             throw Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)")
         }
+        let sites = try scope(request).sites.map { $0.intersection(servedSites) } ?? servedSites
         do throws(PropertyList.NotAPropertyList) {
-            let sites = (try? scope(request).sites).map { $0.intersection(servedSites) } ?? servedSites
             return JSONResponse.make(200, try InfoPlistCheck(servedSites: sites).check(bytes: request.body).json)
         } catch {
             throw Problem(status: 422, rule: "not_a_property_list", field: "body", detail: "the body \(error.detail)")

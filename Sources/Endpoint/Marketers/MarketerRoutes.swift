@@ -41,6 +41,12 @@ struct MarketerRoutes: Sendable {
                     guard let id = request.queryItems.first(where: { $0.name == "id" })?.value else {
                         throw Problem(status: 400, rule: "missing_parameter", field: "id", detail: "DELETE needs ?id=…")
                     }
+                    // Its tokens would read whoever is registered under the id next.
+                    let tokens = access.viewers.list.tokens.filter { $0.advertiser == id }
+                    guard tokens.isEmpty else {
+                        throw Problem(status: 409, rule: "advertiser_has_tokens", field: "id",
+                                      detail: "advertiser \(id) has \(tokens.count) viewer token(s) (\(tokens.map(\.id).joined(separator: ", "))): revoke them first with `attribution-endpoint viewer-token revoke ID`, so that none reads whoever is registered as \(id) next")
+                    }
                     return try Registrations.remove(in: advertisers, notFound: "no advertiser with id \"\(id.prefix(64))\"") { $0.remove(id: id) }
                 },
             ]),

@@ -43,9 +43,9 @@ struct OverviewRoutes: Sendable {
 
         if scope == .cluster {
             guard let cluster else { throw ClusterScope.unavailable }
-            let empty = overview
+            let withoutChannels = overview
             return cluster.answer(responder) {
-                var overview = empty
+                var overview = withoutChannels
                 overview.cluster = true
                 overview.channels.append(Overview.web(SummaryReport(try ClusterSummary.aggregates(cluster, from: period.from, to: period.to), pcm)))
                 overview.channels += Overview.apps(try ClusterAppsSummary.summary(cluster, query: appsQuery), query: appsQuery, registry: registry)

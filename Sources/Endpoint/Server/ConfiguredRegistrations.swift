@@ -48,11 +48,14 @@ enum ConfiguredRegistrations {
     static func ensure(_ configuration: EndpointConfiguration, in book: AdvertiserBook) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
-                for advertiser in configuration.advertisers where registry.advertiser(id: advertiser.id) != advertiser {
+                // Every changed one out first, then in: a site that moves from one to another in the
+                // file must not meet its old owner, whatever their order.
+                let changed = configuration.advertisers.filter { registry.advertiser(id: $0.id) != $0 }
+                for advertiser in changed { registry.remove(id: advertiser.id) }
+                for advertiser in changed {
                     for (i, site) in advertiser.sites.enumerated() {
                         try Registrations.requireServed(site, field: "advertisers: sites[\(i)]", servedSites: Set(configuration.sites))
                     }
-                    registry.remove(id: advertiser.id)
                     try registry.add(advertiser, siteRules: book.siteRules)
                 }
             }

@@ -319,7 +319,7 @@ public final class EndpointServer: Sendable {
             + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
                                 recordsKeptFrom: keptFrom, scope: scope).routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
-            + PlistCheckRoutes(servedSites: sites, scope: scope).routes(bearer: access.gate(viewersMay: ["POST"]))
+            + PlistCheckRoutes(servedSites: sites, scope: scope).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics, arrivals: arrivals, clock: { clock.now() }).routes
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites, scope: scope).routes(bearer: registrationGate)

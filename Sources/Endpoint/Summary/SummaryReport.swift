@@ -186,7 +186,7 @@ struct SummaryReport: Sendable {
     }
 
     /// The JSON the page reads. `registry` names campaigns' conversions; `rejections` are counted
-    /// since start for the whole endpoint (a refused request has no site anyone can trust).
+    /// since start, of the sites the query reads (a refusal is kept with the served site it was sent to).
     func json(registry: Registry, rejections: [String: Int]) -> String {
         var out = "{\"site\":"
         if let site = query.site { JSONValue.writeString(site, to: &out) } else { out += "null" }
