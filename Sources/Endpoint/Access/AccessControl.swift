@@ -1,46 +1,11 @@
-import AppDevelopers
 import HTTPServer
 import Marketers
 import Primitives
-import SiteOwners
 
 /// Who is asking: the holder of the admin token, or of a viewer token.
 enum Caller: Sendable {
     case admin
     case viewer(ViewerToken)
-}
-
-/// What a caller may read: every site, or the sites of one advertiser. Every read path filters by
-/// it (the summaries, the exports, the refusals, the metrics, the registrations), so that a token
-/// scoped to one advertiser shows nothing of another's.
-struct ReadScope: Sendable {
-    /// Nil: every site.
-    var sites: Set<String>?
-    var advertiser: Advertiser?
-
-    static let everything = ReadScope(sites: nil, advertiser: nil)
-    /// What a request whose token cannot be resolved reads (a token revoked between its gate and
-    /// its handler): nothing.
-    static let nothing = ReadScope(sites: [], advertiser: nil)
-
-    /// Whether this reads every site: the admin token, or a viewer token of every advertiser.
-    var isEverything: Bool { sites == nil }
-
-    func allows(_ site: String) -> Bool { sites?.contains(site) ?? true }
-
-    /// A `?site=` (or the like) outside the scope is refused, never answered empty: an empty
-    /// answer would tell a viewer that the site is served but quiet.
-    func require(_ site: String?, field: String = "site") throws(Problem) {
-        guard let site, !allows(site) else { return }
-        throw Problem(status: 403, rule: "outside_scope", field: field,
-                      detail: "\(field) \(site) is not one of the sites this token reads (\((sites ?? []).sorted().joined(separator: ", ")))")
-    }
-
-    /// The sites a query reads: the one it names, else every site in scope (nil: all).
-    func sites(naming site: String?) -> Set<String>? {
-        if let site { return [site] }
-        return sites
-    }
 }
 
 /// The admin token and the viewer tokens, and what each may do. The admin token may do
@@ -149,29 +114,6 @@ final class AccessControl: Sendable {
     static func list(_ sites: Set<String>?) -> String {
         guard let sites else { return "null" }
         return "[" + sites.sorted().map { s in var t = ""; JSONValue.writeString(s, to: &t); return t }.joined(separator: ",") + "]"
-    }
-}
-
-extension Registry {
-    /// The registrations a scope may read: the conversions and campaigns of its sites. A report
-    /// sent to one advertiser names another's conversion only by its trigger data.
-    func within(_ sites: Set<String>?) -> Registry {
-        guard let sites else { return self }
-        var copy = self
-        for c in conversions where !sites.contains(c.site) { copy.removeConversion(site: c.site, name: c.name) }
-        for c in campaigns where !sites.contains(c.sourceSite) { copy.removeCampaign(sourceSite: c.sourceSite, name: c.name) }
-        return copy
-    }
-}
-
-extension AppRegistry {
-    /// The apps a scope may read, with their names and schemas; ad networks and Apple Ads
-    /// campaigns are every advertiser's.
-    func within(_ sites: Set<String>?) -> AppRegistry {
-        guard let sites else { return self }
-        var copy = self
-        for app in apps where !sites.contains(app.site) { copy.removeApp(appID: app.appID) }
-        return copy
     }
 }
 
