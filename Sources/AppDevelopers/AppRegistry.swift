@@ -22,11 +22,11 @@ public struct AppRegistry: Sendable, Equatable, Codable {
 
     public mutating func add(_ campaign: AppleAdsCampaign) throws(RequestProblem) {
         guard campaign.campaignID > 0 else { throw .invalid("campaign_id", "out_of_range", "must be the campaign's id in Apple Ads, a positive integer") }
-        try Self.checkName(campaign.name, field: "name")
+        try RegisteredName.check(campaign.name, field: "name")
         for (list, field) in [(campaign.adGroups, "ad_groups"), (campaign.keywords, "keywords")] {
             for (i, item) in list.enumerated() {
                 guard item.id > 0 else { throw .invalid("\(field)[\(i)].id", "out_of_range", "must be a positive integer") }
-                try Self.checkName(item.name, field: "\(field)[\(i)].name")
+                try RegisteredName.check(item.name, field: "\(field)[\(i)].name")
                 if list[..<i].contains(where: { $0.id == item.id }) {
                     throw .invalid("\(field)[\(i)].id", "duplicate_id", "\(item.id) is named twice")
                 }
@@ -40,9 +40,7 @@ public struct AppRegistry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func removeAppleAdsCampaign(id: Int64) -> Bool {
-        let before = appleAdsCampaigns.count
-        appleAdsCampaigns.removeAll { $0.campaignID == id }
-        return appleAdsCampaigns.count != before
+        appleAdsCampaigns.removeEvery { $0.campaignID == id }
     }
 
     public func appleAdsCampaign(id: Int64?) -> AppleAdsCampaign? {
@@ -52,7 +50,7 @@ public struct AppRegistry: Sendable, Equatable, Codable {
     public mutating func add(_ app: App, siteRules: SiteRules) throws(RequestProblem) {
         guard app.appID > 0 else { throw .invalid("app_id", "out_of_range", "must be the app's App Store id, a positive integer") }
         if let violation = siteRules.check(app.site) { throw .invalid("site", "not_registrable_domain", violation.detail) }
-        try Self.checkName(app.name, field: "name")
+        try RegisteredName.check(app.name, field: "name")
         try app.schema.check()
         guard !apps.contains(where: { $0.appID == app.appID }) else {
             throw RequestProblem(.conflict, rule: "duplicate_app", field: "app_id", detail: "app \(app.appID) is already registered")
@@ -62,9 +60,7 @@ public struct AppRegistry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func removeApp(appID: Int) -> Bool {
-        let before = apps.count
-        apps.removeAll { $0.appID == appID }
-        return apps.count != before
+        apps.removeEvery { $0.appID == appID }
     }
 
     public func app(id: Int) -> App? { apps.first { $0.appID == id } }
@@ -74,10 +70,10 @@ public struct AppRegistry: Sendable, Equatable, Codable {
               network.id.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .invalid("id", "invalid_id", "must be the ad network's identifier as its postbacks carry it, e.g. example123.skadnetwork")
         }
-        try Self.checkName(network.name, field: "name")
+        try RegisteredName.check(network.name, field: "name")
         for (i, campaign) in network.campaigns.enumerated() {
             let field = "campaigns[\(i)]"
-            try Self.checkName(campaign.name, field: field + ".name")
+            try RegisteredName.check(campaign.name, field: field + ".name")
             switch (campaign.sourceIdentifier, campaign.campaignID) {
             case (let digits?, nil):
                 guard (2...4).contains(digits.utf8.count), digits.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
@@ -101,17 +97,8 @@ public struct AppRegistry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func removeAdNetwork(id: String) -> Bool {
-        let before = adNetworks.count
-        adNetworks.removeAll { $0.id == id }
-        return adNetworks.count != before
+        adNetworks.removeEvery { $0.id == id }
     }
 
     public func adNetwork(id: String) -> AdNetwork? { adNetworks.first { $0.id == id } }
-
-    private static func checkName(_ name: String, field: String) throws(RequestProblem) {
-        guard !name.isEmpty, name.utf8.count <= 100 else { throw .invalid(field, "invalid_name", "must be 1–100 bytes") }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalid(field, "invalid_name", "must not contain control characters")
-        }
-    }
 }

@@ -11,10 +11,7 @@ public struct AdvertiserRegistry: Sendable, Equatable, Codable {
 
     public mutating func add(_ advertiser: Advertiser, siteRules: SiteRules) throws(RequestProblem) {
         try Self.checkID(advertiser.id)
-        guard !advertiser.name.isEmpty, advertiser.name.utf8.count <= 100,
-              !advertiser.name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalid("name", "invalid_name", "must be 1–100 bytes without control characters")
-        }
+        try RegisteredName.check(advertiser.name, field: "name")
         guard (1...Self.maxSites).contains(advertiser.sites.count) else {
             throw .invalid("sites", "out_of_range", "must name 1 to \(Self.maxSites) sites")
         }
@@ -34,9 +31,7 @@ public struct AdvertiserRegistry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func remove(id: String) -> Bool {
-        let before = advertisers.count
-        advertisers.removeAll { $0.id == id }
-        return advertisers.count != before
+        advertisers.removeEvery { $0.id == id }
     }
 
     public func advertiser(id: String) -> Advertiser? { advertisers.first { $0.id == id } }

@@ -46,10 +46,7 @@ public struct ViewerTokenList: Sendable, Equatable, Codable {
     public init() {}
 
     public mutating func add(_ token: ViewerToken) throws(RequestProblem) {
-        guard !token.label.isEmpty, token.label.utf8.count <= 100,
-              !token.label.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalid("label", "invalid_label", "must be 1–100 bytes without control characters")
-        }
+        try RegisteredName.check(token.label, field: "label", rule: "invalid_label")
         if let advertiser = token.advertiser { try AdvertiserRegistry.checkID(advertiser, field: "advertiser") }
         guard !tokens.contains(where: { $0.id == token.id }) else {
             throw RequestProblem(.conflict, rule: "duplicate_token", field: "id", detail: "a token with id \(token.id) exists")
@@ -59,9 +56,7 @@ public struct ViewerTokenList: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func revoke(id: String) -> Bool {
-        let before = tokens.count
-        tokens.removeAll { $0.id == id }
-        return tokens.count != before
+        tokens.removeEvery { $0.id == id }
     }
 
     public func token(id: String) -> ViewerToken? { tokens.first { $0.id == id } }

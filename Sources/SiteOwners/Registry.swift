@@ -17,7 +17,7 @@ public struct Registry: Sendable, Equatable, Codable {
         if let violation = siteRules.check(conversion.site) {
             throw .invalid("site", "not_registrable_domain", violation.detail)
         }
-        try Self.checkName(conversion.name)
+        try RegisteredName.check(conversion.name, field: "name")
         guard conversion.triggerData <= 15 else {
             throw .invalid("trigger_data", "out_of_range", "must be 0–15 (4 bits); got \(conversion.triggerData)")
         }
@@ -42,9 +42,7 @@ public struct Registry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func removeConversion(site: String, name: String) -> Bool {
-        let before = conversions.count
-        conversions.removeAll { $0.site == site && $0.name == name }
-        return conversions.count != before
+        conversions.removeEvery { $0.site == site && $0.name == name }
     }
 
     // MARK: - Campaigns
@@ -61,7 +59,7 @@ public struct Registry: Sendable, Equatable, Codable {
         guard campaign.destination != campaign.sourceSite else {
             throw .invalid("destination", "same_site", "must differ from source_site: PCM measures clicks from one site to another")
         }
-        try Self.checkName(campaign.name)
+        try RegisteredName.check(campaign.name, field: "name")
         if let end = campaign.endsAt, end < campaign.startsAt {
             throw .invalid("ends_at", "ends_before_start", "(\(end.rfc3339)) is before starts_at (\(campaign.startsAt.rfc3339))")
         }
@@ -95,15 +93,6 @@ public struct Registry: Sendable, Equatable, Codable {
 
     @discardableResult
     public mutating func removeCampaign(sourceSite: String, name: String) -> Bool {
-        let before = campaigns.count
-        campaigns.removeAll { $0.sourceSite == sourceSite && $0.name == name }
-        return campaigns.count != before
-    }
-
-    private static func checkName(_ name: String) throws(RequestProblem) {
-        guard !name.isEmpty, name.utf8.count <= 100 else { throw .invalid("name", "invalid_name", "must be 1–100 bytes") }
-        guard !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .invalid("name", "invalid_name", "must not contain control characters")
-        }
+        campaigns.removeEvery { $0.sourceSite == sourceSite && $0.name == name }
     }
 }

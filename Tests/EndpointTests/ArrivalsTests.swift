@@ -71,7 +71,8 @@ import Testing
     @Test func theBookIsBounded() {
         let arrivals = Arrivals(dataDirectory: temporaryDirectory(), clock: { .init(millisecondsSinceEpoch: 0) })
         for i in 0..<(Arrivals.capacity + 50) {
-            arrivals.received(.skadnetwork, site: "s\(i).example", app: String(i), at: .init(millisecondsSinceEpoch: Int64(i)))
+            arrivals.received(.skadnetwork, site: "s\(i).example", at: .init(millisecondsSinceEpoch: Int64(i)))
+            arrivals.received(.skadnetwork, app: String(i), at: .init(millisecondsSinceEpoch: Int64(i)))
         }
         #expect(arrivals.book.sites.count == Arrivals.capacity && arrivals.book.apps.count == Arrivals.capacity)
         // Those kept are still updated.

@@ -97,9 +97,11 @@ struct PostbackIntake: Sendable {
                 let app = aggregates.add(stored)
                 metrics.postbackStored(stored)
                 // An app's last copy is one that was accepted (its signature checked): no stranger
-                // can clear an app's silence, or fill the book with app ids.
-                arrivals?.received(proto == .skadnetwork ? .skadnetwork : .adattributionkit, site: draft.site,
-                                   app: verdict == .accepted ? app : nil, at: record.time)
+                // can clear an app's silence, or fill the book with app ids. (Its site's arrival
+                // was noted when it came.)
+                if verdict == .accepted, let app {
+                    arrivals?.received(proto == .skadnetwork ? .skadnetwork : .adattributionkit, app: app, at: record.time)
+                }
             },
             // Never stored, so the device's next delivery must be stored, not counted.
             undo: { ledger.release(duplicateKey: duplicateKey, contentHash: contentHash) }))

@@ -25,7 +25,7 @@ extension ClickHouseExporter.Status {
         let paused = tables.compactMap { table in table.paused.map { (table.table, $0) } }
         if !paused.isEmpty {
             family("attribution_export_paused_info", "gauge", "Why a table's export stopped.",
-                   paused.map { ("{table=\"\($0.0)\",reason=\"\(Self.label($0.1))\"}", "1") })
+                   paused.map { ("{table=\"\($0.0)\",reason=\"\(MetricSeries.label($0.1))\"}", "1") })
         }
         family("attribution_export_batches_total", "counter", "Batches ClickHouse accepted since start.", [("", String(batches))])
         family("attribution_export_failures_total", "counter", "Failed statements since start (unanswered, refused, or a server error).",
@@ -34,7 +34,7 @@ extension ClickHouseExporter.Status {
                [("", String(failuresInARow))])
         if let lastError {
             family("attribution_export_last_error_info", "gauge", "The export's last error, and when (seconds since the epoch).",
-                   [("{error=\"\(Self.label(lastError))\"}", String(Double(lastErrorAt?.millisecondsSinceEpoch ?? 0) / 1000))])
+                   [("{error=\"\(MetricSeries.label(lastError))\"}", String(Double(lastErrorAt?.millisecondsSinceEpoch ?? 0) / 1000))])
         }
         return out
     }
@@ -51,19 +51,5 @@ extension ClickHouseExporter.Status {
         if let lastError { members.append(JSONMember(key: "last_error", value: .string(lastError))) }
         if let stopped { members.append(JSONMember(key: "stopped", value: .string(stopped))) }
         return .object(members)
-    }
-
-    /// A Prometheus label value: backslash, quote and newline escaped, and short.
-    static func label(_ text: String) -> String {
-        var out = ""
-        for character in text.prefix(300) {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n", "\r": out += "\\n"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }

@@ -67,12 +67,18 @@ final class Arrivals: PeriodicallySwept {
         }
     }
 
-    /// Something arrived on `path` at `site`, for `app` when it is a postback that names one.
-    func received(_ path: Path, site: String, app: String? = nil, at time: Timestamp) {
-        let ms = time.millisecondsSinceEpoch
+    /// Something arrived on `path` at `site`.
+    func received(_ path: Path, site: String, at time: Timestamp) {
         state.withLock { s in
-            Self.note(&s.book.sites, site, path, ms)
-            if let app { Self.note(&s.book.apps, app, path, ms) }
+            Self.note(&s.book.sites, site, path, time.millisecondsSinceEpoch)
+            s.changed = true
+        }
+    }
+
+    /// A postback for `app` was accepted.
+    func received(_ path: Path, app: String, at time: Timestamp) {
+        state.withLock { s in
+            Self.note(&s.book.apps, app, path, time.millisecondsSinceEpoch)
             s.changed = true
         }
     }

@@ -96,7 +96,7 @@ struct ArrivalsReport {
         out += "# TYPE attribution_last_received_timestamp_seconds gauge\n"
         for r in sites {
             for path in Self.sitePaths {
-                if let ms = r.last[path] { out += "attribution_last_received_timestamp_seconds{site=\"\(Self.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n" }
+                if let ms = r.last[path] { out += "attribution_last_received_timestamp_seconds{site=\"\(MetricSeries.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n" }
             }
         }
         out += "# HELP attribution_app_last_postback_timestamp_seconds When a registered app's last postback copy arrived, by protocol.\n"
@@ -104,28 +104,14 @@ struct ArrivalsReport {
         for r in apps {
             for path in Self.appPaths {
                 if let ms = r.last[path] {
-                    out += "attribution_app_last_postback_timestamp_seconds{app_id=\"\(r.key)\",site=\"\(Self.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n"
+                    out += "attribution_app_last_postback_timestamp_seconds{app_id=\"\(r.key)\",site=\"\(MetricSeries.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n"
                 }
             }
         }
         out += "# HELP attribution_silent 1 for a served site or registered app that has received nothing for 48 hours.\n"
         out += "# TYPE attribution_silent gauge\n"
-        for r in sites { out += "attribution_silent{kind=\"site\",site=\"\(Self.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }
-        for r in apps { out += "attribution_silent{kind=\"app\",app_id=\"\(r.key)\",site=\"\(Self.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }
-        return out
-    }
-
-    /// A Prometheus label value: backslash, quote and newline escaped.
-    static func label(_ value: String) -> String {
-        var out = ""
-        for c in value {
-            switch c {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            default: out.append(c)
-            }
-        }
+        for r in sites { out += "attribution_silent{kind=\"site\",site=\"\(MetricSeries.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }
+        for r in apps { out += "attribution_silent{kind=\"app\",app_id=\"\(r.key)\",site=\"\(MetricSeries.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }
         return out
     }
 }

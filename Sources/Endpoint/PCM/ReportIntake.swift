@@ -24,8 +24,10 @@ struct ReportIntake: Sendable {
     let context: HandlerContext
 
     func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
-        if let site = context.arrivalSite(of: request) { context.arrived(.pcmReports, at: site) }
-        let (draft, facts, tokenOutcome) = try prepare(request)
+        // Read once: what arrived where, and which copy the report is.
+        let host = try RequestedHost.of(request, trustedProxies: context.trustedProxies)
+        if let site = context.arrivalSite(host: host) { context.arrived(.pcmReports, at: site) }
+        let (draft, facts, tokenOutcome) = try prepare(request, host: host)
         let answer = AnswerOnCommit(responder: responder, metrics: context.metrics, failure: "the report could not be stored")
         store.append(draft, steps: answer.steps(StoringReport(draft: draft, facts: facts, tokenOutcome: tokenOutcome, summary: summary,
                                                               metrics: context.metrics, book: book, tokens: tokens)))
@@ -63,7 +65,7 @@ struct ReportIntake: Sendable {
     }
 
     /// Checks the request and the body; the draft to store, or the refusal.
-    func prepare(_ request: HTTPRequest) throws -> (StoredReport.Draft, ReportFacts, TokenChecks.Outcome) {
+    func prepare(_ request: HTTPRequest, host: String?) throws -> (StoredReport.Draft, ReportFacts, TokenChecks.Outcome) {
         guard request.headers.withFirstValue("Content-Type", Self.isJSON) == true else {
             let got = request.headers["Content-Type"].map { "\"\($0)\"" } ?? "none"
             throw Problem(status: 415, rule: "unsupported_media_type",
@@ -74,7 +76,6 @@ struct ReportIntake: Sendable {
                           detail: "the body has \(request.body.count) bytes; reports are at most \(maxReportBytes)")
         }
         let report = try validator.validate(body: request.body).get()
-        let host = try RequestedHost.of(request, trustedProxies: context.trustedProxies)
         let resolution = try roles.resolve(report, host: host).get()
         var reasons = resolution.notes
         if report.usedDashKeys { reasons.append("dash_keys_normalized") }

@@ -46,14 +46,18 @@ struct HandlerContext: Sendable {
     }
 
     /// The served site a request was sent to, or on a development server without `--site` its host.
-    func arrivalSite(of request: HTTPRequest) -> String? {
-        servedSites.isEmpty ? (try? RequestedHost.of(request, trustedProxies: trustedProxies)) ?? nil : servedSite(of: request)
+    func arrivalSite(host: String?) -> String? {
+        servedSites.isEmpty ? host : servedSite(host: host)
     }
 
     /// The served site a request was sent to: its host, or the site its host is a subdomain of
     /// (`www.shop.example`). Nil for any other name, or none: those refusals are nobody's.
     func servedSite(of request: HTTPRequest) -> String? {
-        guard let host = (try? RequestedHost.of(request, trustedProxies: trustedProxies)) ?? nil else { return nil }
+        servedSite(host: (try? RequestedHost.of(request, trustedProxies: trustedProxies)) ?? nil)
+    }
+
+    func servedSite(host: String?) -> String? {
+        guard let host else { return nil }
         if servedSites.contains(host) { return host }
         return servedSites.first { host.hasSuffix("." + $0) }
     }
