@@ -65,6 +65,8 @@ final class Connection {
     private var logLines: [UInt8] = []
     private var logLineCount = 0
     private var stream: (body: any HTTPBodyStream, chunked: Bool)?
+    /// The stream answered `.pending`: nothing to write until it calls back (`streamReady`).
+    private var streamPending = false
     private var closeAfterFlush = false
     private var closed = false
     private var processing = false
@@ -252,15 +254,21 @@ final class Connection {
         var pulled = 0
         while true {
             if let current = stream {
-                guard outboundPending < 256 * 1024, pulled < 1024 * 1024 else { break }
-                if let piece = current.body.next(maxBytes: 64 * 1024) {
+                guard outboundPending < 256 * 1024, pulled < 1024 * 1024, !streamPending else { break }
+                switch current.body.next(maxBytes: 64 * 1024) {
+                case .bytes(let piece):
                     if piece.isEmpty { continue }
                     pulled += piece.count
-                    if current.chunked { outbound.append(contentsOf: Array((String(piece.count, radix: 16) + "\r\n").utf8)) }
+                    if current.chunked {
+                        outbound.append(utf8: String(piece.count, radix: 16))
+                        outbound.append(ascii: "\r\n")
+                    }
                     outbound.append(contentsOf: piece)
                     if current.chunked { outbound.append(contentsOf: [0x0D, 0x0A]) }
-                } else {
-                    if current.chunked { outbound.append(contentsOf: Array("0\r\n\r\n".utf8)) }
+                case .pending:
+                    streamPending = true
+                case .end:
+                    if current.chunked { outbound.append(ascii: "0\r\n\r\n") }
                     stream = nil
                 }
                 continue
@@ -303,6 +311,15 @@ final class Connection {
         }
         updateInterest()
         updateDeadline()
+    }
+
+    /// The stream being sent has more (or has ended) after a `.pending`.
+    func streamReady() {
+        guard streamPending else { return }
+        streamPending = false
+        lastProgress = monotonicSeconds()
+        guard !closed, !awaitingRelease else { return }
+        flush()
     }
 
     /// A new turn: take up the requests this connection's share of the last one left.
@@ -372,8 +389,13 @@ final class Connection {
         if slot.method != "HEAD" {
             switch response.body {
             case .bytes(let bytes): outbound.append(contentsOf: bytes)
-            case .stream(let body): stream = (body, slot.version == .http1_1)
+            case .stream(let body):
+                stream = (body, slot.version == .http1_1)
+                streamPending = false
+                body.whenReady { [loop, fd, generation] in loop.streamReady(fd: fd, generation: generation) }
             }
+        } else if case .stream(let body) = response.body {
+            body.cancel()  // a HEAD: nothing of it is sent
         }
         if loop.logsAccess { accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote) }
     }
@@ -442,7 +464,7 @@ final class Connection {
         // Stop reading while a client's unread responses pile up or its pipeline is full.
         let wantRead = !stopReading && !readEOF && answeredBytes + outboundPending < Self.maxHeldBytes
             && slots.count < loop.configuration.maxPipelinedRequests
-        let wantWrite = outboundPending > 0 || stream != nil
+        let wantWrite = outboundPending > 0 || (stream != nil && !streamPending)
         if wantRead != interest.readable || wantWrite != interest.writable {
             interest = (wantRead, wantWrite)
             loop.setInterest(fd, readable: wantRead, writable: wantWrite)
@@ -450,7 +472,9 @@ final class Connection {
     }
 
     private func updateDeadline() {
-        if outboundPending > 0 || stream != nil {
+        if outboundPending == 0 && streamPending {
+            deadline = .infinity  // the body is being made: its producer always calls back
+        } else if outboundPending > 0 || stream != nil {
             deadline = lastProgress + loop.configuration.writeTimeout
         } else if parser.isMidRequest || continueOwed {
             let started = requestStartedAt ?? monotonicSeconds()
@@ -485,6 +509,10 @@ final class Connection {
     func close() {
         guard !closed else { return }
         closed = true
+        // Streams not sent, or not to the end, stop being made (and free what they read).
+        stream?.body.cancel()
+        stream = nil
+        for slot in slots { if case .stream(let body)? = slot.response?.body { body.cancel() } }
         loop.forget(self)
         systemClose(fd)
     }

@@ -44,6 +44,8 @@ final class EventLoop: @unchecked Sendable {
     private let inbox = Locked<Inbox>(Inbox())
     private struct Inbox {
         var completions: [Completion] = []
+        /// Connections whose streamed body has more after a `.pending`, by descriptor and generation.
+        var streamsReady: [(fd: Int32, generation: UInt64)] = []
         var injected: [InProcessRequest] = []
         var shutdownRequested = false
         var pipeClosed = false
@@ -111,6 +113,15 @@ final class EventLoop: @unchecked Sendable {
         let wasEmpty = inbox.withLock { state in
             state.completions.append(completion)
             return state.completions.count == 1 && state.injected.isEmpty
+        }
+        if wasEmpty { wake() }
+    }
+
+    /// A connection's streamed body has more: the loop sends it on its next turn.
+    func streamReady(fd: Int32, generation: UInt64) {
+        let wasEmpty = inbox.withLock { state in
+            state.streamsReady.append((fd, generation))
+            return state.streamsReady.count == 1 && state.completions.isEmpty && state.injected.isEmpty
         }
         if wasEmpty { wake() }
     }
@@ -279,13 +290,18 @@ final class EventLoop: @unchecked Sendable {
     private func drainInbox() {
         var scratch = [UInt8](repeating: 0, count: 256)
         while read(wakeRead, &scratch, scratch.count) > 0 {}
-        let (completions, injected, shutdownRequested) = inbox.withLock { state in
-            let taken = (state.completions, state.injected, state.shutdownRequested)
+        let (completions, injected, streamsReady, shutdownRequested) = inbox.withLock { state in
+            let taken = (state.completions, state.injected, state.streamsReady, state.shutdownRequested)
             state.completions.removeAll(keepingCapacity: true)
             state.injected.removeAll()
+            state.streamsReady.removeAll(keepingCapacity: true)
             return taken
         }
         for completion in completions { deliver(completion) }
+        for (fd, generation) in streamsReady {
+            guard let connection = connections[fd], connection.generation == generation else { continue }
+            connection.streamReady()
+        }
         for request in injected {
             let exchange = nextInProcess
             nextInProcess += 1

@@ -30,12 +30,31 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+/// What a streamed body has for the socket now.
+public enum HTTPBodyPiece: Sendable, Equatable {
+    case bytes([UInt8])
+    /// Nothing yet: the stream calls the `whenReady` it was given once it has more.
+    case pending
+    case end
+}
+
 /// A body produced on demand, so that a large export never sits whole in memory.
 ///
-/// `next` is called on the server's event-loop thread whenever the socket can take more; it
-/// must not block for long. It returns nil at the end.
+/// `next` is called on the server's event-loop thread whenever the socket can take more, and
+/// must return at once: a body that takes work to produce is made elsewhere
+/// (`BackgroundBodyStream`) and answers `.pending` until it has a piece.
 public protocol HTTPBodyStream: AnyObject, Sendable {
-    func next(maxBytes: Int) -> [UInt8]?
+    func next(maxBytes: Int) -> HTTPBodyPiece
+    /// Called once, on the loop, before the first `next`: after a `.pending`, `ready` is to be
+    /// called (from any thread) once there is more.
+    func whenReady(_ ready: @escaping @Sendable () -> Void)
+    /// The connection will ask no more (its client went away, or the server stops).
+    func cancel()
+}
+
+extension HTTPBodyStream {
+    public func whenReady(_ ready: @escaping @Sendable () -> Void) {}
+    public func cancel() {}
 }
 
 enum HTTPStatusPhrase {

@@ -147,7 +147,7 @@ final class LiveEndpoint {
         var bytes: [UInt8] = []
         switch response.body {
         case .bytes(let b): bytes = b
-        case .stream(let stream): while let piece = stream.next(maxBytes: 64 << 10) { bytes += piece }
+        case .stream(let stream): bytes = stream.readAll()
         }
         return RawResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) },
                            body: method == "HEAD" ? [] : bytes)

@@ -542,9 +542,9 @@ struct VaryingHeadHandler: HTTPHandler {
     @Test func streamedBodyIsChunkedToHTTP11() throws {
         final class Counter: HTTPBodyStream, @unchecked Sendable {
             var n = 0
-            func next(maxBytes: Int) -> [UInt8]? {
+            func next(maxBytes: Int) -> HTTPBodyPiece {
                 n += 1
-                return n <= 3 ? Array("part\(n)\n".utf8) : nil
+                return n <= 3 ? .bytes(Array("part\(n)\n".utf8)) : .end
             }
         }
         struct Streaming: HTTPHandler {

@@ -16,6 +16,8 @@ struct ExportRoutes: Sendable {
     /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
     let appleAds: AppleAdsOutbox
     let apps: AppBook
+    /// The threads that read and write every export, off the event loop.
+    let producers: BodyProducers
     /// What the request's token may read: a scoped viewer's exports hold its sites' records.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
@@ -46,8 +48,10 @@ struct ExportRoutes: Sendable {
 
     func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
-        let rows = Self.within(try scope(request).sites, columns: codec.columns, store.rows(of: codec, since: since, until: until))
-        return ExportStream(format, columns: codec.columns, rows: rows).response(fileName: fileName)
+        let sites = try scope(request).sites
+        return try ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until),
+                                keep: Self.keep(sites, columns: codec.columns))
+            .response(fileName: fileName, producers: producers)
     }
 
     /// Every token received in the period with where it stands (`AppleAdsExport.rows`), written as
@@ -55,23 +59,19 @@ struct ExportRoutes: Sendable {
     func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
         try appleAds.requireReady()
         let (since, until) = try Self.period(request)
+        let sites = try scope(request).sites
         let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
-        return ExportStream(format, columns: AppleAdsExport.columns, rows: Self.within(try scope(request).sites, columns: AppleAdsExport.columns, rows))
-            .response(fileName: "apple-ads")
+        return try ExportStream(format, columns: AppleAdsExport.columns, rows: rows, keep: Self.keep(sites, columns: AppleAdsExport.columns))
+            .response(fileName: "apple-ads", producers: producers)
     }
 
-    /// The rows whose `site` (the served site the record was sent to) is one of `sites`; every row
-    /// when `sites` is nil.
-    static func within(_ sites: Set<String>?, columns: [String], _ rows: @escaping () -> ExportRow?) -> () -> ExportRow? {
-        guard let sites else { return rows }
+    /// Whether a row's `site` (the served site the record was sent to) is one of `sites`; nil
+    /// (every row) when `sites` is nil.
+    static func keep(_ sites: Set<String>?, columns: [String]) -> ((ExportRow) -> Bool)? {
+        guard let sites else { return nil }
         // Every export has the column; one without it shows a scoped viewer nothing.
-        guard let column = columns.firstIndex(of: "site") else { return { nil } }
-        return {
-            while let row = rows() {
-                if column < row.cells.count, sites.contains(row.cells[column]) { return row }
-            }
-            return nil
-        }
+        guard let column = columns.firstIndex(of: "site") else { return { _ in false } }
+        return { row in column < row.cells.count && sites.contains(row.cells[column]) }
     }
 
     /// `since` and `until` (RFC 3339 instants), or `from` and `to` (UTC days, both included, as

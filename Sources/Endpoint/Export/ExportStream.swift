@@ -2,31 +2,45 @@ import HTTPServer
 import Primitives
 import ReportStore
 
-/// Every export's body: rows written as NDJSON lines or CSV rows as the socket drains, a few
-/// dozen kilobytes at a time, whatever the rows come from (the log through a kind's
-/// `RecordCodec`, or `AppleAdsExport.rows`).
-final class ExportStream: HTTPBodyStream, @unchecked Sendable {
+/// Every export's body: rows written as NDJSON lines or CSV rows, a few dozen kilobytes at a
+/// time, whatever the rows come from (the log through a kind's `RecordCodec`, or
+/// `AppleAdsExport.rows`). The rows are read and written on a `BodyProducers` thread, never on the
+/// event loop, and only as fast as the client reads (`BackgroundBodyStream`).
+final class ExportStream: @unchecked Sendable {
     enum Format { case ndjson, csv }
+
+    /// Rows a piece looks at, at most, before it gives its thread to another stream: a scoped
+    /// export passing over another advertiser's rows still yields.
+    static let rowsLookedAtPerPiece = 20_000
 
     private let format: Format
     private let columns: [String]
     private let nextRow: () -> ExportRow?
+    private let keep: ((ExportRow) -> Bool)?
     private var wroteHeader = false
 
-    init(_ format: Format, columns: [String], rows: @escaping () -> ExportRow?) {
+    /// `keep`: whether a row is shown (a scoped read's); every row when nil.
+    init(_ format: Format, columns: [String], rows: @escaping () -> ExportRow?, keep: ((ExportRow) -> Bool)? = nil) {
         self.format = format
         self.columns = columns
         self.nextRow = rows
+        self.keep = keep
     }
 
-    func next(maxBytes: Int) -> [UInt8]? {
+    /// The next piece: nil at the end, empty when it looked at its share of rows and kept none.
+    func piece(maxBytes: Int) -> [UInt8]? {
         var text = ""
         if format == .csv && !wroteHeader {
-            text = columns.joined(separator: ",") + "\r\n"
+            text = CSV.row(columns)
             wroteHeader = true
         }
+        var looked = 0
         // A row is well under the slack, so a piece stays under `maxBytes`.
-        while text.utf8.count < maxBytes - 4096, let row = nextRow() {
+        while text.utf8.count < maxBytes - 4096 {
+            guard looked < Self.rowsLookedAtPerPiece else { return Array(text.utf8) }
+            guard let row = nextRow() else { return text.isEmpty ? nil : Array(text.utf8) }
+            looked += 1
+            if let keep, !keep(row) { continue }
             switch format {
             case .ndjson:
                 JSONValue.object(row.members).write(to: &text)
@@ -35,17 +49,23 @@ final class ExportStream: HTTPBodyStream, @unchecked Sendable {
                 text += CSV.row(row.cells)
             }
         }
-        return text.isEmpty ? nil : Array(text.utf8)
+        return Array(text.utf8)
     }
 
-    /// The answer that streams it: NDJSON, or CSV to be saved under `fileName`.
-    func response(fileName: String) -> HTTPResponse {
+    /// The answer that streams it, made by `producers`: NDJSON, or CSV to be saved under
+    /// `fileName`. Refused with 503 `exports_busy` while as many exports as the producers take
+    /// are open.
+    func response(fileName: String, producers: BodyProducers) throws(Problem) -> HTTPResponse {
+        guard let stream = producers.stream({ [self] in piece(maxBytes: $0) }) else {
+            throw Problem(status: 503, rule: "exports_busy",
+                          detail: "\(producers.maxStreams) exports are being streamed; try again when one has finished")
+        }
         switch format {
         case .ndjson:
-            HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: self)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/x-ndjson", "Cache-Control": "no-store"], stream: stream)
         case .csv:
-            HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                                "Content-Disposition": "attachment; filename=\"\(fileName).csv\""], stream: self)
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
+                                                       "Content-Disposition": "attachment; filename=\"\(fileName).csv\""], stream: stream)
         }
     }
 }

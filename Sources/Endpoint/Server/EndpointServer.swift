@@ -56,6 +56,8 @@ public final class EndpointServer: Sendable {
     private let checkpointer: SummaryCheckpointer
     private let postbacks: PostbackIntake
     private let signingPool: WorkerPool
+    /// The threads that read the log for the exports, below the loop's priority.
+    private let exportProducers: BodyProducers
     private let turns: TurnRequester
 
     public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
@@ -262,6 +264,7 @@ public final class EndpointServer: Sendable {
             : PostbackChecksOnTheLoop(line: line, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
+        exportProducers = BodyProducers(named: "export", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), maxStreams: 16)
 
         let clickhouse = try configuration.resolvedClickHouse()
         // The cluster's summaries are read on a thread of their own, one query at a time.
@@ -328,7 +331,8 @@ public final class EndpointServer: Sendable {
             + marketers.routes(gate: bearer, registrationGate: registrationGate)
             + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                              access: access, clock: clock, cluster: clusterScope).routes(gate: bearer)
-            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps, scope: scope).routes(bearer: bearer)
+            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                           producers: exportProducers, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
                                tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
@@ -420,6 +424,8 @@ public final class EndpointServer: Sendable {
         appleAds.stop()
         postbacks.stop()
         signingPool.stop()
+        // Before the store closes: its threads read the log.
+        exportProducers.stop()
         tokenKeyRotation?.requestStop()
         tokenKeys.stop()
         tokenKeyRotation?.stop()
