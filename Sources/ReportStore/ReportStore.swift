@@ -207,6 +207,8 @@ public final class ReportStore: Sendable {
         var lastError: StoreError?
         var flushes: Int
         var rollFailures = 0
+        /// Segments handed to record cursors (each cursor counts the segments it may open).
+        var segmentsRead = 0
         var lastRollError: String?
         /// Segments a reader may still open, by base, with how many readers: retention waits.
         var pinned: [Int: Int] = [:]
@@ -588,6 +590,10 @@ public final class ReportStore: Sendable {
     /// Successful write-and-flush rounds; with group commit, fewer than reports stored.
     public var flushes: Int { state.withLock { $0.flushes } }
 
+    /// Segments handed to record cursors (`records(of:since:until:skipping:)`: the exports) since
+    /// the store opened; the scans of the store's owners (digests, rebuilds) are not counted.
+    public var segmentsRead: Int { state.withLock { $0.segmentsRead } }
+
     public var bytesOnDisk: Int { state.withLock { $0.end } }
 
     /// Everything on disk as of the last flush: record a derived state's prefix with this, at a
@@ -657,7 +663,10 @@ public final class ReportStore: Sendable {
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
-    public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil) -> RecordCursor {
+    /// A segment that holds no record of `kind` is never opened, nor one `skipping` (given its
+    /// base) passes over: a reader that knows what a segment holds (`SegmentSites`) reads less.
+    public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil,
+                        skipping: ((_ segmentBase: Int) -> Bool)? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in
             guard let since else { return (s.end, 0) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
@@ -669,7 +678,10 @@ public final class ReportStore: Sendable {
             }
             return (s.end, low == 0 ? 0 : index[low - 1].offset)
         }
-        return RecordCursor(walk: walk(from: startOffset, through: end), kind: kind, since: since, until: until)
+        let holding: (SegmentTally) -> Bool = { segment in
+            segment.counts[kind.number, default: 0] > 0 && !(skipping?(segment.layout.base) ?? false)
+        }
+        return RecordCursor(walk: walk(from: startOffset, through: end, only: holding), kind: kind, since: since, until: until)
     }
 
     // MARK: - Segments
@@ -748,10 +760,11 @@ public final class ReportStore: Sendable {
 
     /// The segments a reader of `[start, end)` may open, pinned against removal until `walk`'s
     /// `finish`.
-    private func walk(from start: Int, through end: Int) -> SegmentWalk {
+    private func walk(from start: Int, through end: Int, only keep: ((SegmentTally) -> Bool)? = nil) -> SegmentWalk {
         let segments = state.withLock { s -> [SegmentTally] in
-            let wanted = s.segments.filter { $0.end > start && $0.layout.base < end }
+            let wanted = s.segments.filter { $0.end > start && $0.layout.base < end && (keep?($0) ?? true) }
             for segment in wanted { s.pinned[segment.layout.base, default: 0] += 1 }
+            if keep != nil { s.segmentsRead += wanted.count }
             return wanted
         }
         let bases = segments.map(\.layout.base)

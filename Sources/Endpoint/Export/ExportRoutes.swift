@@ -18,6 +18,8 @@ struct ExportRoutes: Sendable {
     let apps: AppBook
     /// The threads that read and write every export, off the event loop.
     let producers: BodyProducers
+    /// What each sealed segment holds: a scoped export passes over the others unread.
+    let segmentSites: SegmentSites
     /// What the request's token may read: a scoped viewer's exports hold its sites' records.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
@@ -49,7 +51,8 @@ struct ExportRoutes: Sendable {
     func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
         let (since, until) = try Self.period(request)
         let sites = try scope(request).sites
-        return try ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until),
+        let skipping = sites.map { segmentSites.skipping(codec.kind, unless: $0) }
+        return try ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until, skipping: skipping),
                                 keep: Self.keep(sites, columns: codec.columns))
             .response(fileName: fileName, producers: producers)
     }

@@ -58,6 +58,8 @@ public final class EndpointServer: Sendable {
     private let signingPool: WorkerPool
     /// The threads that read the log for the exports, below the loop's priority.
     private let exportProducers: BodyProducers
+    /// Which sites each sealed segment holds: a scoped export opens only those that concern it.
+    let segmentSites: SegmentSites
     private let turns: TurnRequester
 
     public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
@@ -280,6 +282,9 @@ public final class EndpointServer: Sendable {
         let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners + [appleAds], store: store, restored: restored, clock: clock,
                                          announce: { EventLog.write($0, $1) })
         self.digests = digests
+        let segmentSites = try SegmentSites(directory: configuration.dataDirectory + "/segment-sites", store: store,
+                                            kinds: [.init(ReportExportCodec()), .init(PostbackExportCodec(ledger: ledger))])
+        self.segmentSites = segmentSites
         let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
                                             clock: clock, announce: { EventLog.write($0, $1) },
                                             onTableWritten: { digests.compact(base: $0.segmentBase) })
@@ -332,7 +337,7 @@ public final class EndpointServer: Sendable {
             + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                              access: access, clock: clock, cluster: clusterScope).routes(gate: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                           producers: exportProducers, scope: scope).routes(bearer: bearer)
+                           producers: exportProducers, segmentSites: segmentSites, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
                                tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
@@ -379,9 +384,10 @@ public final class EndpointServer: Sendable {
         summaryRebuild.start()
         exporter?.start()
         // What needs the ledger whole, or must not remove a segment the rebuild still reads.
-        let (digests, postbackWindow, retention) = (self.digests, self.postbackWindow, self.retention)
+        let (digests, postbackWindow, retention, segmentSites) = (self.digests, self.postbackWindow, self.retention, self.segmentSites)
         postbackRebuild.start {
             digests.start()
+            segmentSites.start()
             postbackWindow.start()
             retention?.start()
         }
@@ -436,6 +442,7 @@ public final class EndpointServer: Sendable {
         exporter?.stop()
         retention?.stop()
         digests.stop()
+        segmentSites.stop()
         postbackWindow.stop()
         heapTrim.stop()
         arrivals.stopAndSave()
