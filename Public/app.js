@@ -354,12 +354,12 @@ function renderWeb(s) {
     ? "Accepted destination copies: the report each conversion sends to the advertiser's site, so each conversion is counted once. Choose “Source copies” above to count the publishers' copies instead."
     : "Accepted source copies: the report each conversion sends to the publisher's site, so each conversion is counted once (this view holds no destination copies, or you chose source copies).");
   drawCrosstab("crosstab", "Campaign", x.conversions.map((c) => [c.conversion || "trigger data " + c.trigger_data, `${c.site} · ${c.trigger_data}`]),
-    x.rows.map((r) => ({ label: named(r.campaign || "No campaign registered", `${r.source_site} · source id ${r.source_id}`), counts: r.counts, total: r.total })),
+    x.rows.map((r) => ({ label: named(r.campaign || "No matching campaign", `${r.source_site} · source id ${r.source_id}`), counts: r.counts, total: r.total })),
     x.totals, x.total);
   empty("empty-crosstab", x.rows.length ? "" : "No accepted reports in this period to cross campaigns with conversions.");
 
   fill("campaigns", s.by_campaign, (tr, r) => {
-    cell(tr, named(r.campaign || "No campaign registered", `${r.source_site} · source id ${r.source_id}`));
+    cell(tr, named(r.campaign || "No matching campaign", `${r.source_site} · source id ${r.source_id}`));
     cell(tr, r.source, "num"); cell(tr, r.destination, "num"); cell(tr, verifiedShare(r), "num");
   });
   empty("empty-campaigns", s.by_campaign.length ? (s.registered.campaigns ? "" :

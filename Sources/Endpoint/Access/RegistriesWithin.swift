@@ -2,13 +2,16 @@ import AppDevelopers
 import SiteOwners
 
 extension Registry {
-    /// The registrations a scope may read: the conversions and campaigns of its sites. A report
-    /// sent to one advertiser names another's conversion only by its trigger data.
+    /// The registrations a scope is shown (`NameDisclosure`): the conversions of its sites, and
+    /// the campaigns whose source site or destination is one of them. A report sent to one
+    /// advertiser names another's conversion only by its trigger data.
     func within(_ sites: Set<String>?) -> Registry {
         guard let sites else { return self }
         var copy = self
-        for c in conversions where !sites.contains(c.site) { copy.removeConversion(site: c.site, name: c.name) }
-        for c in campaigns where !sites.contains(c.sourceSite) { copy.removeCampaign(sourceSite: c.sourceSite, name: c.name) }
+        for c in conversions where !NameDisclosure.conversion(site: c.site, to: sites) { copy.removeConversion(site: c.site, name: c.name) }
+        for c in campaigns where !NameDisclosure.campaign(sourceSite: c.sourceSite, destination: c.destination, to: sites) {
+            copy.removeCampaign(sourceSite: c.sourceSite, name: c.name)
+        }
         return copy
     }
 }
@@ -19,7 +22,7 @@ extension AppRegistry {
     func within(_ sites: Set<String>?) -> AppRegistry {
         guard let sites else { return self }
         var copy = self
-        for app in apps where !sites.contains(app.site) { copy.removeApp(appID: app.appID) }
+        for app in apps where !NameDisclosure.app(site: app.site, to: sites) { copy.removeApp(appID: app.appID) }
         return copy
     }
 }

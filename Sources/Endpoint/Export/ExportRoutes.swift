@@ -53,7 +53,7 @@ struct ExportRoutes: Sendable {
         let sites = try scope(request).sites
         let skipping = sites.map { segmentSites.skipping(codec.kind, unless: $0) }
         return try ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until, skipping: skipping),
-                                keep: Self.keep(sites, columns: codec.columns))
+                                shape: Self.shown(to: sites, columns: codec.columns))
             .response(fileName: fileName, producers: producers)
     }
 
@@ -64,17 +64,28 @@ struct ExportRoutes: Sendable {
         let (since, until) = try Self.period(request)
         let sites = try scope(request).sites
         let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
-        return try ExportStream(format, columns: AppleAdsExport.columns, rows: rows, keep: Self.keep(sites, columns: AppleAdsExport.columns))
+        return try ExportStream(format, columns: AppleAdsExport.columns, rows: rows, shape: Self.shown(to: sites, columns: AppleAdsExport.columns))
             .response(fileName: "apple-ads", producers: producers)
     }
 
-    /// Whether a row's `site` (the served site the record was sent to) is one of `sites`; nil
-    /// (every row) when `sites` is nil.
-    static func keep(_ sites: Set<String>?, columns: [String]) -> ((ExportRow) -> Bool)? {
+    /// A row as a reader of `sites` is shown it: nil unless its `site` (the served site the
+    /// record was sent to) is one of them, and a report's campaign only as `NameDisclosure`
+    /// allows. Nil (every row as it is) when `sites` is nil.
+    static func shown(to sites: Set<String>?, columns: [String]) -> ((ExportRow) -> ExportRow?)? {
         guard let sites else { return nil }
         // Every export has the column; one without it shows a scoped viewer nothing.
-        guard let column = columns.firstIndex(of: "site") else { return { _ in false } }
-        return { row in column < row.cells.count && sites.contains(row.cells[column]) }
+        guard let column = columns.firstIndex(of: "site") else { return { _ in nil } }
+        let campaign = columns.firstIndex(of: "campaign")
+        let sourceSite = columns.firstIndex(of: "source_site")
+        return { row in
+            guard column < row.cells.count, sites.contains(row.cells[column]) else { return nil }
+            guard let campaign, let sourceSite, campaign < row.cells.count, sourceSite < row.cells.count, !row.cells[campaign].isEmpty,
+                  !NameDisclosure.campaign(sourceSite: row.cells[sourceSite], onReportSentTo: row.cells[column], to: sites) else { return row }
+            var hidden = row
+            hidden.cells[campaign] = ""
+            hidden.members.removeAll { $0.key == "campaign" }
+            return hidden
+        }
     }
 
     /// `since` and `until` (RFC 3339 instants), or `from` and `to` (UTC days, both included, as

@@ -16,15 +16,16 @@ final class ExportStream: @unchecked Sendable {
     private let format: Format
     private let columns: [String]
     private let nextRow: () -> ExportRow?
-    private let keep: ((ExportRow) -> Bool)?
+    private let shape: ((ExportRow) -> ExportRow?)?
     private var wroteHeader = false
 
-    /// `keep`: whether a row is shown (a scoped read's); every row when nil.
-    init(_ format: Format, columns: [String], rows: @escaping () -> ExportRow?, keep: ((ExportRow) -> Bool)? = nil) {
+    /// `shape`: a row as the reader is shown it, nil to pass over it (a scoped read's); every row
+    /// as it is when nil.
+    init(_ format: Format, columns: [String], rows: @escaping () -> ExportRow?, shape: ((ExportRow) -> ExportRow?)? = nil) {
         self.format = format
         self.columns = columns
         self.nextRow = rows
-        self.keep = keep
+        self.shape = shape
     }
 
     /// The next piece: nil at the end, empty when it looked at its share of rows and kept none.
@@ -38,9 +39,12 @@ final class ExportStream: @unchecked Sendable {
         // A row is well under the slack, so a piece stays under `maxBytes`.
         while text.utf8.count < maxBytes - 4096 {
             guard looked < Self.rowsLookedAtPerPiece else { return Array(text.utf8) }
-            guard let row = nextRow() else { return text.isEmpty ? nil : Array(text.utf8) }
+            guard var row = nextRow() else { return text.isEmpty ? nil : Array(text.utf8) }
             looked += 1
-            if let keep, !keep(row) { continue }
+            if let shape {
+                guard let shown = shape(row) else { continue }
+                row = shown
+            }
             switch format {
             case .ndjson:
                 JSONValue.object(row.members).write(to: &text)

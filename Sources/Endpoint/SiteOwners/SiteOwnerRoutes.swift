@@ -47,7 +47,8 @@ struct SiteOwnerRoutes: Sendable {
         [
             Route(.exact(path), methods: ["GET", "HEAD"]) { request in
                 let readable = try scope(request)
-                return JSONResponse.make(200, Self.encode(book.registry[keyPath: list].filter { readable.allows(site($0)) }))
+                // What a scope is shown (`NameDisclosure`): a campaign to its destination's owner too.
+                return JSONResponse.make(200, Self.encode(book.registry.within(readable.sites)[keyPath: list]))
             },
             Route(.exact(path), methods: ["POST"]) { request in
                 try register(request) { json, registry throws(RequestProblem) in

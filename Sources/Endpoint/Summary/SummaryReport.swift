@@ -117,6 +117,13 @@ struct SummaryReport: Sendable {
             return query.role == nil || query.role == owner.role
         }
         // Summed by interned keys first, named once at the end.
+        /// The campaign's name if the reader is shown it on a report sent to `site` (`NameDisclosure`).
+        func campaignName(_ campaign: SummaryAggregates.Name?, of sourceSite: SummaryAggregates.Name,
+                          sentTo site: SummaryAggregates.Name) -> SummaryAggregates.Name? {
+            guard let campaign, NameDisclosure.campaign(sourceSite: aggregates.name(sourceSite), onReportSentTo: aggregates.name(site),
+                                                        to: query.within) else { return nil }
+            return campaign
+        }
         var sums = SummaryReportSums()
         var reasons: [SummaryAggregates.Name: RoleCounts] = [:]
         var acceptedPerDay: [Int32: RoleCounts] = [:]
@@ -131,9 +138,12 @@ struct SummaryReport: Sendable {
             }
             // Rows are per campaign (or conversion) over the chosen sites: the owner is dropped
             // from the key, its role kept as the column.
+            // A campaign's name is kept only where the reader is shown it (`NameDisclosure`),
+            // which depends on the site the report was sent to: decided before the owner goes.
             for (counts, into) in [(day.campaigns, \SummaryReportSums.campaigns), (day.verifiedCampaigns, \SummaryReportSums.verifiedCampaigns)] {
                 for (key, n) in counts where matches(key.owner) {
                     var plain = key
+                    plain.campaign = campaignName(key.campaign, of: key.sourceSite, sentTo: key.owner.site)
                     plain.owner = SummaryAggregates.SiteRole(site: 0, role: .source)
                     sums[keyPath: into][plain, default: RoleCounts()].add(key.owner.role, n)
                 }
@@ -148,13 +158,8 @@ struct SummaryReport: Sendable {
             for (key, n) in day.quarantineReasons where matches(key.owner) { reasons[key.reason, default: RoleCounts()].add(key.owner.role, n) }
             for (key, n) in day.delays where matches(key.owner) { delays[key.bucket] += n }
         }
-        // A campaign's name is its publisher's registration: shown to those who read the publisher's site.
-        func campaignName(_ campaign: SummaryAggregates.Name?, of sourceSite: String) -> String? {
-            query.within.map { $0.contains(sourceSite) } ?? true ? campaign.map(aggregates.name) : nil
-        }
         func campaignRow(_ key: SummaryAggregates.CampaignKey) -> CampaignRow {
-            let site = aggregates.name(key.sourceSite)
-            return CampaignRow(sourceSite: site, sourceID: key.sourceID, campaign: campaignName(key.campaign, of: site))
+            CampaignRow(sourceSite: aggregates.name(key.sourceSite), sourceID: key.sourceID, campaign: key.campaign.map(aggregates.name))
         }
         func conversionRow(_ key: SummaryAggregates.ConversionKey) -> ConversionRow {
             ConversionRow(destination: aggregates.name(key.destination), triggerData: key.triggerData)
@@ -177,7 +182,8 @@ struct SummaryReport: Sendable {
         }
         for (g, n) in cells {
             let site = aggregates.name(g.sourceSite)
-            let cell = CrosstabCell(campaign: CampaignRow(sourceSite: site, sourceID: g.sourceID, campaign: campaignName(g.campaign, of: site)),
+            let cell = CrosstabCell(campaign: CampaignRow(sourceSite: site, sourceID: g.sourceID,
+                                                          campaign: campaignName(g.campaign, of: g.sourceSite, sentTo: g.site).map(aggregates.name)),
                                     conversion: ConversionRow(destination: aggregates.name(g.destination), triggerData: g.triggerData))
             crosstab[cell, default: 0] += n
         }
@@ -222,7 +228,7 @@ struct SummaryReport: Sendable {
         out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":\(verifiedTokens.json())}"
         func shown(_ site: String) -> Bool { (query.site == nil || site == query.site) && (query.within?.contains(site) ?? true) }
         out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { shown($0.site) }.count),"
-        out += "\"campaigns\":\(registry.campaigns.filter { shown($0.sourceSite) }.count)}}"
+        out += "\"campaigns\":\(registry.campaigns.filter { shown($0.sourceSite) || shown($0.destination) }.count)}}"
         return out
     }
 
@@ -289,7 +295,8 @@ struct SummaryReport: Sendable {
                 && (query.within?.contains(name(g.site)) ?? true) {
                 let conversion = registry.conversions(site: name(g.destination), triggerData: g.triggerData).first?.name ?? ""
                 rows.append([SummaryQuery.text(d), name(g.site), g.role.rawValue, g.accepted ? "accepted" : "quarantined", name(g.sourceSite),
-                             String(g.sourceID), query.within.map { $0.contains(name(g.sourceSite)) } ?? true ? g.campaign.map(name) ?? "" : "",
+                             String(g.sourceID),
+                             NameDisclosure.campaign(sourceSite: name(g.sourceSite), onReportSentTo: name(g.site), to: query.within) ? g.campaign.map(name) ?? "" : "",
                              name(g.destination), String(g.triggerData), conversion,
                              g.late ? "true" : "false", String(n)])
             }
