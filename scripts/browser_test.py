@@ -111,10 +111,10 @@ def expected_from_export(base, day_from, day_to):
             counts["accepted_" + role] += 1
             if "late" in r["reasons"]:
                 counts["late"] += 1
-            campaigns[(r.get("campaign") or "No campaign registered", r["source_site"], r["source_id"], role)] += 1
+            campaigns[(r.get("campaign") or "No matching campaign", r["source_site"], r["source_id"], role)] += 1
             conversions[(r["attributed_on_site"], r["trigger_data"], role)] += 1
             if any(reason.endswith("_token_verified") for reason in r["reasons"]):
-                campaigns[(r.get("campaign") or "No campaign registered", r["source_site"], r["source_id"], "verified")] += 1
+                campaigns[(r.get("campaign") or "No matching campaign", r["source_site"], r["source_id"], "verified")] += 1
                 conversions[(r["attributed_on_site"], r["trigger_data"], "verified")] += 1
         else:
             counts["quarantined"] += 1

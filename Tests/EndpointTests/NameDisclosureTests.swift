@@ -68,7 +68,7 @@ import Testing
                     for name in Self.shops { #expect(text.contains(name), "\(who), \(path) lacks \(name): \(text.prefix(400))") }
                 }
                 #expect(!text.contains(Self.elsewhere), "\(who), \(path) shows another destination's campaign")
-                #expect(!text.contains("No campaign registered"))
+                #expect(!text.contains("No campaign registered") && !text.contains("No matching campaign"))
             }
             let summary = (try? JSONSerialization.jsonObject(with: Data(texts["/api/summary"]!.utf8))) as? [String: Any] ?? [:]
             let named = Set((summary["by_campaign"] as? [[String: Any]] ?? []).compactMap { $0["campaign"] as? String })
