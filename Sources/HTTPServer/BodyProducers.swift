@@ -83,18 +83,24 @@ public final class BodyProducers: Sendable {
         threads.wait()
     }
 
+    private func produceOnce(_ stream: BackgroundBodyStream) {
+        if stream.produceOnce() { schedule(stream) }
+    }
+
     private func run() {
         while true {
             available.wait()
-            let (stream, stopping) = state.withLock { s -> (BackgroundBodyStream?, Bool) in
+            var (stream, stopping) = state.withLock { s -> (BackgroundBodyStream?, Bool) in
                 (s.waiting.isEmpty ? nil : s.waiting.removeFirst(), s.stopping)
             }
             if stopping {
                 available.signal()  // the next thread sees it too
                 return
             }
-            guard let stream else { continue }
-            if stream.produceOnce() { schedule(stream) }
+            guard stream != nil else { continue }
+            produceOnce(stream!)
+            // Let go before saying so: a stream nobody else holds ends here, not after the wait.
+            stream = nil
             scheduled.leave()
         }
     }

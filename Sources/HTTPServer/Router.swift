@@ -19,16 +19,28 @@ public struct Route: Sendable {
     public var path: Path
     public var methods: [String]
     public var handler: @Sendable (HTTPRequest, HTTPResponder) throws -> Void
+    /// Where the handler runs once the gate has let the request through: nil, on the event loop
+    /// (work of microseconds); a pool, on its threads (a read that computes its answer, so that
+    /// no report waits behind it). A pool whose queue is full answers `WorkersBusy`.
+    public var workers: WorkerPool?
 
-    public init(_ path: Path, methods: [String], handler: @escaping @Sendable (HTTPRequest, HTTPResponder) throws -> Void) {
+    public init(_ path: Path, methods: [String], workers: WorkerPool? = nil,
+                handler: @escaping @Sendable (HTTPRequest, HTTPResponder) throws -> Void) {
         self.path = path
         self.methods = methods
+        self.workers = workers
         self.handler = handler
     }
 
-    /// A route whose answer is ready at once.
-    public init(_ path: Path, methods: [String], answer: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
-        self.init(path, methods: methods) { request, responder in responder.respond(try answer(request)) }
+    /// A route whose answer is ready at once (on the loop), or made on `workers`.
+    public init(_ path: Path, methods: [String], workers: WorkerPool? = nil, answer: @escaping @Sendable (HTTPRequest) throws -> HTTPResponse) {
+        self.init(path, methods: methods, workers: workers) { request, responder in responder.respond(try answer(request)) }
+    }
+
+    /// What a route's `workers` answer when every thread is busy and their queue is full: the
+    /// router hands it to `refused` (a 503).
+    public struct WorkersBusy: Error, Sendable {
+        public let path: String
     }
 }
 
@@ -127,7 +139,16 @@ public struct Router: Sendable {
                 response.headers.add(name: "Allow", value: entry.allow)
                 return responder.respond(response)
             }
-            try route.handler(request, responder)
+            guard let workers = route.workers else { return try route.handler(request, responder) }
+            let refused = self.refused
+            let taken = workers.submit {
+                do {
+                    try route.handler(request, responder)
+                } catch {
+                    responder.respond(refused(request, error))
+                }
+            }
+            if !taken { throw Route.WorkersBusy(path: String(path)) }
         } catch {
             responder.respond(refused(request, error))
         }

@@ -114,21 +114,23 @@ struct AppsSummaryRoutes: Sendable {
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
     /// What the request's token may read.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
+    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
+    var workers: WorkerPool? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("apps summary", gate: bearer, routes: [
-                Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
+                Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsLedger: true, node: { summary($0) }) { cluster, query, registry in
                         try ClusterAppsSummary.summary(cluster, query: query).json(registry.within(query.within), query: query)
                     }
                 }),
-                Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], handler: { request, responder in
+                Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry.within($0.within)) }) {
                         cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry.within(query.within))
                     }
                 }),
-                Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], handler: { request, responder in
+                Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsAppleAds: true, node: { appleAdsSummary($0) }) { cluster, query, registry in
                         try ClusterAppleAdsSummary.summary(cluster, query: query).json(registry, query: query)
                     }

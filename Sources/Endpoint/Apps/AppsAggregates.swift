@@ -104,8 +104,12 @@ final class AppsAggregates: SegmentDigestOwner {
     }
 
     /// The counts of the query's days and site; `sites` names every site with postbacks in those days.
+    ///
+    /// Counted outside the lock, on a copy (copy-on-write), so that a postback stored meanwhile
+    /// never waits for a long read.
     func summary(_ query: AppsSummary.Query) -> AppsSummary {
-        state.withLock { s in
+        let s = state.withLock { $0 }
+        do {
             var sites: Set<String> = []
             var total = AppsSummary(sites: [])
             for (key, day) in s.days where key.day >= query.from && key.day <= query.to {

@@ -11,12 +11,15 @@ struct PlistCheckRoutes: Sendable {
     /// A viewer token scoped to an advertiser checks against that advertiser's sites: the others
     /// served here are not its to know.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
+    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
+    var workers: WorkerPool? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("plist check", gate: bearer, routes: [
-                // A parse of at most the server's body limit (64 KB): bounded, so on the loop.
-                Route(.exact(Self.path), methods: ["POST"], answer: check),
+                // A parse of up to the server's body limit: milliseconds of a property list's
+                // parser, not the loop's to spend.
+                Route(.exact(Self.path), methods: ["POST"], workers: workers, answer: check),
             ]),
         ]
     }

@@ -15,9 +15,11 @@ struct OverviewRoutes: Sendable {
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.
     var cluster: ClusterScope? = nil
+    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
+    var workers: WorkerPool? = nil
 
     func routes(gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
-        [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], handler: overview)])]
+        [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], workers: workers, handler: overview)])]
     }
 
     func overview(_ request: HTTPRequest, _ responder: HTTPResponder) throws {

@@ -58,6 +58,9 @@ public final class EndpointServer: Sendable {
     private let signingPool: WorkerPool
     /// The threads that read the log for the exports, below the loop's priority.
     private let exportProducers: BodyProducers
+    /// The threads the reads that compute their answer run on (the summaries, the overview, the
+    /// plist check), below the loop's priority.
+    private let readWorkers: WorkerPool
     /// Which sites each sealed segment holds: a scoped export opens only those that concern it.
     let segmentSites: SegmentSites
     private let turns: TurnRequester
@@ -267,6 +270,7 @@ public final class EndpointServer: Sendable {
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
         exportProducers = BodyProducers(named: "export", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), maxStreams: 16)
+        readWorkers = WorkerPool(named: "reads", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), priority: .background, maxWaiting: 64)
 
         let clickhouse = try configuration.resolvedClickHouse()
         // The cluster's summaries are read on a thread of their own, one query at a time.
@@ -314,7 +318,7 @@ public final class EndpointServer: Sendable {
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
         let keptFrom: @Sendable () -> Timestamp? = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
         let summaryRoutes = SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock,
-                                          cluster: clusterScope, recordsKeptFrom: keptFrom, scope: scope)
+                                          cluster: clusterScope, recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers)
         let marketers = MarketerRoutes(advertisers: advertisers, access: access, arrivals: arrivals, apps: apps,
                                        servedSites: configuration.sites, clock: clock)
         let surfaces = PCMRoutes(reports: reports,
@@ -325,9 +329,9 @@ public final class EndpointServer: Sendable {
                 arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
             }).routes(bearer: registrationGate)
             + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
-                                recordsKeptFrom: keptFrom, scope: scope).routes(bearer: bearer)
+                                recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers).routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
-            + PlistCheckRoutes(servedSites: sites, scope: scope).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
+            + PlistCheckRoutes(servedSites: sites, scope: scope, workers: readWorkers).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
             + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, sites: servedSite).routes
             + AppleAdsRoutes(outbox: appleAds, sites: servedSite, metrics: context.metrics, arrivals: arrivals, clock: { clock.now() }).routes
             + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, servedSites: sites, scope: scope).routes(bearer: registrationGate)
@@ -335,7 +339,7 @@ public final class EndpointServer: Sendable {
             + summaryRoutes.routes(bearer: bearer)
             + marketers.routes(gate: bearer, registrationGate: registrationGate)
             + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                             access: access, clock: clock, cluster: clusterScope).routes(gate: bearer)
+                             access: access, clock: clock, cluster: clusterScope, workers: readWorkers).routes(gate: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                            producers: exportProducers, segmentSites: segmentSites, scope: scope).routes(bearer: bearer)
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
@@ -432,6 +436,7 @@ public final class EndpointServer: Sendable {
         signingPool.stop()
         // Before the store closes: its threads read the log.
         exportProducers.stop()
+        readWorkers.stop()
         tokenKeyRotation?.requestStop()
         tokenKeys.stop()
         tokenKeyRotation?.stop()

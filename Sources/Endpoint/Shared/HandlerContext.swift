@@ -71,6 +71,8 @@ extension Problem {
         case let problem as Problem: self = problem
         case let problem as RequestProblem: self.init(problem)
         case let rejection as ReportRejection: self.init(rejection)
+        case let busy as Route.WorkersBusy:
+            self.init(status: 503, rule: "reads_busy", detail: "too many reads of \(busy.path) are waiting; try again shortly")
         default: self.init(status: 400, rule: "invalid_request", detail: "\(error)")
         }
     }

@@ -111,12 +111,15 @@ final class SummaryBook: Sendable {
     }
 
     /// The aggregates, or nil with the fraction done while the rebuild at start is running.
+    /// `body` runs outside the lock, on a copy (copy-on-write: the commit that follows copies what
+    /// it changes), so that a long read never holds up the loop's commit.
     func read<T>(_ body: (SummaryAggregates) -> T) -> Result<T, RebuildProgress> {
-        state.withLock { s in
+        let taken = state.withLock { s -> Result<SummaryAggregates, RebuildProgress> in
             s.rebuilding
                 ? .failure(RebuildProgress(fraction: Double(s.rebuildScanned - s.rebuildStart) / Double(max(1, s.rebuildEnd - s.rebuildStart))))
-                : .success(body(s.main))
+                : .success(s.main)
         }
+        return taken.map(body)
     }
 
     struct RebuildProgress: Error { var fraction: Double }

@@ -14,13 +14,15 @@ struct SummaryRoutes: Sendable {
     var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
     /// What the request's token may read.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
+    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
+    var workers: WorkerPool? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("summary", gate: bearer, routes: [
-                Route(.exact("/api/summary"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: false) },
-                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: true) },
-                Route(.exact("/api/summary/crosstab.csv"), methods: ["GET", "HEAD"]) { try scoped($0, $1, csv: true, crosstab: true) },
+                Route(.exact("/api/summary"), methods: ["GET", "HEAD"], workers: workers) { try scoped($0, $1, csv: false) },
+                Route(.exact("/api/summary.csv"), methods: ["GET", "HEAD"], workers: workers) { try scoped($0, $1, csv: true) },
+                Route(.exact("/api/summary/crosstab.csv"), methods: ["GET", "HEAD"], workers: workers) { try scoped($0, $1, csv: true, crosstab: true) },
             ]),
         ]
     }

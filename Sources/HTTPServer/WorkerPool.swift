@@ -2,13 +2,13 @@ import Dispatch
 import Foundation
 import Locking
 
-/// Threads for work too slow for the event loop: checking postback signatures (about 100 µs) and
-/// blind-signing PCM tokens (milliseconds). On the loop, a burst of either would hold up every
-/// report of its turn.
+/// Threads for work too slow for the event loop: checking postback signatures (about 100 µs),
+/// blind-signing PCM tokens (milliseconds), and the reads that compute their answer (a route with
+/// `workers`: the summaries). On the loop, a burst of any would hold up every report of its turn.
 ///
 /// The threads run below the loop (`priority`), so that where the scheduler puts one on the
 /// loop's core, the loop still gets it whenever it has work.
-final class WorkerPool: Sendable {
+public final class WorkerPool: Sendable {
     private struct State {
         var jobs: [@Sendable () -> Void] = []
         var stopping = false
@@ -16,13 +16,13 @@ final class WorkerPool: Sendable {
     private let state = Locked(State())
     private let available = DispatchSemaphore(value: 0)
     private let threads = DispatchGroup()
-    let size: Int
+    public let size: Int
     /// Jobs waiting beyond this many are refused by `submit` (nil: never).
-    let maxWaiting: Int?
+    public let maxWaiting: Int?
 
     /// The cores this process may run on (`taskset`, a container's cpuset), from
     /// `/proc/self/status`; elsewhere, the machine's.
-    static func allowedCores() -> Int {
+    public static func allowedCores() -> Int {
         if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") }) {
             var count = 0
@@ -36,7 +36,7 @@ final class WorkerPool: Sendable {
     }
 
     /// Threads named `name-0`, `name-1`, … as `top -H` shows them.
-    init(named name: String, threads count: Int, priority: ThreadPriority, maxWaiting: Int? = nil) {
+    public init(named name: String, threads count: Int, priority: ThreadPriority, maxWaiting: Int? = nil) {
         size = max(1, count)
         self.maxWaiting = maxWaiting
         for n in 0..<size {
@@ -47,7 +47,7 @@ final class WorkerPool: Sendable {
     /// Runs `job` on one of the threads, in the order given (across threads, in no order); false,
     /// and `job` never runs, when `maxWaiting` jobs already wait or the pool is stopping.
     @discardableResult
-    func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
+    public func submit(_ job: @escaping @Sendable () -> Void) -> Bool {
         let taken = state.withLock { s -> Bool in
             guard !s.stopping, s.jobs.count < (maxWaiting ?? Int.max) else { return false }
             s.jobs.append(job)
@@ -58,7 +58,7 @@ final class WorkerPool: Sendable {
     }
 
     /// Lets the threads finish what was submitted, then stops them.
-    func stop() {
+    public func stop() {
         state.withLock { $0.stopping = true }
         for _ in 0..<size { available.signal() }
         threads.wait()
