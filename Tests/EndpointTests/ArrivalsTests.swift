@@ -42,10 +42,24 @@ import Testing
         #expect((app(1000000003)["last_received"] as? [String: Any])?["skadnetwork"] as? String == "2026-11-20T12:00:00.000Z")
         #expect(app(1000000099)["latest"] is NSNull)
         #expect(arrivals()["silent"] as? Int == 0)
+        // What was accepted, apart: the report and the postback whose signature checked, not the junk.
+        let accepted = site("app.example")["last_accepted"] as? [String: Any]
+        #expect(accepted?["skadnetwork"] as? String == "2026-11-20T12:00:00.000Z" && accepted?["adattributionkit"] is NSNull)
+        #expect((site("shop.example")["last_accepted"] as? [String: Any])?["pcm_reports"] as? String == "2026-11-20T12:00:00.000Z")
+        #expect(site("app.example")["latest_accepted"] as? String == "2026-11-20T12:00:00.000Z")
 
-        // 48 hours after the last arrival at shop.example: still one hour to go for app.example's.
+        // An hour before 48 hours since app.example accepted something: not silent yet.
+        endpoint.clock.set("2026-11-22T11:00:00Z")
+        #expect(site("app.example")["silent"] as? Bool == false)
+        // Junk anyone can send reaches the path but does not clear the silence.
         endpoint.clock.set("2026-11-22T12:00:00Z")
-        #expect(site("shop.example")["silent"] as? Bool == true && site("app.example")["silent"] as? Bool == false)
+        for path in [PostbackPathTests.skadnetwork, PostbackPathTests.adattributionkit] {
+            #expect(try httpRequest(port: endpoint.port, method: "POST", path: path, host: "app.example", body: Array("{}".utf8)).status == 400)
+        }
+        #expect(site("shop.example")["silent"] as? Bool == true && site("app.example")["silent"] as? Bool == true)
+        #expect((site("app.example")["warning"] as? String)?.contains("none was accepted") == true)
+        #expect((site("app.example")["last_received"] as? [String: Any])?["skadnetwork"] as? String == "2026-11-22T12:00:00.000Z")
+        // Nothing has reached the shop since: the front is what to check.
         #expect((site("shop.example")["warning"] as? String)?.contains("passes /.well-known/private-click-measurement/") == true)
         #expect(site("news.example")["silent"] as? Bool == true, "nothing since it began to be served, two days ago")
         #expect(app(1000000003)["silent"] as? Bool == true)
@@ -53,7 +67,8 @@ import Testing
         #expect(warning.contains("NSAdvertisingAttributionReportEndpoint") && warning.contains("AttributionCopyEndpoint") && warning.contains("https://app.example"))
         let metrics = try endpoint.get("/metrics").bodyText
         #expect(metrics.contains(#"attribution_silent{kind="site",site="shop.example"} 1"#))
-        #expect(metrics.contains(#"attribution_silent{kind="site",site="app.example"} 0"#))
+        #expect(metrics.contains(#"attribution_silent{kind="site",site="app.example"} 1"#))
+        #expect(metrics.contains(#"attribution_last_accepted_timestamp_seconds{site="app.example",path="skadnetwork"} 1795176000"#))
         #expect(metrics.contains(#"attribution_silent{kind="app",app_id="1000000099",site="app.example"} 1"#))
         #expect(metrics.contains(#"attribution_last_received_timestamp_seconds{site="shop.example",path="pcm_reports"} 1795176000"#))
         #expect(endpoint.request("GET", "/api/arrivals?site=x", headers: Self.admin).status == 400)

@@ -51,7 +51,7 @@ import Testing
         // The exporter's thread first tries within a fraction of a second.
         let deadline = Date().addingTimeInterval(60)
         repeat {
-            health = json(try endpoint.get("/healthz", token: nil))
+            health = json(try endpoint.get("/healthz"))
             if (health["export"] as? [String: Any])?["last_error"] != nil { break }
             usleep(10_000)  // polling the exporter's own report, bounded by the deadline
         } while Date() < deadline
@@ -60,6 +60,11 @@ import Testing
         #expect(export["state"] as? String == "behind")
         #expect(export["lag_records"] as? Int == 1)
         #expect((export["clickhouse"] as? String)?.hasSuffix("/attribution") == true)
+        // A stranger is told the status alone: not ClickHouse's address, not its last error
+        // (which can quote a row), not the counts; a scoped viewer neither.
+        let stranger = try endpoint.get("/healthz", token: nil)
+        #expect(stranger.status == 200 && json(stranger).keys.sorted() == ["status"])
+        #expect(!stranger.bodyText.contains("127.0.0.1") && !stranger.bodyText.contains("export"))
         let metrics = try endpoint.get("/metrics").bodyText
         #expect(metrics.contains("attribution_export_lag_records{table=\"pcm_reports\"} 1"))
         #expect(metrics.contains("attribution_export_last_error_info{error=\""))
@@ -77,7 +82,7 @@ import Testing
     @Test func aNodeWithoutClickHouseHasOnlyItsOwnNumbersAndSaysSo() throws {
         let endpoint = try LiveEndpoint()
         defer { endpoint.stop() }
-        #expect(json(try endpoint.get("/healthz", token: nil))["export"] == nil)
+        #expect(json(try endpoint.get("/healthz"))["export"] == nil)
         #expect(!(try endpoint.get("/metrics").bodyText.contains("attribution_export_")))
         for path in Self.summaries {
             #expect(json(try endpoint.get(path + "?scope=cluster"))["rule"] as? String == "cluster_scope_unavailable", "\(path)")

@@ -238,7 +238,7 @@ import Testing
         try client.send("POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: news.example\r\n"
                         + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
                         + "GET /api/reports HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer test-token\r\n\r\n"
-                        + "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                        + "GET /healthz HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer test-token\r\n\r\n")
         let stored = try client.readResponse()
         #expect(stored.status == 201)
         let id = try #require(json(stored)["id"] as? Int)

@@ -169,7 +169,7 @@ private func counts(_ rows: Any?, key: ([String: Any]) -> String) -> [String: In
         #expect(CSV.field("two\nlines") == "\"two\nlines\"")
         #expect(CSV.field("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
         #expect(CSV.field("-12") == "-12")
-        #expect(CSV.field("@sum") == "'@sum")
+        #expect(CSV.field("@sum") == "\"'@sum\"")
     }
 
     @Test func badSummaryQueriesAreRefused() throws {

@@ -36,8 +36,11 @@ struct AppleAdsRoutes: Sendable {
         try outbox.requireReady()
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the token could not be stored")
         switch outbox.take(token: token, site: site, completion: answer.completion(answer: Self.accepted)) {
-        case .queued: break
-        case .known(let entry): responder.respond(Self.accepted(entry))
+        // Taken: well-formed and kept (Apple's answer says later whether it was an install).
+        case .queued: arrivals?.accepted(.appleAdsTokens, site: site, at: clock())
+        case .known(let entry):
+            arrivals?.accepted(.appleAdsTokens, site: site, at: clock())
+            responder.respond(Self.accepted(entry))
         case .backlogged:
             var response = Problem(status: 503, rule: "apple_ads_backlogged",
                                    detail: "\(outbox.maxPending) Apple Ads tokens are waiting for Apple's answer; post this one again later (a token is good for 24 hours)").response

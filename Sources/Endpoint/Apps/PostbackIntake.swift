@@ -99,8 +99,10 @@ struct PostbackIntake: Sendable {
                 // An app's last copy is one that was accepted (its signature checked): no stranger
                 // can clear an app's silence, or fill the book with app ids. (Its site's arrival
                 // was noted when it came.)
-                if verdict == .accepted, let app {
-                    arrivals?.received(proto == .skadnetwork ? .skadnetwork : .adattributionkit, app: app, at: record.time)
+                let path: Arrivals.Path = proto == .skadnetwork ? .skadnetwork : .adattributionkit
+                if verdict == .accepted {
+                    context.accepted(path, at: item.site, time: record.time)
+                    if let app { arrivals?.received(path, app: app, at: record.time) }
                 }
             },
             // Never stored, so the device's next delivery must be stored, not counted.

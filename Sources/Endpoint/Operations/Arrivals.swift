@@ -9,6 +9,11 @@ import Primitives
 /// or a front that does not pass `/.well-known/` on, shows as an empty table; here it shows as a
 /// site or app that has heard nothing for 48 hours.
 ///
+/// Two facts per path: when a request last reached it (the front and DNS work), and when one was
+/// last accepted (a report judged accepted, a postback whose signature checked, a token taken).
+/// Anyone can reach a path with junk; only what is accepted clears the silence warning, so a
+/// stranger cannot hide a broken Info.plist.
+///
 /// Kept in `DATA/arrivals.json`, written once a minute when something changed and at a stop: a
 /// crash loses at most a minute of "last received", never a record.
 final class Arrivals: PeriodicallySwept {
@@ -19,13 +24,28 @@ final class Arrivals: PeriodicallySwept {
         case appleAdsTokens = "apple_ads_tokens"
     }
 
-    /// Times in milliseconds since 1970: when each path last received something, and when this
-    /// endpoint first knew the site or app (a new one is not silent before it had a chance).
+    /// Times in milliseconds since 1970: when a request last reached each path, when one was last
+    /// accepted there, and when this endpoint first knew the site or app (a new one is not silent
+    /// before it had a chance).
     struct Times: Codable, Sendable, Equatable {
         var firstKnown: Int64
+        /// Reached: any request, refused or not.
         var last: [String: Int64] = [:]
+        var accepted: [String: Int64] = [:]
 
-        enum CodingKeys: String, CodingKey { case firstKnown = "first_known", last }
+        enum CodingKeys: String, CodingKey { case firstKnown = "first_known", last, accepted }
+
+        init(firstKnown: Int64) {
+            self.firstKnown = firstKnown
+        }
+
+        // A file written before "accepted" was kept has none.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            firstKnown = try container.decode(Int64.self, forKey: .firstKnown)
+            last = try container.decodeIfPresent([String: Int64].self, forKey: .last) ?? [:]
+            accepted = try container.decodeIfPresent([String: Int64].self, forKey: .accepted) ?? [:]
+        }
     }
 
     struct Book: Codable, Sendable, Equatable {
@@ -67,10 +87,19 @@ final class Arrivals: PeriodicallySwept {
         }
     }
 
-    /// Something arrived on `path` at `site`.
+    /// A request reached `path` at `site`, whatever became of it.
     func received(_ path: Path, site: String, at time: Timestamp) {
         state.withLock { s in
-            Self.note(&s.book.sites, site, path, time.millisecondsSinceEpoch)
+            Self.note(&s.book.sites, site, path, time.millisecondsSinceEpoch, \.last)
+            s.changed = true
+        }
+    }
+
+    /// What arrived on `path` at `site` was accepted (and had reached it).
+    func accepted(_ path: Path, site: String, at time: Timestamp) {
+        state.withLock { s in
+            Self.note(&s.book.sites, site, path, time.millisecondsSinceEpoch, \.last)
+            Self.note(&s.book.sites, site, path, time.millisecondsSinceEpoch, \.accepted)
             s.changed = true
         }
     }
@@ -78,14 +107,16 @@ final class Arrivals: PeriodicallySwept {
     /// A postback for `app` was accepted.
     func received(_ path: Path, app: String, at time: Timestamp) {
         state.withLock { s in
-            Self.note(&s.book.apps, app, path, time.millisecondsSinceEpoch)
+            Self.note(&s.book.apps, app, path, time.millisecondsSinceEpoch, \.last)
+            Self.note(&s.book.apps, app, path, time.millisecondsSinceEpoch, \.accepted)
             s.changed = true
         }
     }
 
-    private static func note(_ times: inout [String: Times], _ key: String, _ path: Path, _ ms: Int64) {
+    private static func note(_ times: inout [String: Times], _ key: String, _ path: Path, _ ms: Int64,
+                             _ fact: WritableKeyPath<Times, [String: Int64]>) {
         guard times[key] != nil || times.count < capacity else { return }
-        times[key, default: Times(firstKnown: ms)].last[path.rawValue] = max(ms, times[key]?.last[path.rawValue] ?? .min)
+        times[key, default: Times(firstKnown: ms)][keyPath: fact][path.rawValue] = max(ms, times[key]?[keyPath: fact][path.rawValue] ?? .min)
     }
 
     var book: Book { state.withLock { $0.book } }

@@ -9,11 +9,15 @@ struct ArrivalsReport {
         var key: String
         var name: String?
         var site: String
+        /// When a request last reached each path, and when one was last accepted there.
         var last: [Arrivals.Path: Int64]
+        var accepted: [Arrivals.Path: Int64]
         var firstKnown: Int64
         var latest: Int64? { last.values.max() }
-        /// Silent since: the last arrival, or when it became known if nothing ever came.
-        var quietSince: Int64 { latest ?? firstKnown }
+        var latestAccepted: Int64? { accepted.values.max() }
+        /// Silent since: the last accepted arrival, or when it became known if none ever was.
+        /// What merely reached a path (junk anyone can send) does not count.
+        var quietSince: Int64 { latestAccepted ?? firstKnown }
     }
 
     var now: Timestamp
@@ -29,18 +33,20 @@ struct ArrivalsReport {
         let siteNames = servedSites.isEmpty ? Array(book.sites.keys) : servedSites
         for site in siteNames.sorted() where scope.allows(site) {
             let times = book.sites[site] ?? Arrivals.Times(firstKnown: now.millisecondsSinceEpoch)
-            sites.append(Row(key: site, name: nil, site: site, last: Self.paths(times), firstKnown: times.firstKnown))
+            sites.append(Row(key: site, name: nil, site: site, last: Self.paths(times.last), accepted: Self.paths(times.accepted),
+                             firstKnown: times.firstKnown))
         }
         for app in registered.sorted(by: { $0.appID < $1.appID }) where scope.allows(app.site) {
             let key = String(app.appID)
             let times = book.apps[key] ?? Arrivals.Times(firstKnown: now.millisecondsSinceEpoch)
-            apps.append(Row(key: key, name: app.name, site: app.site, last: Self.paths(times), firstKnown: times.firstKnown))
+            apps.append(Row(key: key, name: app.name, site: app.site, last: Self.paths(times.last), accepted: Self.paths(times.accepted),
+                            firstKnown: times.firstKnown))
         }
     }
 
-    private static func paths(_ times: Arrivals.Times) -> [Arrivals.Path: Int64] {
+    private static func paths(_ times: [String: Int64]) -> [Arrivals.Path: Int64] {
         var out: [Arrivals.Path: Int64] = [:]
-        for (name, ms) in times.last { if let path = Arrivals.Path(rawValue: name) { out[path] = ms } }
+        for (name, ms) in times { if let path = Arrivals.Path(rawValue: name) { out[path] = ms } }
         return out
     }
 
@@ -52,6 +58,12 @@ struct ArrivalsReport {
 
     /// What to check, in the words of the key or the front that decides it.
     func warning(site row: Row) -> String {
+        if let reached = row.latest, reached > row.quietSince {
+            return "Requests reach https://\(row.site)/.well-known/ (the last \(max(0, (now.millisecondsSinceEpoch &- reached) / 3_600_000)) hours ago), "
+                + "but none was accepted for \(hoursQuiet(row)) hours: /api/rejections says why they were refused. If nothing but those "
+                + "arrives, check that the apps' Info.plist and the sites' pixels and links name https://\(row.site), and that the front passes "
+                + "the path to this endpoint with the site's Host."
+        }
         let what = row.latest == nil ? "Nothing has reached https://\(row.site)/.well-known/ in the \(hoursQuiet(row)) hours since this endpoint began serving it"
             : "Nothing has reached https://\(row.site)/.well-known/ for \(hoursQuiet(row)) hours"
         return what + ". Check that the site's DNS points at the front, that its TLS certificate is valid, and that the front (nginx, Caddy, a CDN) passes /.well-known/private-click-measurement/, /.well-known/skadnetwork/, /.well-known/appattribution/ and /apple-ads/ to this endpoint with the site's Host."
@@ -76,7 +88,9 @@ struct ArrivalsReport {
             out += "\"site\":"
             JSONValue.writeString(r.site, to: &out)
             out += ",\"last_received\":{" + paths.map { "\"\($0.rawValue)\":" + time(r.last[$0]) }.joined(separator: ",") + "}"
-            out += ",\"latest\":" + time(r.latest) + ",\"known_since\":" + time(r.firstKnown) + ",\"silent\":\(isSilent(r))"
+            out += ",\"last_accepted\":{" + paths.map { "\"\($0.rawValue)\":" + time(r.accepted[$0]) }.joined(separator: ",") + "}"
+            out += ",\"latest\":" + time(r.latest) + ",\"latest_accepted\":" + time(r.latestAccepted)
+            out += ",\"known_since\":" + time(r.firstKnown) + ",\"silent\":\(isSilent(r))"
             if isSilent(r) {
                 out += ",\"warning\":"
                 JSONValue.writeString(app ? warning(app: r) : warning(site: r), to: &out)
@@ -99,6 +113,13 @@ struct ArrivalsReport {
                 if let ms = r.last[path] { out += "attribution_last_received_timestamp_seconds{site=\"\(MetricSeries.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n" }
             }
         }
+        out += "# HELP attribution_last_accepted_timestamp_seconds When a served site last accepted something on a path.\n"
+        out += "# TYPE attribution_last_accepted_timestamp_seconds gauge\n"
+        for r in sites {
+            for path in Self.sitePaths {
+                if let ms = r.accepted[path] { out += "attribution_last_accepted_timestamp_seconds{site=\"\(MetricSeries.label(r.site))\",path=\"\(path.rawValue)\"} \(ms / 1000)\n" }
+            }
+        }
         out += "# HELP attribution_app_last_postback_timestamp_seconds When a registered app's last postback copy arrived, by protocol.\n"
         out += "# TYPE attribution_app_last_postback_timestamp_seconds gauge\n"
         for r in apps {
@@ -108,7 +129,7 @@ struct ArrivalsReport {
                 }
             }
         }
-        out += "# HELP attribution_silent 1 for a served site or registered app that has received nothing for 48 hours.\n"
+        out += "# HELP attribution_silent 1 for a served site or registered app that has accepted nothing for 48 hours.\n"
         out += "# TYPE attribution_silent gauge\n"
         for r in sites { out += "attribution_silent{kind=\"site\",site=\"\(MetricSeries.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }
         for r in apps { out += "attribution_silent{kind=\"app\",app_id=\"\(r.key)\",site=\"\(MetricSeries.label(r.site))\"} \(isSilent(r) ? 1 : 0)\n" }

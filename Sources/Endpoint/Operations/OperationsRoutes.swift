@@ -41,10 +41,16 @@ struct OperationsRoutes: Sendable {
         ]
     }
 
+    /// The status for anyone (a load balancer needs only its code); the node, its counts and the
+    /// export's state (ClickHouse's address, its last error, which may quote a row) for a token
+    /// that reads every site.
     func health(_ request: HTTPRequest) throws -> HTTPResponse {
+        let detailed = (try? scope(request))?.isEverything == true
         if metrics.storeIsFailing(store), let error = store.writeError {
-            throw Problem.storeFailed(error, "reports cannot be stored right now")
+            let problem = Problem.storeFailed(error, "reports cannot be stored right now")
+            throw detailed ? problem : Problem(status: 503, rule: problem.rule, detail: "reports cannot be stored right now")
         }
+        guard detailed else { return JSONResponse.make(200, "{\"status\":\"ok\"}") }
         var body = "{\"status\":\"ok\",\"node\":\"\(node)\",\"reports\":\(store.count(of: .report))"
         if let exporter {
             body += ",\"export\":"

@@ -26,11 +26,14 @@ struct ReportIntake: Sendable {
     func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
         // Read once: what arrived where, and which copy the report is.
         let host = try RequestedHost.of(request, trustedProxies: context.trustedProxies)
-        if let site = context.arrivalSite(host: host) { context.arrived(.pcmReports, at: site) }
+        let site = context.arrivalSite(host: host)
+        if let site { context.arrived(.pcmReports, at: site) }
         let (draft, facts, tokenOutcome) = try prepare(request, host: host)
         let answer = AnswerOnCommit(responder: responder, metrics: context.metrics, failure: "the report could not be stored")
+        var accepted: (@Sendable (Timestamp) -> Void)?
+        if let site { accepted = { [context] time in context.accepted(.pcmReports, at: site, time: time) } }
         store.append(draft, steps: answer.steps(StoringReport(draft: draft, facts: facts, tokenOutcome: tokenOutcome, summary: summary,
-                                                              metrics: context.metrics, book: book, tokens: tokens)))
+                                                              metrics: context.metrics, book: book, tokens: tokens, accepted: accepted)))
     }
 
     /// A report on its way to disk: acknowledged once written, counted once stored, and if it is
@@ -44,6 +47,8 @@ struct ReportIntake: Sendable {
         let metrics: EndpointMetrics
         let book: SiteOwnerBook
         let tokens: TokenChecks
+        /// Notes an accepted report's arrival (`Arrivals`): a quarantined one only reached the path.
+        let accepted: (@Sendable (Timestamp) -> Void)?
 
         func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse {
             // Counted while the flush is in flight, shown once it succeeds.
@@ -54,6 +59,7 @@ struct ReportIntake: Sendable {
         func stored(_ record: ReportStore.AppendedRecord) {
             summary.commitStaged()
             metrics.stored(draft)
+            if draft.verdict == .accepted { accepted?(record.time) }
         }
 
         func undo() {

@@ -45,6 +45,11 @@ struct HandlerContext: Sendable {
         arrivals?.received(path, site: site, at: clock())
     }
 
+    /// What arrived on `path` at `site` was accepted.
+    func accepted(_ path: Arrivals.Path, at site: String, time: Timestamp) {
+        arrivals?.accepted(path, site: site, at: time)
+    }
+
     /// The served site a request was sent to, or on a development server without `--site` its host.
     func arrivalSite(host: String?) -> String? {
         servedSites.isEmpty ? host : servedSite(host: host)

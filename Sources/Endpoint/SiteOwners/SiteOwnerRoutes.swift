@@ -98,6 +98,12 @@ struct SiteOwnerRoutes: Sendable {
         if let site, let violation = book.siteRules.check(site) {
             throw Problem(status: 400, rule: "not_registrable_domain", field: "site", detail: "site \(violation.detail)")
         }
+        // Anyone can ask: the refusals say what is wrong with the request, never which sites are
+        // served or which conversions a site registered.
+        if let site, !servedSites.isEmpty, !servedSites.contains(site) {
+            throw Problem(status: 422, rule: "site_not_served", field: "site",
+                          detail: "site \(site) is not served by this endpoint; its trigger could not be recorded here")
+        }
         guard let conversionName, !conversionName.isEmpty else {
             throw Problem(status: 400, rule: "missing_parameter", field: "conversion", detail: "name the conversion: ?conversion=purchase")
         }
@@ -105,10 +111,9 @@ struct SiteOwnerRoutes: Sendable {
         // Cross-site form: the publisher serves it, so `site` names the advertiser.
         let destination = site ?? requestSite
         guard let conversion = book.registry.conversion(site: destination, name: conversionName) else {
-            let known = book.registry.conversions.filter { $0.site == destination }.map(\.name)
             throw Problem(status: 404, rule: "unknown_conversion", field: "conversion",
-                           detail: "\(destination) has no conversion named \"\(conversionName)\""
-                               + (known.isEmpty ? "; register one with POST /api/conversions" : "; known: \(known.joined(separator: ", "))"))
+                           detail: "\(destination) has no conversion named \"\(conversionName)\"; GET /api/conversions (with the token) "
+                               + "lists those registered, POST /api/conversions registers one")
         }
         let location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source,
                                                     siteRules: book.siteRules)
