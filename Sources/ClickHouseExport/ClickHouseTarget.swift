@@ -1,3 +1,4 @@
+import DurableFiles
 import Foundation
 
 /// The ClickHouse the export writes to: `--clickhouse http://HOST:PORT/DATABASE`, and the user and
@@ -22,10 +23,12 @@ public struct ClickHouseTarget: Sendable, CustomStringConvertible {
         /// `CLICKHOUSE_PASSWORD` from the environment; else none (ClickHouse's `default` user).
         public static func resolve(file: String?, environment: [String: String]) throws(TargetError) -> Credentials? {
             if let file {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw TargetError("cannot read the ClickHouse credentials file \(file)")
+                let line: String
+                do throws(PrivateFileError) {
+                    line = try PrivateFiles.readSecret(file, what: "the ClickHouse credentials file")
+                } catch {
+                    throw TargetError(error.description)
                 }
-                let line = text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
                 guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
                     throw TargetError("\(file) must hold user:password on its first line")
                 }

@@ -10,7 +10,7 @@ public struct DurableJSONFile<Contents: Codable & Sendable>: Sendable {
     public let empty: Contents
     public let mode: mode_t
 
-    public init(path: String, empty: Contents, mode: mode_t = 0o644) {
+    public init(path: String, empty: Contents, mode: mode_t = 0o600) {
         self.path = path
         self.empty = empty
         self.mode = mode
@@ -36,7 +36,7 @@ public struct DurableJSONFile<Contents: Codable & Sendable>: Sendable {
 /// Replacing a file whole so that a crash leaves the old one or the new, never half of each:
 /// written to a temporary file, flushed, renamed over the old one, the directory flushed.
 public enum DurableFile {
-    public static func replace(path: String, with bytes: [UInt8], mode: mode_t = 0o644) throws {
+    public static func replace(path: String, with bytes: [UInt8], mode: mode_t = 0o600) throws {
         let temporary = path + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)

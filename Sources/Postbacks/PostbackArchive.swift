@@ -24,7 +24,7 @@ public final class PostbackArchive: Sendable {
     /// and its path returned in `discarded`.
     public init(directory: String) throws {
         self.directory = directory
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var tables: [PostbackKeyTable] = [], discarded: [String] = []
         for name in (try FileManager.default.contentsOfDirectory(atPath: directory)).sorted() {
             let path = directory + "/" + name

@@ -257,11 +257,11 @@ public final class ReportStore: Sendable {
         self.logPath = files.activePath
         // Without the owner's clock, the system's: receive times are the store's to give.
         self.clock = clock ?? { Timestamp(millisecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))) }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
 
         let started = Date()
         let opened = try LogOpening(directory: files, readFrom: replayFrom, fingerprintAt: fingerprintAt, visit: visit)
-        try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let found = opened.replay
         let layout = opened.layout
         // Free space is kept only when more zeros would be written anyway.
@@ -489,7 +489,7 @@ public final class ReportStore: Sendable {
         let successor: LogFile
         let headerBytes = header.encoded()
         do {
-            try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             successor = try LogFile.open(path: files.nextPath, exclusive: true)
         } catch {
             return rollFailed(&writer, error)

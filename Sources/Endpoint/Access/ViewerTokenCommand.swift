@@ -62,7 +62,7 @@ public enum ViewerTokenCommand {
                         return fail("no advertiser \(advertiser) in \(directory)/advertisers.json or the --config file; register it first (POST /api/advertisers, or \"advertisers\" in the config file)")
                     }
                 }
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
                 let (record, token) = try book.create(label: label, advertiser: advertiser, now: EndpointClock.systemNow())
                 FileHandle.standardError.write(Data("made viewer token \(record.id) for \(record.advertiser ?? "every advertiser"); it is shown once:\n".utf8))
                 print(token)

@@ -30,7 +30,7 @@ final class SegmentDigests: PeriodicallySwept {
         self.owners = owners
         self.store = store
         self.announce = announce
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let segments = store.segments
         var good: Set<Int> = []
         for (digest, segment) in zip(restored.digests, segments) {

@@ -27,6 +27,10 @@ public enum EndpointCommand {
         // A start's large buffers (the postback window's index, a day of Apple Ads tokens) go
         // back to the kernel once freed, instead of staying in the heap (docs/DEPLOYMENT.md).
         c_system_shims_return_large_frees()
+        if configuration.adminTokenOnCommandLine {
+            EventLog.write("warning", ["warning": .string("token_on_command_line"),
+                                       "detail": .string("--token puts the admin token in the process list, where every user of this machine can read it; use --token-file FILE (0600) or \(EndpointConfiguration.environmentTokenName)")])
+        }
         let server: EndpointServer
         do {
             server = try EndpointServer(configuration: configuration)

@@ -1,4 +1,5 @@
 import ClickHouseExport
+import DurableFiles
 import Signatures
 import Primitives
 import SiteOwners
@@ -23,6 +24,10 @@ public struct EndpointConfiguration: Sendable {
     public var trustedProxies: [String] = []
     /// Bearer token for `/api/*` and `/metrics`; generated and stored when nil.
     public var adminToken: String?
+    /// A file holding it (0600), so that it is not in the process list.
+    public var adminTokenFile: String?
+    /// It was given as `--token`: the process list shows it to every user of the machine.
+    public var adminTokenOnCommandLine = false
     public var maxConnections = 4096
     public var requestTimeout: Double = 10
     public var idleTimeout: Double = 30
@@ -206,6 +211,16 @@ public struct EndpointConfiguration: Sendable {
             i += 1
         }
         configuration.clickhouseEnvironment = environment.filter { $0.key == "CLICKHOUSE_USER" || $0.key == "CLICKHOUSE_PASSWORD" }
+        configuration.adminTokenOnCommandLine = configuration.adminToken != nil
+        if configuration.adminToken == nil, let file = configuration.adminTokenFile {
+            do throws(PrivateFileError) {
+                let token = try PrivateFiles.readSecret(file, what: "the token file").trimmingCharacters(in: .whitespaces)
+                guard !token.isEmpty else { throw PrivateFileError("the token file \(file) is empty") }
+                configuration.adminToken = token
+            } catch {
+                throw ParseError(description: "--token-file: \(error.description)")
+            }
+        }
         if configuration.adminToken == nil, let token = environment[environmentTokenName], !token.isEmpty {
             configuration.adminToken = token
         }

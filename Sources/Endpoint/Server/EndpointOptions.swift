@@ -34,7 +34,9 @@ extension EndpointConfiguration {
                       configuration.trustedProxies.first { AddressRange($0) == nil }.map { "\($0): not an IP address or CIDR block" }
                   }),
             .optionalText("--token", nil, \.adminToken, placeholder: "TOKEN",
-                          "Bearer token for /api/* and /metrics. Also read from the environment variable \(environmentTokenName). If neither is set, one is generated on first start and kept in DATA/admin-token (0600)."),
+                          "Bearer token for /api/* and /metrics. Every user of the machine can read it in the process list: prefer --token-file or the environment variable \(environmentTokenName). If none is set, one is generated on first start and kept in DATA/admin-token (0600)."),
+            .optionalText("--token-file", "token_file", \.adminTokenFile, placeholder: "FILE",
+                          "A file whose first line is the bearer token (refused unless only its owner can read it, as ssh refuses a key)."),
             .toggle("--dev", "dev", \.developmentMode,
                     "Development mode: accept localhost and IP-literal sites (as WebKit's tests and Safari's Debug Mode use), allow running without --site (taking the report's role from its body), count reports sent sooner than 24 h (Debug Mode) as accepted debug reports instead of quarantining them, and accept AdAttributionKit postbacks signed with Apple's development keys."),
             .pairs("--postback-key", "postback_keys", placeholder: "NAME=KEY",

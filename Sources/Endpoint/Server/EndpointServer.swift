@@ -1,5 +1,6 @@
 import ClickHouseExport
 import CSystemShims
+import DurableFiles
 import Foundation
 import HTTPServer
 import Locking
@@ -77,7 +78,10 @@ public final class EndpointServer: Sendable {
         self.configuration = configuration
         let sites = Set(configuration.sites)
         publicDirectory = try configuration.resolvedPublicDirectory()
-        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        // The data are the operator's alone (an agency's client list, the registrations, the
+        // log): 0700 folders and 0600 files, whatever the umask or an earlier version left.
+        let tightened = try PrivateFiles.restrictTree(configuration.dataDirectory)
+        if tightened > 0 { EventLog.write("data_permissions_tightened", ["files": .number(String(tightened))]) }
         (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
                                                               dataDirectory: configuration.dataDirectory)
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)

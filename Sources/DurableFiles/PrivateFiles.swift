@@ -1,0 +1,48 @@
+import Foundation
+
+/// The data directory and the secrets beside it are the operator's alone, whatever the umask: the
+/// directory and every folder in it 0700, every file 0600, and a secret read from a file that
+/// others could read is refused, as ssh refuses such a key.
+public enum PrivateFiles {
+    /// Creates `path` (and its parents) as 0700 if missing, then takes group's and others' bits off
+    /// it and off everything below it (a data directory made before, or by a looser umask).
+    /// Returns how many files and folders it changed.
+    @discardableResult
+    public static func restrictTree(_ path: String) throws -> Int {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var changed = restrict(path) ? 1 : 0
+        guard let walk = FileManager.default.enumerator(atPath: path) else { return changed }
+        while let name = walk.nextObject() as? String {
+            if restrict(path + "/" + name) { changed += 1 }
+        }
+        return changed
+    }
+
+    /// Takes group's and others' bits off one file or folder (not through a symbolic link).
+    private static func restrict(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFLNK, info.st_mode & 0o077 != 0 else { return false }
+        return chmod(path, info.st_mode & 0o700) == 0
+    }
+
+    /// The first line of a file holding a secret; refused when the file can be read by its group
+    /// or others, or is not a regular file.
+    public static func readSecret(_ path: String, what: String) throws(PrivateFileError) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw PrivateFileError("cannot read \(what) \(path): errno \(errno)") }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw PrivateFileError("\(what) \(path) is not a regular file") }
+        guard info.st_mode & 0o077 == 0 else {
+            throw PrivateFileError("\(what) \(path) can be read by others (mode \(String(info.st_mode & 0o777, radix: 8))): "
+                                   + "chmod 600 it, as ssh asks of a private key")
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw PrivateFileError("cannot read \(what) \(path) as UTF-8 text")
+        }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+    }
+}
+
+public struct PrivateFileError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
