@@ -68,9 +68,13 @@ final class AppleAdsOutbox: Sendable {
         var counts = Counts()
         var byPublicID: [AppleAdsPublicID: UInt64] = [:]
         /// The same token posted again gets the same id, and is never sent to Apple twice. Keyed
-        /// by a 64-bit hash, so that an answered token's text is not kept: two different tokens
-        /// with one hash (about one chance in 30 million among a million tokens) would be taken as one.
+        /// by a 64-bit hash, so that an answered token's text is not kept; a match is a candidate
+        /// whose bytes are compared (the text in memory, or the token's record in the log), so
+        /// two tokens with one hash are never taken as one.
         var byToken: [Int: UInt64] = [:]
+        /// The text of tokens taken and not yet on disk, by their placeholder id: what a second
+        /// copy arriving meanwhile is compared with.
+        var queuedTokens: [UInt64: String] = [:]
         /// Ids for tokens queued and not yet on disk (the log assigns the real ones).
         var queuedIDs: UInt64 = 1 << 63
         var busy = 0
@@ -135,9 +139,10 @@ final class AppleAdsOutbox: Sendable {
                             entry.tokenHash))
         }
 
-        mutating func index(_ entry: Entry) {
+        /// `byToken: false` for a token whose hash another token's entry holds.
+        mutating func index(_ entry: Entry, byToken indexed: Bool = true) {
             if let publicID = AppleAdsPublicID(text: entry.publicID) { byPublicID[publicID] = entry.tokenID }
-            byToken[entry.tokenHash] = entry.tokenID
+            if indexed { byToken[entry.tokenHash] = entry.tokenID }
         }
 
         /// The oldest token still pending, dropping final ones from the front.
@@ -194,8 +199,13 @@ final class AppleAdsOutbox: Sendable {
     /// endpoint serves (`isReady` false meanwhile); for a start whose digests do not cover the old
     /// segments, which would read the log from the first one they miss. `beforeReplay` runs there
     /// first (tests hold it).
+    /// `tokenHash`: the index's key for a token's text (tests give one that collides).
+    private let tokenHash: @Sendable (String) -> Int
+
     init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester,
-         digestsDirectory: String? = nil, replayInBackground: Bool = false, beforeReplay: @escaping @Sendable () -> Void = {}) {
+         digestsDirectory: String? = nil, replayInBackground: Bool = false, beforeReplay: @escaping @Sendable () -> Void = {},
+         tokenHash: @escaping @Sendable (String) -> Int = { $0.hashValue }) {
+        self.tokenHash = tokenHash
         self.store = store
         self.digestsDirectory = digestsDirectory
         self.client = client
@@ -248,7 +258,7 @@ final class AppleAdsOutbox: Sendable {
         func take(_ view: ReportStore.RecordView) {
             if let token = StoredAppleAdsToken.decode(view) {
                 replayed.entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
-                                          receivedAt: token.receivedAt, tokenHash: token.token.hashValue, token: token.token,
+                                          receivedAt: token.receivedAt, tokenHash: tokenHash(token.token), token: token.token,
                                           nextAttempt: token.receivedAt)
             } else if let call = StoredAppleAdsCall.decode(view) {
                 // A second final call for a token still held (never written, but a log is not to be
@@ -389,35 +399,64 @@ final class AppleAdsOutbox: Sendable {
         var generator = SystemRandomNumberGenerator()
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
-        let hash = token.hashValue
-        enum Claim { case known(Entry), answered(UInt64, Int), waiting, backlogged, placeholder(UInt64) }
-        let claim = state.withLock { s -> Claim in
-            if let id = s.byToken[hash] {
-                if let entry = s.entries[id] { return .known(entry) }
-                if let start = s.answered[id] { return .answered(id, start) }
-                // Its first copy is not on disk yet: this one is answered with it.
-                s.waiting[hash, default: []].append(completion)
-                return .waiting
+        let hash = tokenHash(token)
+        enum Claim { case known(Entry), answered(UInt64, Int), waiting, backlogged, placeholder(UInt64, indexed: Bool) }
+        func claim(skippingAnswered: Bool) -> Claim {
+            state.withLock { s -> Claim in
+                // Another token with the same hash is a different token: taken as new, and left
+                // out of the index (whose place the first one keeps).
+                var collides = false
+                if let id = s.byToken[hash] {
+                    if let entry = s.entries[id], let text = entry.token {
+                        if Self.sameBytes(text, token) { return .known(entry) }
+                        collides = true
+                    } else if s.entries[id] != nil {
+                        collides = true  // a legacy entry keeps no text to compare: never claimed by another
+                    } else if let start = s.answered[id] {
+                        if !skippingAnswered { return .answered(id, start) }
+                        collides = true
+                    } else if let text = s.queuedTokens[id] {
+                        guard Self.sameBytes(text, token) else { return placeholder(&s, indexed: false) ?? .backlogged }
+                        // Its first copy is not on disk yet: this one is answered with it.
+                        s.waiting[hash, default: []].append(completion)
+                        return .waiting
+                    }
+                }
+                return placeholder(&s, indexed: !collides) ?? .backlogged
             }
+        }
+        func placeholder(_ s: inout State, indexed: Bool) -> Claim? {
             guard s.pending.count + s.queued < maxPending else {
                 s.counts.backlogged += 1
-                return .backlogged
+                return nil
             }
             s.queued += 1
             let id = s.queuedIDs
             s.queuedIDs += 1
+            s.queuedTokens[id] = token
             // Held under a placeholder id until its record is on disk, so that the same token
             // twice in one turn is one token.
-            s.byToken[hash] = id
-            return .placeholder(id)
+            if indexed { s.byToken[hash] = id }
+            return .placeholder(id, indexed: indexed)
+        }
+        var taken = claim(skippingAnswered: false)
+        if case .answered(let id, let start) = taken {
+            // The answered token's text is only in the log: compared there.
+            guard let entry = answeredEntry(id, at: start) else { return .unreadable }
+            switch storedToken(id, receivedAt: entry.receivedAt, is: token) {
+            case true?: return .known(entry)
+            case nil: return .unreadable
+            case false?: taken = claim(skippingAnswered: true)
+            }
         }
         let placeholder: UInt64
-        switch claim {
+        let indexed: Bool
+        switch taken {
         case .known(let entry): return .known(entry)
-        case .answered(let id, let start): return answeredEntry(id, at: start).map { .known($0) } ?? .unreadable
+        case .answered: return .unreadable  // not claimed twice
         case .waiting: return .queued
         case .backlogged: return .backlogged
-        case .placeholder(let id): placeholder = id
+        case .placeholder(let id, let isIndexed): (placeholder, indexed) = (id, isIndexed)
         }
         store.appendAppleAdsToken(publicID: publicID, site: site, token: token) { [self] result in
             switch result {
@@ -426,12 +465,13 @@ final class AppleAdsOutbox: Sendable {
                                   token: token, nextAttempt: stored.receivedAt)
                 let waiting = state.withLock { s -> [Completion] in
                     s.queued -= 1
+                    s.queuedTokens[placeholder] = nil
                     s.entries[stored.id] = entry
                     s.pending.insert(stored.id)
                     s.noteArrival(stored.id)
                     s.schedule.schedule(stored.id, at: stored.receivedAt.millisecondsSinceEpoch)
-                    s.index(entry)
-                    return s.waiting.removeValue(forKey: hash) ?? []
+                    s.index(entry, byToken: indexed)
+                    return indexed ? s.waiting.removeValue(forKey: hash) ?? [] : []
                 }
                 changed.signal()
                 completion(.success(entry))
@@ -439,6 +479,8 @@ final class AppleAdsOutbox: Sendable {
             case .failure(let error):
                 let waiting = state.withLock { s -> [Completion] in
                     s.queued -= 1
+                    s.queuedTokens[placeholder] = nil
+                    guard indexed else { return [] }
                     if s.byToken[hash] == placeholder { s.byToken[hash] = nil }
                     return s.waiting.removeValue(forKey: hash) ?? []
                 }
@@ -472,6 +514,23 @@ final class AppleAdsOutbox: Sendable {
 
     /// Token `id`, answered in the last day, as its final call's record tells it: a record that is
     /// not that token's final call is no answer.
+    /// Whether the token record `id` (received at `receivedAt`) holds exactly `token`; nil when
+    /// the record cannot be read.
+    private func storedToken(_ id: UInt64, receivedAt: Timestamp, is token: String) -> Bool? {
+        let cursor = store.records(of: .appleAdsToken, since: receivedAt)
+        return cursor.next { view -> Bool? in
+            guard view.id >= id else { return nil }
+            guard view.id == id, let stored = StoredAppleAdsToken.decode(view) else { return false }
+            return Self.sameBytes(stored.token, token)
+        }
+    }
+
+    /// Byte for byte: String's `==` takes canonically equivalent texts as equal, and two tokens
+    /// that differ in their bytes are two tokens.
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8)
+    }
+
     private func answeredEntry(_ id: UInt64, at start: Int) -> Entry? {
         store.record(startingAt: start) { view -> Entry? in
             guard let call = StoredAppleAdsCall.decode(view), call.tokenID == id, call.status.isFinal, let token = call.token else { return nil }
