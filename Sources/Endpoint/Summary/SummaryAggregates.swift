@@ -130,7 +130,26 @@ struct SummaryAggregates: Sendable {
         var verifiedConversions: [ConversionKey: Int] = [:]
         var quarantineReasons: [ReasonKey: Int] = [:]
         var delays: [DelayKey: Int] = [:]
+        /// Each served site's partners this day (`partner(_:day:owner:)`); learnt from the groups
+        /// the first time a day is added to after a checkpoint was read.
+        var partners: [SiteRole: Set<Name>] = [:]
+        var partnersKnown = false
+
+        mutating func learnPartners() {
+            for group in groups.keys {
+                partners[SiteRole(site: group.site, role: group.role), default: []].insert(group.role == .source ? group.destination : group.sourceSite)
+            }
+            partnersKnown = true
+        }
     }
+
+    /// A report names two sites: the served site it was sent to, and its partner (the source site
+    /// of a destination copy, the destination of a source copy). Anyone can send a report naming
+    /// any registrable site, and each partner would be rows of its own, kept for the whole
+    /// retention. So a served site keeps at most this many partners apart in a day, per role;
+    /// the rest of that day are counted together under `foldedPartner`, a row that says so.
+    static let maxPartnersPerDay = 256
+    static let foldedPartner = "(other sites: more than 256 that day)"
 
     /// Delay buckets in hours (receipt minus trigger): the model's 24–48 h cut in six-hour steps.
     static let delayBuckets: [(from: Int, to: Int?)] = [(0, 24), (24, 30), (30, 36), (36, 42), (42, 48), (48, 72), (72, 168), (168, nil)]
@@ -204,8 +223,9 @@ struct SummaryAggregates: Sendable {
     /// of them as the cluster's summary reads them from ClickHouse.
     mutating func add(day: Int32, role: ReportRole, accepted: Bool, late: Bool, verifiedToken: Bool, quarantineReasons: [String],
                       campaign campaignName: String?, delayBucket: Int?, facts: ReportFacts, count: Int = 1) {
-        let sourceSite = intern(facts.sourceSite), destination = intern(facts.attributedOnSite)
-        let owner = SiteRole(site: role == .source ? sourceSite : destination, role: role)
+        let owner = SiteRole(site: intern(role == .source ? facts.sourceSite : facts.attributedOnSite), role: role)
+        let partner = partner(role == .source ? facts.attributedOnSite : facts.sourceSite, day: day, owner: owner)
+        let (sourceSite, destination) = role == .source ? (owner.site, partner) : (partner, owner.site)
         let campaign = campaignName.map { intern($0) }
         let reasonNames = quarantineReasons.map { intern($0) }
         let group = Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
@@ -217,15 +237,47 @@ struct SummaryAggregates: Sendable {
         if !sites.contains(owner.site) { sites.insert(owner.site) }
     }
 
-    /// Adds every count of `other`, whose names are its own.
+    /// The name a report's partner site is counted under: its own while `owner` has fewer than
+    /// `maxPartnersPerDay` others that day (or already has it), else `foldedPartner`. A name past
+    /// the bound is never interned, so a flood of made-up sites grows nothing.
+    mutating func partner(_ name: String, day: Int32, owner: SiteRole) -> Name {
+        if days[day]?.partnersKnown != true { days[day, default: Day()].learnPartners() }
+        if let id = id(of: name), days[day]?.partners[owner]?.contains(id) == true { return id }
+        guard days[day]?.partners[owner]?.count ?? 0 < Self.maxPartnersPerDay, name != Self.foldedPartner else {
+            return intern(Self.foldedPartner)
+        }
+        let id = intern(name)
+        days[day, default: Day()].partners[owner, default: []].insert(id)
+        return id
+    }
+
+    /// Adds every count of `other`, whose names are its own; its partners are admitted as
+    /// `partner` admits them, so that counts staged or read elsewhere keep the bound.
     mutating func merge(_ other: SummaryAggregates) {
-        let map = other.names.map { intern($0) }
-        func m(_ id: Name) -> Name { map[Int(id)] }
+        // Interned as they are used: a partner's name only if it is admitted.
+        var map = [Name?](repeating: nil, count: other.names.count)
+        func m(_ id: Name) -> Name {
+            if let known = map[Int(id)] { return known }
+            let ours = intern(other.names[Int(id)])
+            map[Int(id)] = ours
+            return ours
+        }
         func m(_ o: SiteRole) -> SiteRole { SiteRole(site: m(o.site), role: o.role) }
         for (d, day) in other.days {
+            // Each partner's name as this side counts it, once per owner.
+            var admitted: [SiteRole: [Name: Name]] = [:]
+            func admit(_ owner: SiteRole, _ theirs: Name) -> Name {
+                if let known = admitted[owner]?[theirs] { return known }
+                let ours = partner(other.name(theirs), day: d, owner: owner)
+                admitted[owner, default: [:]][theirs] = ours
+                return ours
+            }
             for (g, n) in day.groups {
-                let key = Group(site: m(g.site), role: g.role, accepted: g.accepted, sourceSite: m(g.sourceSite), sourceID: g.sourceID,
-                                campaign: g.campaign.map(m), destination: m(g.destination), triggerData: g.triggerData, late: g.late)
+                let owner = SiteRole(site: m(g.site), role: g.role)
+                let source = g.role == .destination ? admit(owner, g.sourceSite) : m(g.sourceSite)
+                let destination = g.role == .source ? admit(owner, g.destination) : m(g.destination)
+                let key = Group(site: owner.site, role: g.role, accepted: g.accepted, sourceSite: source, sourceID: g.sourceID,
+                                campaign: g.campaign.map(m), destination: destination, triggerData: g.triggerData, late: g.late)
                 days[d, default: Day()].groups[key, default: 0] += n
             }
             for (k, t) in day.totals {
@@ -237,18 +289,20 @@ struct SummaryAggregates: Sendable {
                 totals.verified += t.verified
                 days[d, default: Day()].totals[m(k)] = totals
             }
-            for (k, n) in day.campaigns {
-                days[d, default: Day()].campaigns[CampaignKey(owner: m(k.owner), sourceSite: m(k.sourceSite), sourceID: k.sourceID, campaign: k.campaign.map(m)), default: 0] += n
+            func campaignKey(_ k: CampaignKey) -> CampaignKey {
+                let owner = m(k.owner)
+                return CampaignKey(owner: owner, sourceSite: owner.role == .destination ? admit(owner, k.sourceSite) : m(k.sourceSite),
+                                   sourceID: k.sourceID, campaign: k.campaign.map(m))
             }
-            for (k, n) in day.conversions {
-                days[d, default: Day()].conversions[ConversionKey(owner: m(k.owner), destination: m(k.destination), triggerData: k.triggerData), default: 0] += n
+            func conversionKey(_ k: ConversionKey) -> ConversionKey {
+                let owner = m(k.owner)
+                return ConversionKey(owner: owner, destination: owner.role == .source ? admit(owner, k.destination) : m(k.destination),
+                                     triggerData: k.triggerData)
             }
-            for (k, n) in day.verifiedCampaigns {
-                days[d, default: Day()].verifiedCampaigns[CampaignKey(owner: m(k.owner), sourceSite: m(k.sourceSite), sourceID: k.sourceID, campaign: k.campaign.map(m)), default: 0] += n
-            }
-            for (k, n) in day.verifiedConversions {
-                days[d, default: Day()].verifiedConversions[ConversionKey(owner: m(k.owner), destination: m(k.destination), triggerData: k.triggerData), default: 0] += n
-            }
+            for (k, n) in day.campaigns { days[d, default: Day()].campaigns[campaignKey(k), default: 0] += n }
+            for (k, n) in day.conversions { days[d, default: Day()].conversions[conversionKey(k), default: 0] += n }
+            for (k, n) in day.verifiedCampaigns { days[d, default: Day()].verifiedCampaigns[campaignKey(k), default: 0] += n }
+            for (k, n) in day.verifiedConversions { days[d, default: Day()].verifiedConversions[conversionKey(k), default: 0] += n }
             for (k, n) in day.quarantineReasons { days[d, default: Day()].quarantineReasons[ReasonKey(owner: m(k.owner), reason: m(k.reason)), default: 0] += n }
             for (k, n) in day.delays { days[d, default: Day()].delays[DelayKey(owner: m(k.owner), bucket: k.bucket), default: 0] += n }
         }
