@@ -15,6 +15,9 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
     /// The served site the app posted to.
     public var site: String
     public var token: String
+    /// Where the record begins in the log, when it was read from there or written: what the outbox
+    /// reads the token's bytes back from once it keeps only its hash.
+    public var recordStart: Int?
 
     public init(id: UInt64, receivedAt: Timestamp, publicID: [UInt8], site: String, token: String) {
         self.id = id
@@ -37,7 +40,9 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
         guard record.kind == RecordKind.appleAdsToken.number else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let publicID = r.bytes(16), let site = r.text16(), let token = r.text16() else { return nil }
-        return StoredAppleAdsToken(id: record.id, receivedAt: record.time, publicID: publicID, site: site, token: token)
+        var stored = StoredAppleAdsToken(id: record.id, receivedAt: record.time, publicID: publicID, site: site, token: token)
+        stored.recordStart = record.start
+        return stored
     }
 }
 
@@ -145,7 +150,11 @@ extension ReportStore {
     public func appendAppleAdsToken(publicID: [UInt8], site: String, token: String,
                                     completion: @escaping @Sendable (Result<StoredAppleAdsToken, StoreError>) -> Void) -> UInt64? {
         append(kind: .appleAdsToken, tag: AttributionProtocol.appleAds.rawValue, completion: { result in
-            completion(result.map { StoredAppleAdsToken(id: $0.id, receivedAt: $0.time, publicID: publicID, site: site, token: token) })
+            completion(result.map { record in
+                var stored = StoredAppleAdsToken(id: record.id, receivedAt: record.time, publicID: publicID, site: site, token: token)
+                stored.recordStart = record.recordStart
+                return stored
+            })
         }, payload: { StoredAppleAdsToken.encode(publicID: publicID, site: site, token: token, into: &$0) })
     }
 

@@ -10,19 +10,25 @@ public enum PrivateFiles {
     @discardableResult
     public static func restrictTree(_ path: String) throws -> Int {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var changed = restrict(path) ? 1 : 0
-        guard let walk = FileManager.default.enumerator(atPath: path) else { return changed }
+        // The folder itself may be a link the operator made (to another disk): followed, once.
+        let root = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        var changed = restrict(root, following: true) ? 1 : 0
+        guard let walk = FileManager.default.enumerator(atPath: root) else { return changed }
         while let name = walk.nextObject() as? String {
-            if restrict(path + "/" + name) { changed += 1 }
+            if restrict(root + "/" + name, following: false) { changed += 1 }
         }
         return changed
     }
 
-    /// Takes group's and others' bits off one file or folder (not through a symbolic link).
-    private static func restrict(_ path: String) -> Bool {
+    /// Takes group's and others' bits off one file or folder, through a descriptor, so that a
+    /// link put in its place meanwhile is not followed (`O_NOFOLLOW`: a link itself is left).
+    private static func restrict(_ path: String, following: Bool) -> Bool {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (following ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
         var info = stat()
-        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) != S_IFLNK, info.st_mode & 0o077 != 0 else { return false }
-        return chmod(path, info.st_mode & 0o700) == 0
+        guard fstat(fd, &info) == 0, info.st_mode & 0o077 != 0 else { return false }
+        return fchmod(fd, info.st_mode & 0o700) == 0
     }
 
     /// The first line of a file holding a secret; refused when the file can be read by its group

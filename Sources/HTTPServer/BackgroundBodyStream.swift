@@ -21,6 +21,8 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
         var cancelled = false
         /// On a producer's queue or being produced: never twice at once.
         var scheduled = false
+        /// Its connection has begun sending it (`whenReady`): producing may begin.
+        var started = false
         /// The loop was told `.pending` and waits for `ready`.
         var loopWaits = false
         var ready: (@Sendable () -> Void)?
@@ -48,8 +50,17 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
 
     // MARK: - On the loop
 
+    /// Also starts the producing: a stream waiting behind others on its connection (pipelined)
+    /// reads nothing until it is the one being sent.
     public func whenReady(_ ready: @escaping @Sendable () -> Void) {
-        state.withLock { $0.ready = ready }
+        let start = state.withLock { s -> Bool in
+            s.ready = ready
+            guard !s.scheduled, !s.started, !s.cancelled else { return false }
+            s.started = true
+            s.scheduled = true
+            return true
+        }
+        if start { producers.schedule(self) }
     }
 
     public func next(maxBytes: Int) -> HTTPBodyPiece {
@@ -65,7 +76,7 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
             }
             let piece = s.pieces.removeFirst()
             s.bufferedBytes -= piece.count
-            let reschedule = !s.ended && !s.cancelled && !s.scheduled
+            let reschedule = s.started && !s.ended && !s.cancelled && !s.scheduled
             if reschedule { s.scheduled = true }
             return (.bytes(piece), reschedule, false)
         }
@@ -92,16 +103,8 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
 
     // MARK: - On a producer's thread
 
-    /// Marks the stream scheduled for its first piece; false if it already is.
-    func startProducing() -> Bool {
-        state.withLock { s in
-            guard !s.scheduled else { return false }
-            s.scheduled = true
-            return true
-        }
-    }
-
-    /// Makes one piece; true when the stream wants another turn at once.
+    /// Makes one piece; true when the stream wants another turn at once. The thread that runs it
+    /// owns `produce` until it clears `scheduled`, and never touches it after.
     func produceOnce() -> Bool {
         guard !state.withLock({ $0.cancelled }), let produce else {
             self.produce = nil
@@ -110,11 +113,9 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
         }
         let piece = produce(pieceBytes)
         if piece == nil { self.produce = nil }
-        let (again, wake) = state.withLock { s -> (Bool, (@Sendable () -> Void)?) in
-            guard !s.cancelled else {
-                s.scheduled = false
-                return (false, nil)
-            }
+        let (again, wake, cancelled) = state.withLock { s -> (Bool, (@Sendable () -> Void)?, Bool) in
+            // Cancelled meanwhile: `scheduled` stays set until the closure is dropped below.
+            guard !s.cancelled else { return (false, nil, true) }
             if let piece {
                 if !piece.isEmpty {
                     s.pieces.append(piece)
@@ -127,9 +128,13 @@ public final class BackgroundBodyStream: HTTPBodyStream, @unchecked Sendable {
             if !again { s.scheduled = false }
             let wake = s.loopWaits && (!s.pieces.isEmpty || s.ended) ? s.ready : nil
             if wake != nil { s.loopWaits = false }
-            return (again, wake)
+            return (again, wake, false)
         }
-        if self.produce != nil && state.withLock({ $0.cancelled }) { self.produce = nil }
+        if cancelled {
+            self.produce = nil
+            state.withLock { $0.scheduled = false }
+            return false
+        }
         wake?()
         return again
     }

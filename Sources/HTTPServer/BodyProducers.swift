@@ -31,8 +31,8 @@ public final class BodyProducers: Sendable {
         }
     }
 
-    /// A stream whose pieces `produce` makes, already being made; nil when `maxStreams` streams
-    /// are open or the producers stop.
+    /// A stream whose pieces `produce` makes once its connection begins sending it; nil when
+    /// `maxStreams` streams are open or the producers stop.
     public func stream(_ produce: @escaping BackgroundBodyStream.Produce) -> BackgroundBodyStream? {
         let admitted = state.withLock { s -> Bool in
             guard !s.stopping, s.open < maxStreams else { return false }
@@ -40,9 +40,7 @@ public final class BodyProducers: Sendable {
             return true
         }
         guard admitted else { return nil }
-        let stream = BackgroundBodyStream(producers: self, pieceBytes: pieceBytes, produce: produce)
-        if stream.startProducing() { schedule(stream) }
-        return stream
+        return BackgroundBodyStream(producers: self, pieceBytes: pieceBytes, produce: produce)
     }
 
     /// Streams open: made and neither ended, cancelled nor dropped.

@@ -307,7 +307,9 @@ final class Connection {
         if heldRead != nil || (!stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests
                                && answeredBytes + outboundPending < Self.maxHeldBytes && inboundStart < inbound.count) {
             processInput()
-            if slots.first?.response != nil { flush(); return }
+            // Only when something can be sent: a stream being sent holds the slots behind it
+            // (waiting for its producer, or for the socket's next writable event).
+            if stream == nil, slots.first?.response != nil { flush(); return }
         }
         updateInterest()
         updateDeadline()

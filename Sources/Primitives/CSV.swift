@@ -20,19 +20,21 @@ public enum CSV {
         fields.map(field).joined(separator: ",") + "\r\n"
     }
 
-    /// Characters that make a spreadsheet read a cell as a formula (or a DDE call) when they
+    /// Code points that make a spreadsheet read a cell as a formula (or a DDE call) when they
     /// come first: OWASP's `=`, `+`, `-`, `@`, and `|`; and their full-width forms, which some
     /// spreadsheets fold into them.
-    static let formulaStarts: Set<Character> = ["=", "+", "-", "@", "|", "\u{FF1D}", "\u{FF0B}", "\u{FF0D}", "\u{FF20}", "\u{FF5C}"]
+    static let formulaStarts: Set<Unicode.Scalar> = ["=", "+", "-", "@", "|", "\u{FF1D}", "\u{FF0B}", "\u{FF0D}", "\u{FF20}", "\u{FF5C}"]
 
     /// Whether a spreadsheet might evaluate `text`: it begins with a tab, a carriage return, a line
     /// feed or NUL (OWASP, ASVS 1.2.10), or with one of `formulaStarts` once leading white space
-    /// (spaces, tabs, line breaks, no-break spaces, any Unicode space) is passed over. A plain
-    /// number (`-12`, `-0.5`) is a value, not a formula, and is left as it is.
+    /// and invisible format characters (any Unicode space, a BOM, zero-width ones) are passed over.
+    /// Code points, not characters: `=` followed by a combining mark is one character that is not
+    /// `=`, and still a formula to a spreadsheet. A plain number (`-12`, `-0.5`) is a value, not a
+    /// formula, and is left as it is.
     public static func isFormulaLike(_ text: String) -> Bool {
         guard let first = text.unicodeScalars.first else { return false }
         if first == "\t" || first == "\r" || first == "\n" || first == "\0" { return true }
-        guard let start = text.first(where: { !$0.isWhitespace && $0 != "\u{FEFF}" && $0 != "\u{200B}" }),
+        guard let start = text.unicodeScalars.first(where: { !$0.properties.isWhitespace && $0.properties.generalCategory != .format }),
               formulaStarts.contains(start) else { return false }
         return !isPlainNumber(text)
     }

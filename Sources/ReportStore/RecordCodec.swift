@@ -28,7 +28,7 @@ extension ReportStore {
     /// The rows of `codec`'s kind received in `[since, until)`, oldest first, read lazily from
     /// disk: each call gives the next, nil at the end.
     public func rows(of codec: some RecordCodec, since: Timestamp? = nil, until: Timestamp? = nil,
-                     skipping: ((_ segmentBase: Int) -> Bool)? = nil) -> () -> ExportRow? {
+                     skipping: ((_ segmentBase: Int) -> Int?)? = nil) -> () -> ExportRow? {
         let cursor = records(of: codec.kind, since: since, until: until, skipping: skipping)
         let read = codec.reader()
         return { cursor.next(read) }

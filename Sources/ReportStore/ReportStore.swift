@@ -663,10 +663,12 @@ public final class ReportStore: Sendable {
     }
 
     /// The records of `kind` received in `[since, until)`, oldest first, read lazily from disk.
-    /// A segment that holds no record of `kind` is never opened, nor one `skipping` (given its
-    /// base) passes over: a reader that knows what a segment holds (`SegmentSites`) reads less.
+    /// A segment that holds no record of `kind` is never opened; `skipping`, given a segment's
+    /// base, may say up to where it holds nothing for this reader (its end: the whole segment; a
+    /// record boundary inside it: the start of it), so that a reader that knows what segments
+    /// hold (`SegmentSites`) reads less.
     public func records(of kind: RecordKind, since: Timestamp? = nil, until: Timestamp? = nil,
-                        skipping: ((_ segmentBase: Int) -> Bool)? = nil) -> RecordCursor {
+                        skipping: ((_ segmentBase: Int) -> Int?)? = nil) -> RecordCursor {
         let (end, startOffset) = state.withLock { s -> (Int, Int) in
             guard let since else { return (s.end, 0) }
             // The last index entry strictly before `since`: every record from `since` on is after it.
@@ -678,10 +680,17 @@ public final class ReportStore: Sendable {
             }
             return (s.end, low == 0 ? 0 : index[low - 1].offset)
         }
+        var skipTo: [Int: Int] = [:]
         let holding: (SegmentTally) -> Bool = { segment in
-            segment.counts[kind.number, default: 0] > 0 && !(skipping?(segment.layout.base) ?? false)
+            guard segment.counts[kind.number, default: 0] > 0 else { return false }
+            guard let through = skipping?(segment.layout.base), through > segment.layout.base else { return true }
+            if through >= segment.end { return false }
+            skipTo[segment.layout.base] = through
+            return true
         }
-        return RecordCursor(walk: walk(from: startOffset, through: end, only: holding), kind: kind, since: since, until: until)
+        var walk = walk(from: startOffset, through: end, only: holding)
+        walk.skipTo = skipTo
+        return RecordCursor(walk: walk, kind: kind, since: since, until: until)
     }
 
     // MARK: - Segments

@@ -15,6 +15,9 @@ struct SegmentWalk {
     private(set) var failed = false
     /// Lets the store remove the segments again (they are pinned while the walk may open them).
     private var release: (@Sendable () -> Void)?
+    /// Where to begin reading a segment (by its base) whose start a reader knows holds nothing
+    /// for it: a record boundary inside the segment.
+    var skipTo: [Int: Int] = [:]
 
     /// `segments`: the store's at the time that hold part of the range, oldest first, pinned
     /// until `finish` calls `release`. `start` is a record boundary; one before the oldest segment
@@ -72,7 +75,11 @@ struct SegmentWalk {
         while position < segments.count && segments[position].end <= offset { position += 1 }
         guard position < segments.count else { return false }
         let segment = segments[position]
-        offset = max(offset, segment.layout.base)
+        offset = max(offset, segment.layout.base, skipTo[segment.layout.base] ?? 0)
+        guard offset < segment.end else {
+            position += 1
+            return true
+        }
         let opened: SegmentFile
         do throws(StoreError) {
             if let file = segment.file { opened = file } else { opened = try SegmentFile.openForReading(segment.path) }

@@ -23,14 +23,15 @@ public struct TriggerLedger: Sendable {
 
     public mutating func record(_ trigger: Trigger) {
         let key = Bucket(site: trigger.site, triggerData: trigger.triggerData)
-        var list = buckets[key, default: []]
-        // Replay and a manual clock set backwards can deliver out of order; keep the order anyway.
-        if let last = list.last, trigger.recordedAt < last.recordedAt {
-            list.insert(trigger, at: Self.lowerBound(list, trigger.recordedAt.millisecondsSinceEpoch + 1))
+        // Changed in place: a copy taken out and written back would copy the whole bucket, every
+        // trigger of its site and data for the window, on every trigger recorded.
+        if let last = buckets[key]?.last, trigger.recordedAt < last.recordedAt {
+            // Replay and a manual clock set backwards can deliver out of order; keep the order anyway.
+            let at = Self.lowerBound(buckets[key]!, trigger.recordedAt.millisecondsSinceEpoch + 1)
+            buckets[key]!.insert(trigger, at: at)
         } else {
-            list.append(trigger)
+            buckets[key, default: []].append(trigger)
         }
-        buckets[key] = list
         sites[trigger.site, default: 0] += 1
         if trigger.attributionSource == nil { crossSite[trigger.site, default: 0] += 1 }
     }

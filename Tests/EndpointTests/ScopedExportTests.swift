@@ -41,6 +41,18 @@ import Testing
         let news = try endpoint.export("?advertiser=news")
         #expect(!news.isEmpty)
         #expect(news.map { $0["id"] as? Int } == everything.filter { $0["site"] as? String == "news.example" }.map { $0["id"] as? Int })
+        // The active segment is described as far as the sweep read it: a scoped reader starts
+        // after that, and still sees what came since.
+        let active = try #require(store.segments.last)
+        let skip = endpoint.server.segmentSites.skipping(.report, unless: ["quiet.example"])
+        #expect((skip(active.base) ?? 0) > active.base)
+        #expect(endpoint.server.segmentSites.skipping(.report, unless: ["news.example"])(active.base) == nil)
+        let stored = try endpoint.post(reportBody(sourceSite: "quiet.example", destination: "shop.example"), host: "quiet.example")
+        #expect(stored.status == 201, "\(stored.bodyText)")
+        let quietRows = try endpoint.export("?advertiser=quiet")
+        #expect(quietRows.map { $0["id"] as? Int } == [json(stored)["id"] as? Int])
+        endpoint.server.segmentSites.sweep()
+        #expect(try endpoint.export("?advertiser=quiet").count == 1, "once described, the new report is in the description")
         // After a restart the descriptions are read back, not made again.
         let segmentsDescribed = endpoint.server.segmentSites.count
         let again = try SegmentSites(directory: endpoint.directory + "/segment-sites", store: store,

@@ -49,6 +49,34 @@ import Testing
         #expect(destinations.count == limit + 1 && destinations.contains(SummaryAggregates.foldedPartner))
     }
 
+    @Test func sourceIdsAndTriggerDataCannotMultiplyRowsWithoutBound() {
+        var aggregates = SummaryAggregates()
+        aggregates.groupsPerDayBound = 10_000  // 65,536 in service: the same rule, quicker to reach
+        let limit = aggregates.groupsPerDayBound
+        var added = 0
+        // Partners within their bound, each with every source id and trigger data, accepted and
+        // not: 8,192 groups each, till past the day's bound.
+        outer: for partner in 0..<8 {
+            for sourceID in 0..<256 {
+                for triggerData in 0..<16 {
+                    for accepted in [false, true] {
+                        aggregates.add(day: 9, role: .destination, accepted: accepted, late: false, verifiedToken: false,
+                                       quarantineReasons: accepted ? [] : ["no_matching_trigger"], campaign: nil, delayBucket: nil,
+                                       facts: ReportFacts(sourceSite: "p\(partner).example", sourceID: UInt8(sourceID),
+                                                          attributedOnSite: "shop.example", triggerData: UInt8(triggerData)))
+                        added += 1
+                        if added == limit + 30_000 { break outer }
+                    }
+                }
+            }
+        }
+        let groups = aggregates.days[9]!.groups
+        // Past the bound, new groups went under the folded partner: at most its 256 × 16 × 8 more.
+        #expect(groups.count > limit && groups.count <= limit + 256 * 16 * 8)
+        #expect(groups.values.reduce(0, +) == added, "every report counted")
+        #expect(groups.keys.contains { aggregates.name($0.sourceSite) == SummaryAggregates.foldedPartner })
+    }
+
     @Test func countsStagedElsewhereKeepTheBoundWhenMerged() {
         var main = SummaryAggregates()
         for i in 0..<200 { Self.add(&main, day: 5, source: "early-\(i).example") }

@@ -36,6 +36,8 @@ final class AppleAdsOutbox: Sendable {
         var tokenHash = 0
         /// Kept only while an answer may still be needed.
         var token: String?
+        /// Where the token's record begins in the log: its bytes, once `token` is let go of.
+        var tokenStart: Int?
         var status: Status = .pending
         var history = AppleAdsCallPolicy.History()
         var calls = 0
@@ -53,6 +55,9 @@ final class AppleAdsOutbox: Sendable {
         var entries: [UInt64: Entry] = [:]
         /// Tokens answered in the last day: where their final call's record begins in the log.
         var answered: [UInt64: Int] = [:]
+        /// And where their token's record begins, where it is known (not for a token taken from a
+        /// digest's copy): what a token posted again with the same hash is compared with.
+        var answeredTokenStarts: [UInt64: Int] = [:]
         /// The tokens still waiting for a final answer.
         var pending: Set<UInt64> = []
         /// Tokens taken and not yet on disk: they count against `maxPending` too.
@@ -96,6 +101,7 @@ final class AppleAdsOutbox: Sendable {
             while settledHead < settled.count, settled[settledHead].at < cutoff {
                 let (id, _, publicID, tokenHash) = settled[settledHead]
                 settledHead += 1
+                answeredTokenStarts[id] = nil
                 if answered.removeValue(forKey: id) == nil {
                     guard let entry = entries[id], entry.status.isFinal else { continue }
                     entries[id] = nil
@@ -111,6 +117,7 @@ final class AppleAdsOutbox: Sendable {
             // waiting ones (about 300 bytes each) would hold 45 MB for good.
             Self.shrink(&entries)
             Self.shrink(&answered)
+            Self.shrink(&answeredTokenStarts)
             Self.shrink(&byPublicID)
             Self.shrink(&byToken)
             if pending.capacity > 4 * max(pending.count, 1024) {
@@ -134,6 +141,7 @@ final class AppleAdsOutbox: Sendable {
             tally.add(entry)
             entries[entry.tokenID] = nil
             answered[entry.tokenID] = start
+            if let tokenStart = entry.tokenStart { answeredTokenStarts[entry.tokenID] = tokenStart }
             index(entry)
             settled.append((entry.tokenID, entry.answeredAt?.millisecondsSinceEpoch ?? 0, AppleAdsPublicID(text: entry.publicID) ?? AppleAdsPublicID(bytes: []),
                             entry.tokenHash))
@@ -255,11 +263,11 @@ final class AppleAdsOutbox: Sendable {
         let cutoff = clock.now().millisecondsSinceEpoch - Self.settledKept
         // Built in place and moved in whole: a day of tokens is held once, never copied.
         var replayed = State()
-        func take(_ view: ReportStore.RecordView) {
+        func take(_ view: ReportStore.RecordView, fromLog: Bool) {
             if let token = StoredAppleAdsToken.decode(view) {
                 replayed.entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
                                           receivedAt: token.receivedAt, tokenHash: tokenHash(token.token), token: token.token,
-                                          nextAttempt: token.receivedAt)
+                                          tokenStart: fromLog ? token.recordStart : nil, nextAttempt: token.receivedAt)
             } else if let call = StoredAppleAdsCall.decode(view) {
                 // A second final call for a token still held (never written, but a log is not to be
                 // trusted) changes nothing: the token is counted once.
@@ -297,7 +305,7 @@ final class AppleAdsOutbox: Sendable {
             guard let last = segment.lastTime, last.millisecondsSinceEpoch < cutoff, let digest = digest(of: segment),
                   let section = digest.sections[digestName], let read = Self.read(section) else { break }
             replayed.tally.merge(read.tally)
-            _ = RecordCopy.read(section, from: read.recordsAt, count: read.records) { take($0) }
+            _ = RecordCopy.read(section, from: read.recordsAt, count: read.records) { take($0, fromLog: false) }
             from = segment.end
             digested += 1
         }
@@ -307,7 +315,7 @@ final class AppleAdsOutbox: Sendable {
             records &+= 1
             // A stop during a replay in the background ends it: nothing is called, nothing lost.
             if records & 0xFFFF == 0, state.withLock({ $0.stopping }) { return false }
-            if view.kind == kinds.0 || view.kind == kinds.1 { take(view) }
+            if view.kind == kinds.0 || view.kind == kinds.1 { take(view, fromLog: true) }
             return true
         }
         var pending: [(id: UInt64, due: Int64)] = []
@@ -400,7 +408,7 @@ final class AppleAdsOutbox: Sendable {
         for i in publicID.indices { publicID[i] = generator.next() }
         let text = Self.text(of: publicID)
         let hash = tokenHash(token)
-        enum Claim { case known(Entry), answered(UInt64, Int), waiting, backlogged, placeholder(UInt64, indexed: Bool) }
+        enum Claim { case known(Entry), answered(UInt64, Int, Int?), waiting, backlogged, placeholder(UInt64, indexed: Bool) }
         func claim(skippingAnswered: Bool) -> Claim {
             state.withLock { s -> Claim in
                 // Another token with the same hash is a different token: taken as new, and left
@@ -410,10 +418,11 @@ final class AppleAdsOutbox: Sendable {
                     if let entry = s.entries[id], let text = entry.token {
                         if Self.sameBytes(text, token) { return .known(entry) }
                         collides = true
-                    } else if s.entries[id] != nil {
-                        collides = true  // a legacy entry keeps no text to compare: never claimed by another
+                    } else if let entry = s.entries[id] {
+                        // Settled by a record of the old format, which kept no text: known by its hash, as before.
+                        return .known(entry)
                     } else if let start = s.answered[id] {
-                        if !skippingAnswered { return .answered(id, start) }
+                        if !skippingAnswered { return .answered(id, start, s.answeredTokenStarts[id]) }
                         collides = true
                     } else if let text = s.queuedTokens[id] {
                         guard Self.sameBytes(text, token) else { return placeholder(&s, indexed: false) ?? .backlogged }
@@ -440,10 +449,12 @@ final class AppleAdsOutbox: Sendable {
             return .placeholder(id, indexed: indexed)
         }
         var taken = claim(skippingAnswered: false)
-        if case .answered(let id, let start) = taken {
-            // The answered token's text is only in the log: compared there.
+        if case .answered(let id, let start, let tokenStart) = taken {
+            // The answered token's text is only in the log: compared with its record, one read.
             guard let entry = answeredEntry(id, at: start) else { return .unreadable }
-            switch storedToken(id, receivedAt: entry.receivedAt, is: token) {
+            // Unknown only for a token taken from a digest's copy: known by its hash there, as before.
+            let same: Bool? = tokenStart.map { storedToken(id, at: $0, is: token) } ?? true
+            switch same {
             case true?: return .known(entry)
             case nil: return .unreadable
             case false?: taken = claim(skippingAnswered: true)
@@ -462,7 +473,7 @@ final class AppleAdsOutbox: Sendable {
             switch result {
             case .success(let stored):
                 let entry = Entry(tokenID: stored.id, publicID: text, site: site, receivedAt: stored.receivedAt, tokenHash: hash,
-                                  token: token, nextAttempt: stored.receivedAt)
+                                  token: token, tokenStart: stored.recordStart, nextAttempt: stored.receivedAt)
                 let waiting = state.withLock { s -> [Completion] in
                     s.queued -= 1
                     s.queuedTokens[placeholder] = nil
@@ -514,13 +525,11 @@ final class AppleAdsOutbox: Sendable {
 
     /// Token `id`, answered in the last day, as its final call's record tells it: a record that is
     /// not that token's final call is no answer.
-    /// Whether the token record `id` (received at `receivedAt`) holds exactly `token`; nil when
-    /// the record cannot be read.
-    private func storedToken(_ id: UInt64, receivedAt: Timestamp, is token: String) -> Bool? {
-        let cursor = store.records(of: .appleAdsToken, since: receivedAt)
-        return cursor.next { view -> Bool? in
-            guard view.id >= id else { return nil }
-            guard view.id == id, let stored = StoredAppleAdsToken.decode(view) else { return false }
+    /// Whether the token record `id`, which begins at `start`, holds exactly `token`; nil when
+    /// it cannot be read. One record read, as the answer's own.
+    private func storedToken(_ id: UInt64, at start: Int, is token: String) -> Bool? {
+        store.record(startingAt: start) { view -> Bool? in
+            guard let stored = StoredAppleAdsToken.decode(view), stored.id == id else { return nil }
             return Self.sameBytes(stored.token, token)
         }
     }

@@ -214,7 +214,7 @@ public struct EndpointConfiguration: Sendable {
         configuration.adminTokenOnCommandLine = configuration.adminToken != nil
         if configuration.adminToken == nil, let file = configuration.adminTokenFile {
             do throws(PrivateFileError) {
-                let token = try PrivateFiles.readSecret(file, what: "the token file").trimmingCharacters(in: .whitespaces)
+                let token = try PrivateFiles.readSecret(file, what: "the token file").trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !token.isEmpty else { throw PrivateFileError("the token file \(file) is empty") }
                 configuration.adminToken = token
             } catch {

@@ -101,7 +101,9 @@ struct SummaryAggregates: Sendable {
     struct Day: Sendable {
         mutating func record(_ group: Group, owner: SiteRole, hasTokens: Bool, verifiedToken: Bool, reasons: [Name], delayBucket: Int?,
                              count n: Int = 1) {
+            let before = groups.count
             groups[group, default: 0] += n
+            if groups.count != before { groupCounts[owner, default: 0] += 1 }
             // Updated in place: one lookup, where reading and writing back took two.
             totals[owner, default: Totals()].count(accepted: group.accepted, late: group.late, hasTokens: hasTokens,
                                                    verifiedToken: verifiedToken, times: n)
@@ -133,13 +135,24 @@ struct SummaryAggregates: Sendable {
         /// Each served site's partners this day (`partner(_:day:owner:)`); learnt from the groups
         /// the first time a day is added to after a checkpoint was read.
         var partners: [SiteRole: Set<Name>] = [:]
+        /// Each served site's groups this day (`bounded(_:day:owner:)`), learnt likewise.
+        var groupCounts: [SiteRole: Int] = [:]
         var partnersKnown = false
 
         mutating func learnPartners() {
             for group in groups.keys {
-                partners[SiteRole(site: group.site, role: group.role), default: []].insert(group.role == .source ? group.destination : group.sourceSite)
+                let owner = SiteRole(site: group.site, role: group.role)
+                partners[owner, default: []].insert(group.role == .source ? group.destination : group.sourceSite)
+                groupCounts[owner, default: 0] += 1
             }
             partnersKnown = true
+        }
+
+        /// Adds `n` to a group merged in, keeping its owner's count of groups.
+        mutating func addGroup(_ group: Group, owner: SiteRole, _ n: Int) {
+            let before = groups.count
+            groups[group, default: 0] += n
+            if groups.count != before { groupCounts[owner, default: 0] += 1 }
         }
     }
 
@@ -150,6 +163,12 @@ struct SummaryAggregates: Sendable {
     /// the rest of that day are counted together under `foldedPartner`, a row that says so.
     static let maxPartnersPerDay = 256
     static let foldedPartner = "(other sites: more than 256 that day)"
+    /// The partners kept apart still multiply with source ids, trigger data and verdicts, each
+    /// free to a stranger: past this many groups for a served site in a day (per role), a new
+    /// group is counted under the folded partner too, which holds at most 256 × 16 × 8 more.
+    static let maxGroupsPerDay = 65_536
+    /// `maxGroupsPerDay`, smaller in tests.
+    var groupsPerDayBound = Self.maxGroupsPerDay
 
     /// Delay buckets in hours (receipt minus trigger): the model's 24–48 h cut in six-hour steps.
     static let delayBuckets: [(from: Int, to: Int?)] = [(0, 24), (24, 30), (30, 36), (36, 42), (42, 48), (48, 72), (72, 168), (168, nil)]
@@ -228,8 +247,8 @@ struct SummaryAggregates: Sendable {
         let (sourceSite, destination) = role == .source ? (owner.site, partner) : (partner, owner.site)
         let campaign = campaignName.map { intern($0) }
         let reasonNames = quarantineReasons.map { intern($0) }
-        let group = Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
-                          campaign: campaign, destination: destination, triggerData: facts.triggerData, late: late)
+        let group = bounded(Group(site: owner.site, role: owner.role, accepted: accepted, sourceSite: sourceSite, sourceID: facts.sourceID,
+                                  campaign: campaign, destination: destination, triggerData: facts.triggerData, late: late), day: day, owner: owner)
         // One lookup of the day, updated in place: taking it out and putting it back would copy
         // its dictionaries on every report.
         days[day, default: Day()].record(group, owner: owner, hasTokens: facts.hasTokens, verifiedToken: verifiedToken,
@@ -251,6 +270,16 @@ struct SummaryAggregates: Sendable {
         return id
     }
 
+    /// `group`, unless it would be a new group past `maxGroupsPerDay` for its owner that day: then
+    /// the same with its partner folded.
+    mutating func bounded(_ group: Group, day: Int32, owner: SiteRole) -> Group {
+        guard let count = days[day]?.groupCounts[owner], count >= groupsPerDayBound, days[day]?.groups[group] == nil else { return group }
+        var folded = group
+        let name = intern(Self.foldedPartner)
+        if owner.role == .source { folded.destination = name } else { folded.sourceSite = name }
+        return folded
+    }
+
     /// Adds every count of `other`, whose names are its own; its partners are admitted as
     /// `partner` admits them, so that counts staged or read elsewhere keep the bound.
     mutating func merge(_ other: SummaryAggregates) {
@@ -264,6 +293,7 @@ struct SummaryAggregates: Sendable {
         }
         func m(_ o: SiteRole) -> SiteRole { SiteRole(site: m(o.site), role: o.role) }
         for (d, day) in other.days {
+            if days[d]?.partnersKnown != true { days[d, default: Day()].learnPartners() }
             // Each partner's name as this side counts it, once per owner.
             var admitted: [SiteRole: [Name: Name]] = [:]
             func admit(_ owner: SiteRole, _ theirs: Name) -> Name {
@@ -276,9 +306,10 @@ struct SummaryAggregates: Sendable {
                 let owner = SiteRole(site: m(g.site), role: g.role)
                 let source = g.role == .destination ? admit(owner, g.sourceSite) : m(g.sourceSite)
                 let destination = g.role == .source ? admit(owner, g.destination) : m(g.destination)
-                let key = Group(site: owner.site, role: g.role, accepted: g.accepted, sourceSite: source, sourceID: g.sourceID,
-                                campaign: g.campaign.map(m), destination: destination, triggerData: g.triggerData, late: g.late)
-                days[d, default: Day()].groups[key, default: 0] += n
+                let key = bounded(Group(site: owner.site, role: g.role, accepted: g.accepted, sourceSite: source, sourceID: g.sourceID,
+                                        campaign: g.campaign.map(m), destination: destination, triggerData: g.triggerData, late: g.late),
+                                  day: d, owner: owner)
+                days[d, default: Day()].addGroup(key, owner: owner, n)
             }
             for (k, t) in day.totals {
                 var totals = days[d, default: Day()].totals[m(k), default: Totals()]
