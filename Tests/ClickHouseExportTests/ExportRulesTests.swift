@@ -97,6 +97,10 @@ import Testing
     @Test func credentialsComeFromAFileOrTheEnvironment() throws {
         let file = NSTemporaryDirectory() + "clickhouse-credentials-" + UUID().uuidString
         try "writer:p:a:ss\nignored\n".write(toFile: file, atomically: true, encoding: .utf8)
+        // Others can read it: refused, as ssh refuses such a key.
+        chmod(file, 0o644)
+        #expect(throws: ClickHouseTarget.TargetError.self) { try ClickHouseTarget.Credentials.resolve(file: file, environment: [:]) }
+        chmod(file, 0o600)
         #expect(try ClickHouseTarget.Credentials.resolve(file: file, environment: ["CLICKHOUSE_USER": "other"])
                 == ClickHouseTarget.Credentials(user: "writer", password: "p:a:ss"))
         #expect(try ClickHouseTarget.Credentials.resolve(file: nil, environment: ["CLICKHOUSE_USER": "u", "CLICKHOUSE_PASSWORD": "p"])
@@ -104,6 +108,7 @@ import Testing
         #expect(try ClickHouseTarget.Credentials.resolve(file: nil, environment: [:]) == nil)
         for bad in ["", "no-colon\n", ":password\n"] {
             try bad.write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o600)
             #expect(throws: ClickHouseTarget.TargetError.self) { try ClickHouseTarget.Credentials.resolve(file: file, environment: [:]) }
         }
         #expect(throws: ClickHouseTarget.TargetError.self) { try ClickHouseTarget.Credentials.resolve(file: file + ".missing", environment: [:]) }

@@ -251,7 +251,9 @@ import Testing
         }
         #expect(lines.count == 7)
         #expect(lines.allSatisfy { $0.keys.count == 20 && $0["campaignId"] != nil }, "every column on every line")
-        let first = try #require(lines.first)
+        // Lines come in the order Apple answered, which the stand-in's concurrent answers do not fix:
+        // a line of the registered campaign and keyword is looked for, not the first.
+        let first = try #require(lines.first { $0["status"] as? String == "attributed" && ($0["keywordId"] as? Int) == 87675432 })
         #expect(first["campaign_name"] as? String == "Winter puzzles" && first["ad_group_name"] as? String == "Puzzle fans"
                 && first["keyword_name"] as? String == "puzzle game")
         var statuses: [String: Int] = [:]
