@@ -87,6 +87,26 @@ private func withServer(_ handler: StreamingHandler, _ body: (UInt16) throws -> 
         }
     }
 
+    /// Requests pipelined behind a stream whose producer is busy, the last one cut in half: they
+    /// wait their turn (answers leave in order), and nothing spins while they do.
+    @Test func requestsPipelinedBehindAWaitingStreamWaitTheirTurn() throws {
+        let handler = StreamingHandler(producers: BodyProducers(named: "test-export", threads: 1, maxStreams: 4))
+        try withServer(handler) { port in
+            let client = try RawHTTPClient(port: port)
+            try client.send("GET /scan HTTP/1.1\r\nHost: h\r\n\r\nGET /quick HTTP/1.1\r\nHost: h\r\n\r\nGET /qu")
+            handler.scan.entered.wait()
+            // Another client is answered while this connection waits on its producer.
+            let other = try RawHTTPClient(port: port)
+            try other.send("GET /quick HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try other.readResponse().bodyText == "quick")
+            handler.scan.gate.signal()
+            #expect(try client.readResponse().bodyText == "piece 1\npiece 2\npiece 3\n")
+            #expect(try client.readResponse().bodyText == "quick")
+            try client.send("ick HTTP/1.1\r\nHost: h\r\n\r\n")
+            #expect(try client.readResponse().bodyText == "quick")
+        }
+    }
+
     @Test func aStalledReaderHoldsNoMoreThanItsBound() throws {
         let handler = StreamingHandler(producers: BodyProducers(named: "test-export", threads: 1, maxStreams: 4, pieceBytes: 48 << 10))
         try withServer(handler) { port in
