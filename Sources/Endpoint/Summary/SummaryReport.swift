@@ -116,7 +116,6 @@ struct SummaryReport: Sendable {
             if let within, !within.contains(owner.site) { return false }
             return query.role == nil || query.role == owner.role
         }
-        // Summed by interned keys first, named once at the end.
         /// The campaign's name if the reader is shown it on a report sent to `site` (`NameDisclosure`).
         func campaignName(_ campaign: SummaryAggregates.Name?, of sourceSite: SummaryAggregates.Name,
                           sentTo site: SummaryAggregates.Name) -> SummaryAggregates.Name? {
@@ -124,6 +123,7 @@ struct SummaryReport: Sendable {
                                                         to: query.within) else { return nil }
             return campaign
         }
+        // Summed by interned keys first, named once at the end.
         var sums = SummaryReportSums()
         var reasons: [SummaryAggregates.Name: RoleCounts] = [:]
         var acceptedPerDay: [Int32: RoleCounts] = [:]
