@@ -149,7 +149,7 @@ final class Connection {
         }
         while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests
                 && answeredBytes + outboundPending < Self.maxHeldBytes {
-            guard dispatchedInTurn < Self.maxDispatchedPerTurn else {
+            guard dispatchedInTurn < Self.maxDispatchedPerTurn, loop.dispatchBudget > 0 else {
                 if !awaitingRevisit && inboundStart < inbound.count {
                     awaitingRevisit = true
                     loop.revisitNextTurn(self)
@@ -203,6 +203,7 @@ final class Connection {
 
     private func dispatch(_ request: HTTPRequest) {
         dispatchedInTurn += 1
+        loop.dispatchBudget -= 1
         let sequence = nextSequence
         nextSequence += 1
         let keepAlive = request.keepAlive

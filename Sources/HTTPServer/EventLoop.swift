@@ -35,6 +35,11 @@ final class EventLoop: @unchecked Sendable {
     static let admittedPastTheCap = 64
     /// Counts the loop's turns: a connection takes up at most a few pipelined requests a turn.
     private(set) var turn: UInt64 = 0
+    /// Requests off sockets a turn takes up, at most, across every connection: hundreds of
+    /// connections each with pipelined requests waiting make several short turns, not one long
+    /// one, so that a newcomer (a load balancer's probe, a report) is read within a short turn.
+    static let dispatchesPerTurn = 256
+    var dispatchBudget = EventLoop.dispatchesPerTurn
     /// Connections with whole requests left in their buffers when their share of a turn ran
     /// out: taken up again at the start of the next turn, which then does not wait for events.
     private var revisit: [Connection] = []
@@ -171,10 +176,19 @@ final class EventLoop: @unchecked Sendable {
             var events = poller.wait(timeoutMilliseconds: timeout)
             date.update()
             turn &+= 1
+            dispatchBudget = Self.dispatchesPerTurn
             if !revisit.isEmpty {
                 let again = revisit
                 revisit.removeAll(keepingCapacity: true)
-                for connection in again { connection.resumeInput() }
+                // Half the turn's budget at most: the other half is for what the sockets bring now
+                // (a newcomer is never behind hundreds of connections' leftovers).
+                var next = 0
+                while next < again.count, dispatchBudget > Self.dispatchesPerTurn / 2 {
+                    again[next].resumeInput()
+                    next += 1
+                }
+                // Those the budget did not reach go first next turn, ahead of those that had their share.
+                if next < again.count { revisit.insert(contentsOf: again[next...], at: 0) }
             }
             // A turn takes everything that is ready, looking again without waiting until nothing
             // more is, before `endTurn`: the requests that arrived while the first ones were
