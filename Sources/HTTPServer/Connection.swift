@@ -149,7 +149,9 @@ final class Connection {
         }
         while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests
                 && answeredBytes + outboundPending < Self.maxHeldBytes {
-            guard dispatchedInTurn < Self.maxDispatchedPerTurn, loop.dispatchBudget > 0 else {
+            // The turn's budget bounds pipelining: a connection with nothing in flight (a probe, a
+            // report, any client that waits for its answer) is always taken up.
+            guard dispatchedInTurn < Self.maxDispatchedPerTurn, loop.dispatchBudget > 0 || slots.isEmpty else {
                 if !awaitingRevisit && inboundStart < inbound.count {
                     awaitingRevisit = true
                     loop.revisitNextTurn(self)
