@@ -383,7 +383,7 @@ function renderWeb(s) {
   text($("tokens"), `Reports carrying fraud-prevention tokens: ${withTokens} of ${total}` +
     (total ? ` (${percent(withTokens, total)})` : "") + `; with a token that verified: ${verified}` +
     (withTokens ? ` (${percent(verified, withTokens)} of those)` : "") +
-    ". Forged and replayed tokens are quarantined (…_token_invalid, …_token_replayed above); a token from a site whose key this endpoint does not know is kept as …_token_unverifiable.");
+    ". Forged and replayed tokens are quarantined (…_token_invalid, …_token_replayed, …_token_possibly_replayed above); a token from a site whose key this endpoint does not know is kept as …_token_unverifiable.");
 }
 
 /// "12 (40 %)": accepted reports of the row whose token verified, and their share of the row.

@@ -115,9 +115,16 @@ final class EndpointMetrics: Sendable {
             out += "attribution_conversion_value_answers_total{app_id=\"\(row.app)\",outcome=\"\(row.outcome)\"} \(row.n)\n"
         }
         if let tokenChecks {
-            out += "# HELP attribution_tokens_remembered Verified PCM tokens kept to catch replays (8 bytes each in a hash set; dropped with their key).\n"
+            let memory = tokenChecks.memory
+            out += "# HELP attribution_tokens_remembered Verified PCM tokens kept to catch replays (dropped with their key).\n"
             out += "# TYPE attribution_tokens_remembered gauge\n"
-            out += "attribution_tokens_remembered \(tokenChecks.rememberedCount)\n"
+            out += "attribution_tokens_remembered \(memory.tokens)\n"
+            out += "# HELP attribution_tokens_remembered_approximately Of those, the ones held in a fixed-size Bloom filter, once their key's exact set was full.\n"
+            out += "# TYPE attribution_tokens_remembered_approximately gauge\n"
+            out += "attribution_tokens_remembered_approximately \(memory.approximate)\n"
+            out += "# HELP attribution_token_filter_false_positive_ratio The highest share of fresh tokens a key's filter quarantines as possibly replayed.\n"
+            out += "# TYPE attribution_token_filter_false_positive_ratio gauge\n"
+            out += "attribution_token_filter_false_positive_ratio \(memory.worstFalsePositiveRate)\n"
         }
         if let tokenKeys {
             out += "# HELP attribution_token_key_info The sites' PCM token keys by key id: served (signs now), scheduled, or retired (verifies only).\n"

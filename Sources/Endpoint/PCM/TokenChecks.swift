@@ -14,16 +14,18 @@ import Signatures
 /// - `…_token_invalid`: it verifies with none of them (quarantined);
 /// - `…_token_unverifiable`: no key is known for that site (kept, with this note);
 /// - `…_token_replayed`: it verified, but another report of the same role carried it (quarantined);
+/// - `…_token_possibly_replayed`: it verified, and its key's set, past its exact bound, may hold it
+///   (`RememberedTokens`; quarantined: a replay is never missed);
 /// - `…_token_key_retired`: it verifies only with a key replaced more than 7 days + 48 h ago, so
 ///   no browser can have sent it (quarantined).
 /// With `--require-tokens`, a report with no pair at all is quarantined as `token_missing`.
 ///
-/// Only verified tokens are remembered: each one is a signature the site itself gave out, so the
-/// sets grow with the sites' real clicks and no sender can fill them with made-up tokens. There
-/// is a set per key, of 64-bit SHA-256 prefixes, rebuilt at start from the segments' digests and
-/// the log written since (`take`, `TokenChecks+Digest`); a key's set
-/// is dropped once the key is retired for good (`TokenKeyBook.isExpired`), so memory is bounded
-/// by the tokens of the keys still in service.
+/// Only verified tokens are remembered: each one is a signature the site's key gave out, so no
+/// sender can fill the sets with made-up tokens. But anyone may ask `sign-unlinkable-token/` for
+/// signatures, so each key's set is bounded (`RememberedTokens`: exact, then a Bloom filter of
+/// fixed size). The sets hold 64-bit SHA-256 prefixes, rebuilt at start from the segments' digests
+/// and the log written since (`take`, `TokenChecks+Digest`); a key's set is dropped once the key
+/// is retired for good (`TokenKeyBook.isExpired`).
 final class TokenChecks: Sendable {
     /// The same two sides a token is signed for.
     typealias Side = UnlinkableTokenRequest.Side
@@ -32,16 +34,20 @@ final class TokenChecks: Sendable {
     let requireTokens: Bool
     private struct Remembered {
         /// By key id: what each key signed and was seen.
-        var seen: [String: Set<UInt64>] = [:]
+        var seen: [String: RememberedTokens] = [:]
         var lastPrune: Int64?
     }
     private let remembered = Locked(Remembered())
     private let clock: @Sendable () -> Timestamp
+    /// Each new key's set (tests make it small).
+    private let emptySet: RememberedTokens
 
-    init(keys: TokenKeyBook, requireTokens: Bool, clock: @escaping @Sendable () -> Timestamp) {
+    init(keys: TokenKeyBook, requireTokens: Bool, clock: @escaping @Sendable () -> Timestamp,
+         emptySet: RememberedTokens = RememberedTokens()) {
         self.keys = keys
         self.requireTokens = requireTokens
         self.clock = clock
+        self.emptySet = emptySet
     }
 
     struct Outcome: Sendable {
@@ -94,13 +100,20 @@ final class TokenChecks: Sendable {
             }
             let fingerprint = Self.fingerprint(token, side: side, role: role)
             // (Reports stored before key ids were kept sit under "".)
-            if remembered.withLock({ r in
-                r.seen[""]?.contains(fingerprint) != true && r.seen[verifying.keyID, default: []].insert(fingerprint).inserted
-            }) {
+            let found = remembered.withLock { [emptySet] r -> RememberedTokens.Lookup in
+                let legacy = r.seen[""]?.lookup(fingerprint) ?? .absent
+                guard legacy == .absent else { return legacy }
+                return r.seen[verifying.keyID, default: emptySet].insert(fingerprint)
+            }
+            switch found {
+            case .absent:
                 outcome.reasons.append("\(side.rawValue)_token_verified")
                 outcome.remembered.append((verifying.keyID, fingerprint))
-            } else {
+            case .present:
                 outcome.reasons.append("\(side.rawValue)_token_replayed")
+                outcome.quarantine = true
+            case .possiblyPresent:
+                outcome.reasons.append("\(side.rawValue)_token_possibly_replayed")
                 outcome.quarantine = true
             }
         }
@@ -119,8 +132,8 @@ final class TokenChecks: Sendable {
     func take(_ stored: StoredReport) {
         let tokens = Self.verifiedTokens(of: stored)
         guard !tokens.isEmpty else { return }
-        remembered.withLock { r in
-            for token in tokens { r.seen[token.keyID, default: []].insert(token.fingerprint) }
+        remembered.withLock { [emptySet] r in
+            for token in tokens { _ = r.seen[token.keyID, default: emptySet].insert(token.fingerprint) }
         }
     }
 
@@ -141,13 +154,36 @@ final class TokenChecks: Sendable {
 
     /// Takes tokens found in a segment's digest.
     func remember(_ tokens: [(keyID: String, fingerprint: UInt64)]) {
-        remembered.withLock { r in
-            for token in tokens { r.seen[token.keyID, default: []].insert(token.fingerprint) }
+        remembered.withLock { [emptySet] r in
+            for token in tokens { _ = r.seen[token.keyID, default: emptySet].insert(token.fingerprint) }
         }
     }
 
-    /// Tokens remembered now, for `/metrics`.
-    var rememberedCount: Int { remembered.withLock { $0.seen.values.reduce(0) { $0 + $1.count } } }
+    /// What the sets hold now, for `/metrics`.
+    struct Memory: Sendable {
+        /// Tokens remembered, exactly or in a filter.
+        var tokens = 0
+        /// Of those, the ones only a filter holds.
+        var approximate = 0
+        /// Keys whose set went past its exact bound.
+        var filters = 0
+        /// The highest false-positive rate among the filters: the share of fresh tokens that key's
+        /// reports see quarantined as possibly replayed.
+        var worstFalsePositiveRate = 0.0
+    }
+
+    var memory: Memory {
+        remembered.withLock { r in
+            r.seen.values.reduce(into: Memory()) { m, set in
+                m.tokens += set.count
+                m.approximate += set.approximateCount
+                if let filter = set.filter {
+                    m.filters += 1
+                    m.worstFalsePositiveRate = max(m.worstFalsePositiveRate, filter.falsePositiveRate)
+                }
+            }
+        }
+    }
 
     /// At most once an hour of the endpoint's clock: drops the sets of keys retired for good.
     private func pruneNowAndThen() {
