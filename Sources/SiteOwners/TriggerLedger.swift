@@ -16,8 +16,19 @@ public struct TriggerLedger: Sendable {
     private var sites: [String: Int] = [:]  // triggers per site; cross-site ones counted separately
     private var crossSite: [String: Int] = [:]
     public private(set) var consumed: Set<UInt64> = []
+    /// Triggers a site may hold here at once. The pixel answers anyone, so without it a flood of
+    /// conversions would grow memory for as long as the window lasts. Past it the site's oldest
+    /// are forgotten early (they stay in the log): a report they would have backed is quarantined
+    /// `no_matching_trigger` rather than lost, and under such a flood a match means little anyway.
+    public let perSiteBound: Int
+    /// Triggers forgotten early because their site was past its bound, since start.
+    public private(set) var forgottenEarly = 0
 
-    public init() {}
+    /// 1,048,576 triggers a site, about 100 MB: more conversions than a large shop records in the
+    /// 7 days + 48 h a trigger is useful.
+    public init(perSiteBound: Int = 1 << 20) {
+        self.perSiteBound = max(1, perSiteBound)
+    }
 
     public var count: Int { sites.values.reduce(0, +) }
 
@@ -34,6 +45,41 @@ public struct TriggerLedger: Sendable {
         }
         sites[trigger.site, default: 0] += 1
         if trigger.attributionSource == nil { crossSite[trigger.site, default: 0] += 1 }
+        // In steps of an eighth, so that finding the oldest is paid once per many triggers.
+        if sites[trigger.site, default: 0] > perSiteBound + perSiteBound / 8 { forgetOldest(of: trigger.site) }
+    }
+
+    /// Brings a site back to its bound by forgetting its oldest triggers, across its trigger data.
+    private mutating func forgetOldest(of site: String) {
+        let keys = buckets.keys.filter { $0.site == site }
+        var times = keys.flatMap { buckets[$0]!.lazy.map(\.recordedAt.millisecondsSinceEpoch) }
+        let excess = times.count - perSiteBound
+        guard excess > 0 else { return }
+        times.sort()
+        // Everything recorded before the excess-th oldest goes, then as many recorded at its very
+        // millisecond as are still over (a manual clock records a whole flood at one instant).
+        let cutoff = times[excess - 1]
+        var left = excess - times.prefix(excess).lazy.filter { $0 < cutoff }.count
+        for key in keys {
+            let list = buckets[key]!
+            var cut = Self.lowerBound(list, cutoff)
+            while left > 0, cut < list.count, list[cut].recordedAt.millisecondsSinceEpoch == cutoff {
+                cut += 1
+                left -= 1
+            }
+            guard cut > 0 else { continue }
+            forget(list[..<cut])
+            forgottenEarly += cut
+            buckets[key] = cut == list.count ? nil : Array(list[cut...])
+        }
+    }
+
+    private mutating func forget(_ triggers: ArraySlice<Trigger>) {
+        for t in triggers {
+            consumed.remove(t.id)
+            sites[t.site, default: 0] -= 1
+            if t.attributionSource == nil { crossSite[t.site, default: 0] -= 1 }
+        }
     }
 
     public mutating func consume(_ id: UInt64) { consumed.insert(id) }
@@ -73,11 +119,7 @@ public struct TriggerLedger: Sendable {
         for (key, list) in buckets {
             let cut = Self.lowerBound(list, time.millisecondsSinceEpoch)
             guard cut > 0 else { continue }
-            for t in list[..<cut] {
-                consumed.remove(t.id)
-                sites[t.site, default: 0] -= 1
-                if t.attributionSource == nil { crossSite[t.site, default: 0] -= 1 }
-            }
+            forget(list[..<cut])
             buckets[key] = cut == list.count ? nil : Array(list[cut...])
         }
         sites = sites.filter { $0.value > 0 }

@@ -156,6 +156,7 @@ import Testing
         // One token is far from the exact bound: no filter, no token found by mistake.
         #expect(metrics.contains("attribution_tokens_remembered_approximately 0\n"))
         #expect(metrics.contains("attribution_token_filter_false_positive_ratio 0.0\n"))
+        #expect(metrics.contains("attribution_triggers_forgotten_early_total 0\n"))
         // Nine days after the switch no browser can send what the old key signed: quarantined,
         // and what it signed is no longer remembered.
         endpoint.clock.set("2026-11-30T00:00:01Z")

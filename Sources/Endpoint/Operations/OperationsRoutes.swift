@@ -23,6 +23,8 @@ struct OperationsRoutes: Sendable {
     var postbackWindow: PostbackWindow? = nil
     var postbackRebuild: PostbackRebuild? = nil
     var digests: SegmentDigests? = nil
+    /// The trigger ledger's lines (`SiteOwnerBook`), a feature of its own.
+    var triggerMetrics: @Sendable () -> String = { "" }
     /// What the request's token may read: a scoped viewer's refusals are those sent to its sites,
     /// and its metrics the series of its sites.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
@@ -77,7 +79,7 @@ struct OperationsRoutes: Sendable {
                                          + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
                                          + (appleAds?.prometheusText(now: clock.now()) ?? "")
                                          + (apps.map(Self.appsText) ?? "")
-                                         + (exporter?.status.prometheusText() ?? "") + arrivalsText).utf8))
+                                         + (exporter?.status.prometheusText() ?? "") + triggerMetrics() + arrivalsText).utf8))
     }
 
     /// What the Apps view holds: the one thing besides the summary that grows with the days kept.

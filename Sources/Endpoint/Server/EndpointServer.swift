@@ -349,7 +349,7 @@ public final class EndpointServer: Sendable {
             + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
                                tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
                                tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
-                               digests: digests, scope: scope, arrivals: { marketers.report($0) }).routes(bearer: bearer)
+                               digests: digests, triggerMetrics: { [book] in book.prometheusText() }, scope: scope, arrivals: { marketers.report($0) }).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 

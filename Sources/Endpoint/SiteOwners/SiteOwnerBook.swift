@@ -42,6 +42,17 @@ final class SiteOwnerBook: RegistryKeeper {
     var registry: Registry { state.withLock { $0.registry } }
     var triggerCount: Int { state.withLock { $0.ledger.count } }
 
+    /// The triggers held to judge reports, for `/metrics`.
+    func prometheusText() -> String {
+        let (held, forgotten) = state.withLock { ($0.ledger.count, $0.ledger.forgottenEarly) }
+        return "# HELP attribution_triggers_in_memory Triggers held to judge destination copies (those of the last 7 days + 48 h, 1048576 a site at most).\n"
+            + "# TYPE attribution_triggers_in_memory gauge\n"
+            + "attribution_triggers_in_memory \(held)\n"
+            + "# HELP attribution_triggers_forgotten_early_total Triggers let go before their window ended because their site held its most, since start (they stay in the log).\n"
+            + "# TYPE attribution_triggers_forgotten_early_total counter\n"
+            + "attribution_triggers_forgotten_early_total \(forgotten)\n"
+    }
+
     // MARK: - Judging reports
 
     /// Judges a report received at `now`; a destination copy's trigger is marked used at once.
