@@ -105,7 +105,7 @@ enum Socket {
                 }
             }
         }
-        var text = String(cString: buffer)
+        var text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         // An IPv4 peer on a dual-stack socket shows up as ::ffff:a.b.c.d.
         if text.hasPrefix("::ffff:") && text.contains(".") { text.removeFirst(7) }
         return text

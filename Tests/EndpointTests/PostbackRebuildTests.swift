@@ -72,7 +72,7 @@ import Testing
         defer { endpoint.stop() }
         // Runs first: a failed expectation that throws must not leave a rebuild held at stop.
         // Two threads wait at the gate: the postback ledger's and the Apple Ads outbox's.
-        defer { (gate.signal(), gate.signal()) }
+        defer { gate.signal(); gate.signal() }
         #expect(endpoint.server.startedFromDigests == 0)
 
         // Listening, with the ledger still to read: a report is stored and acknowledged.

@@ -135,7 +135,7 @@ import Testing
         }
         let (token, signature) = try signedByTheServedKey()
         let late = try signedByTheServedKey()
-        let response = try endpoint.request("POST", "/api/token-keys", headers: [("Authorization", "Bearer test-token")],
+        let response = endpoint.request("POST", "/api/token-keys", headers: [("Authorization", "Bearer test-token")],
                                             body: Array("{\"site\":\"news.example\",\"serves_from\":\"2026-11-21T00:00:00Z\"}".utf8))
         #expect(response.status == 201)
         #expect(json(response)["state"] as? String == "scheduled")

@@ -267,7 +267,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         // `log/` a file: the roll fails, the record is kept, and a start refuses what it cannot list.
         clock.advance(milliseconds: day)
         store = try ReportStore(directory: dir, clock: clock.read)
-        let sealed = try sealedNames(dir)
+        let sealed = sealedNames(dir)
         let saved = try sealed.map { try bytes(dir + "/log/" + $0) }
         try FileManager.default.removeItem(atPath: dir + "/log")
         try Data("x".utf8).write(to: URL(fileURLWithPath: dir + "/log"))

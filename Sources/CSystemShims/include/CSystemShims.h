@@ -13,7 +13,7 @@
 
 /// Names the calling thread for the kernel (`top -H`, `perf`, /proc), at most 15 bytes kept.
 /// `pthread_setname_np` needs _GNU_SOURCE, which the Glibc module is built without.
-int c_system_shims_name_this_thread(const char *name);
+int c_system_shims_name_this_thread(const char *_Nonnull name);
 
 /// Puts the calling thread in Linux's SCHED_IDLE class: it runs only on a core nothing else wants,
 /// and any ordinary thread that wakes takes the core from it at once (a nice value only lowers its
@@ -25,7 +25,7 @@ int c_system_shims_crc32c_available(void);
 
 /// CRC-32C (Castagnoli, reflected) of `count` bytes continued from the register value `crc`,
 /// without the initial and final inversion: only to be called when `c_system_shims_crc32c_available`.
-uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *bytes, size_t count);
+uint32_t c_system_shims_crc32c_update(uint32_t crc, const void *_Nonnull bytes, size_t count);
 
 /// Has glibc's malloc serve every allocation of 128 KB or more with its own mapping, returned to
 /// the kernel when freed, instead of raising that threshold after the first large free (its
