@@ -34,7 +34,7 @@ RATE = os.path.join(ROOT, "benchmarks/.build/release/conversion-value-rate")
 DURATION = int(os.environ.get("DURATION", "8"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 WORK = tempfile.mkdtemp(prefix="conversion-values-")
-# The demo's app (Sources/Demo/DemoPostbacks.swift) with the coarse thresholds and lock it registers.
+# The demo's app (Sources/Commands/Demo/DemoPostbacks.swift) with the coarse thresholds and lock it registers.
 APP = json.dumps({"app_id": 6443210987, "site": "app.example", "name": "Demo Puzzle", "schema": {
     "fine": [{"from": 0, "to": 0, "meaning": "installed"},
              {"from": 1, "to": 9, "meaning": "levels completed", "events": ["level_complete"]},

@@ -226,19 +226,37 @@ def signer(port, seconds, results):
     results.put({"signed": signed})
 
 
-def repeat_curl(port, path, token, seconds, results):
+def repeat_curl(port, path, token, seconds, results, enabled=True):
     os.nice(10)  # and the curl processes it starts
     runs, end = [], time.time() + seconds
-    while time.time() < end:
+    while enabled and time.time() < end:
         size, took, status = curl(port, path, token)
         runs.append({"bytes": size, "seconds": took, "status": status})
     results.put(runs)
 
 
-def summaries(port, seconds, results):
+def repeat_get(port, path, token, seconds, results, enabled=True):
+    """The scoped viewer's export, over and over on one keep-alive connection, as a dashboard
+    polling it would: a `curl` process per request (60 a second) would measure the machine
+    starting processes beside the loop more than the endpoint."""
+    import http.client
+    os.nice(10)
+    runs, end = [], time.time() + seconds
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    while enabled and time.time() < end:
+        t0 = time.perf_counter()
+        connection.request("GET", path, headers={"Authorization": "Bearer " + token})
+        response = connection.getresponse()
+        size = len(response.read())
+        runs.append({"bytes": size, "seconds": time.perf_counter() - t0, "status": response.status})
+    connection.close()
+    results.put(runs)
+
+
+def summaries(port, seconds, results, enabled=True):
     os.nice(10)
     times, end = [], time.time() + seconds
-    while time.time() < end:
+    while enabled and time.time() < end:
         t0 = time.perf_counter()
         request = urllib.request.Request("http://127.0.0.1:%d/api/summary" % port, headers={"Authorization": "Bearer bench"})
         urllib.request.urlopen(request, timeout=60).read()
@@ -281,13 +299,16 @@ def measure(binary, template, work, spki, postbacks, args):
             except urllib.error.HTTPError:
                 time.sleep(0.5)  # polling for the rebuild (503 summary_rebuilding), bounded by the deadline
         result["ready_after_seconds"] = round(time.time() - (deadline - 600), 1)
-        size, took, status = curl(port, "/api/reports", "bench")
-        rows = args.records  # every record of the log is a report
-        result["alone"] = {"full_export_seconds": took, "full_export_bytes": size, "full_export_rows_per_second": rows / took,
-                           "status": status}
-        scoped = [curl(port, "/api/reports", token) for _ in range(5)]
-        result["alone"]["scoped_export_seconds"] = [s for _, s, _ in scoped]
-        result["alone"]["scoped_export_statuses"] = sorted({c for _, _, c in scoped})
+        if args.load_only:
+            result["alone"] = None
+        else:
+            size, took, status = curl(port, "/api/reports", "bench")
+            rows = args.records  # every record of the log is a report
+            result["alone"] = {"full_export_seconds": took, "full_export_bytes": size, "full_export_rows_per_second": rows / took,
+                               "status": status}
+            scoped = [curl(port, "/api/reports", token) for _ in range(5)]
+            result["alone"]["scoped_export_seconds"] = [s for _, s, _ in scoped]
+            result["alone"]["scoped_export_statuses"] = sorted({c for _, _, c in scoped})
 
         queue = multiprocessing.Queue()
         reports = [raw_post(REPORT_PATH, "news.example", BODY)]
@@ -296,10 +317,14 @@ def measure(binary, template, work, spki, postbacks, args):
             multiprocessing.Process(target=paced, args=(port, [raw_post(POSTBACK_PATH, "app.example", b) for b in postbacks], 200,
                                                         args.seconds, 4, queue)),
             multiprocessing.Process(target=signer, args=(port, args.seconds, queue)),
-            multiprocessing.Process(target=repeat_curl, args=(port, "/api/reports", "bench", args.seconds, queue)),
-            multiprocessing.Process(target=repeat_curl, args=(port, "/api/reports", token, args.seconds, queue)),
-            multiprocessing.Process(target=summaries, args=(port, args.seconds, queue)),
         ]
+        if not args.load_only:
+            reads = set(args.reads.split(","))
+            workers += [
+                multiprocessing.Process(target=repeat_curl, args=(port, "/api/reports", "bench", args.seconds, queue, "full" in reads)),
+                multiprocessing.Process(target=repeat_get, args=(port, "/api/reports", token, args.seconds, queue, "scoped" in reads)),
+                multiprocessing.Process(target=summaries, args=(port, args.seconds, queue, "summaries" in reads)),
+            ]
         for w in workers:
             w.start()
         outputs = [queue.get(timeout=args.seconds + 3600) for _ in workers]
@@ -308,9 +333,15 @@ def measure(binary, template, work, spki, postbacks, args):
         paced_runs = [o for o in outputs if isinstance(o, dict) and "latencies" in o]
         report_run = max(paced_runs, key=lambda o: len(o["latencies"]))
         postback_run = min(paced_runs, key=lambda o: len(o["latencies"]))
+        lat = report_run["latencies"]
+        if args.load_only or args.reads != "full,scoped,summaries":
+            # The floor (the same load with no read beside it), or some of the reads: reports only.
+            result["mixed"] = {"reports": {"answered": len(lat), "rate": len(lat) / report_run["seconds"], "statuses": report_run["statuses"],
+                                           "p50_ms": percentile(lat, 0.5), "p99_ms": percentile(lat, 0.99), "max_ms": max(lat)},
+                               "postbacks": {"answered": len(postback_run["latencies"]), "p99_ms": percentile(postback_run["latencies"], 0.99)}}
+            return result
         curls = [o for o in outputs if isinstance(o, list) and o and isinstance(o[0], dict)]
         summary_times = next(o for o in outputs if isinstance(o, list) and (not o or isinstance(o[0], float)))
-        lat = report_run["latencies"]
         full = max(curls, key=lambda runs: max(r["bytes"] for r in runs))
         scoped_runs = min(curls, key=lambda runs: max(r["bytes"] for r in runs))
         finished_full = [r for r in full if r["status"] == 200]
@@ -359,6 +390,10 @@ def main():
     parser.add_argument("--baseline", help="the previous main's release binary, for a paired run")
     parser.add_argument("--generator", default=os.path.join(HERE, ".build/release/log-generator"))
     parser.add_argument("--work", default=None)
+    parser.add_argument("--load-only", action="store_true",
+                        help="the load alone (reports, postbacks, signatures), without the reads: the floor the reads add to")
+    parser.add_argument("--reads", default="full,scoped,summaries",
+                        help="which reads run beside the load (to tell which costs what); the target is measured with all three")
     parser.add_argument("--markdown", help="write the results as a section of docs/PERFORMANCE.md to this file")
     args = parser.parse_args()
     if not os.path.exists(args.binary):

@@ -11,25 +11,25 @@ out=.build/fuzz
 mkdir -p "$out/corpus-http" "$out/corpus-report" "$out/corpus-postback" "$out/corpus-token" "$out/corpus-plist" "$out/corpus-counters"
 
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzHTTP -o "$out/fuzz-http" \
-  Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift \
-  Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/ByteAppending.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  Sources/Platform/HTTPServer/HTTPRequestParser.swift Sources/Platform/HTTPServer/HTTPRequest.swift \
+  Sources/Platform/HTTPServer/HTTPHeaders.swift Sources/Platform/HTTPServer/ByteAppending.swift Tests/Fuzz/HTTPParserFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 # The report validator's modules, built as plain swiftc modules in dependency order. A plain
 # build has no generated Bundle.module, so Primitives gets a stand-in (the PSL is loaded by hand).
 printf 'import Foundation\nextension Bundle { static var module: Bundle { Bundle.main } }\n' > "$out/BundleModule.swift"
 swiftc -O -sanitize=fuzzer,address -parse-as-library -wmo -module-name Primitives -emit-module \
-  -emit-module-path "$out/Primitives.swiftmodule" -c Sources/Primitives/*.swift "$out/BundleModule.swift" -o "$out/Primitives.o" \
+  -emit-module-path "$out/Primitives.swiftmodule" -c Sources/Rules/Primitives/*.swift "$out/BundleModule.swift" -o "$out/Primitives.o" \
   2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzReport -o "$out/fuzz-report" -I "$out" \
-  "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" Sources/Rules/PCM/*.swift Tests/Fuzz/ReportValidatorFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzToken -o "$out/fuzz-token" -I "$out" \
-  "$out/Primitives.o" Sources/PCM/*.swift Tests/Fuzz/TokenRequestFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" Sources/Rules/PCM/*.swift Tests/Fuzz/TokenRequestFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPostback -o "$out/fuzz-postback" -I "$out" \
-  "$out/Primitives.o" Sources/SKAdNetwork/*.swift Sources/AdAttributionKit/*.swift Tests/Fuzz/PostbackFuzz.swift \
+  "$out/Primitives.o" Sources/Rules/SKAdNetwork/*.swift Sources/Rules/AdAttributionKit/*.swift Tests/Fuzz/PostbackFuzz.swift \
   2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPlist -o "$out/fuzz-plist" -I "$out" \
-  "$out/Primitives.o" Sources/AppConfiguration/*.swift Tests/Fuzz/PlistCheckFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" Sources/Rules/AppConfiguration/*.swift Tests/Fuzz/PlistCheckFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzCounters -o "$out/fuzz-counters" -I "$out" \
-  "$out/Primitives.o" Sources/AppDevelopers/*.swift Tests/Fuzz/ConversionValueFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" Sources/Rules/AppDevelopers/*.swift Tests/Fuzz/ConversionValueFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"
@@ -74,11 +74,11 @@ printf '%s\n%s' '{"app_id":1,"site":"app.example","name":"G","schema":{"fine":[{
 # Swift's own backtracer would take the crash signal before libFuzzer could save the input.
 export SWIFT_BACKTRACE=enable=no
 "$out/fuzz-http" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-http" 2>&1 | tail -12
-PSL=Sources/Primitives/Resources/public_suffix_list.dat \
+PSL=Sources/Rules/Primitives/Resources/public_suffix_list.dat \
   "$out/fuzz-report" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-report" 2>&1 | tail -12
 "$out/fuzz-postback" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-postback" 2>&1 | tail -12
 "$out/fuzz-token" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 "$out/corpus-token" 2>&1 | tail -12
 # Foundation leaks an NSError for every plist it refuses: leaks are not what this target looks for.
-ASAN_OPTIONS=detect_leaks=0 PSL=Sources/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
+ASAN_OPTIONS=detect_leaks=0 PSL=Sources/Rules/Primitives/Resources/public_suffix_list.dat "$out/fuzz-plist" -detect_leaks=0 -runs="$runs" -artifact_prefix="$out/" -max_len=8192 -print_final_stats=1 "$out/corpus-plist" 2>&1 | tail -12
 "$out/fuzz-counters" -runs="$runs" -artifact_prefix="$out/" -max_len=4096 -print_final_stats=1 -dict=Tests/Fuzz/conversion_value.dict \
   "$out/corpus-counters" 2>&1 | tail -12

@@ -1,6 +1,8 @@
 import Foundation
 import PCM
 import PCMRecords
+import HTTPServer
+import Postbacks
 import Primitives
 import Testing
 @testable import Endpoint
@@ -25,5 +27,25 @@ import Testing
         #expect(ack["verdict"] as? String == (verdict == .accepted ? "accepted" : "quarantined"))
         #expect(ack["reasons"] as? [String] == reasons)
         #expect(Set(ack.keys) == ["id", "received_at", "role", "verdict", "reasons"])
+    }
+
+    /// A postback's, from the same writer: its verdict, signature and reasons, or for a copy
+    /// already stored only the first one's id.
+    @Test func aPostbacksSaysWhatWasStoredOrThatItIsARetry() throws {
+        func read(_ response: HTTPResponse) throws -> [String: Any] {
+            guard case .bytes(let body) = response.body else { throw CocoaError(.coderInvalidValue) }
+            #expect(body.last == UInt8(ascii: "\n"))
+            return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
+        }
+        let stored = PostbackIntake.acknowledgement(id: 3, retry: false, verdict: .quarantined, signature: .testKey,
+                                                    reasons: ["test_key", "odd \"reason\""])
+        #expect(stored.status == 200)
+        let ack = try read(stored)
+        #expect(ack["id"] as? Int == 3 && ack["verdict"] as? String == "quarantined")
+        #expect(ack["signature"] as? String == SignatureOutcome.testKey.name)
+        #expect(ack["reasons"] as? [String] == ["test_key", "odd \"reason\""])
+        #expect(Set(ack.keys) == ["id", "verdict", "signature", "reasons"])
+        let retry = try read(PostbackIntake.acknowledgement(id: 3, retry: true, verdict: nil, signature: nil, reasons: []))
+        #expect(retry.count == 2 && retry["id"] as? Int == 3 && retry["retry"] as? Bool == true)
     }
 }

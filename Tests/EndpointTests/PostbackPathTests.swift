@@ -222,10 +222,10 @@ import Testing
         defer { store.close() }
         let ledger = PostbackLedger()
         let context = HandlerContext(trustedProxies: [], rejections: RejectionLog(), metrics: EndpointMetrics(),
-                                     clock: { EndpointClock.systemNow() })
+                                     clock: { EndpointClock.systemNow() }, served: ServedSites(["app.example"], developmentMode: false))
         let line = PostbackLine(capacity: 2)
         let intake = PostbackIntake(checks: PostbackChecksOnTheLoop(line: line, ledger: ledger), keyring: try PostbackKeyring(),
-                                    ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }), sites: ServedSite(sites: ["app.example"], developmentMode: false, trustedProxies: []),
+                                    ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }),
                                     developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
         let handler = HeldTurns(intake: intake, store: store)
         var configuration = HTTPServerConfiguration()

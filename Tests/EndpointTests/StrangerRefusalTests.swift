@@ -16,6 +16,33 @@ import Testing
         return endpoint
     }
 
+    /// Every path that takes a request for a site asks one rule (`ServedSites`) and refuses an
+    /// unserved host the same way: 421 `site_not_served`, field `Host`, in one wording that names
+    /// the host it was sent to and no site that is served.
+    @Test(arguments: [
+        ("POST", "/.well-known/private-click-measurement/report-attribution/", "the report"),
+        ("GET", "/.well-known/private-click-measurement/trigger-attribution/05", "the trigger URL"),
+        ("GET", "/.well-known/private-click-measurement/get-token-public-key/", "the request"),
+        ("POST", "/.well-known/private-click-measurement/sign-unlinkable-token/", "the request"),
+        ("POST", "/.well-known/skadnetwork/report-attribution/", "the postback"),
+        ("POST", "/.well-known/appattribution/report-attribution/", "the postback"),
+        ("GET", "/conversion-pixel?conversion=x", "the pixel"),
+        ("POST", "/conversion-value", "the question"),
+        ("POST", "/apple-ads/attribution", "the token"),
+    ])
+    func everySitePathRefusesAnUnservedHostOneWay(method: String, path: String, what: String) throws {
+        let endpoint = try LiveEndpoint()
+        defer { endpoint.stop() }
+        let body = method == "POST" ? Array(reportBody(sourceSite: "elsewhere.example", destination: "other.example").utf8) : []
+        let response = endpoint.request(method, path, host: "elsewhere.example",
+                                        headers: method == "POST" ? [("Content-Type", "application/json")] : [], body: body)
+        #expect(response.status == 421, "\(path)")
+        let problem = json(response)
+        #expect(problem["rule"] as? String == "site_not_served", "\(path)")
+        #expect(problem["detail"] as? String == "\(what) was sent to \"elsewhere.example\", which this endpoint does not serve", "\(path)")
+        #expect(!response.bodyText.contains("news.example") && !response.bodyText.contains("shop.example"), "\(path)")
+    }
+
     @Test func thePixelRefusesWithoutListingNamesOrSites() throws {
         let endpoint = try Self.endpoint()
         defer { endpoint.stop() }

@@ -91,7 +91,7 @@ import Testing
             (Self.signRequest(blinded: Array(repeating: 0xFF, count: 512)), "news.example", 422, "token_not_below_modulus", "source_unlinkable_token"),
             (Self.signRequest(side: "destination", blinded: Array(repeating: 0xFF, count: 512)), "shop.example", 422, "token_not_below_modulus", "destination_unlinkable_token"),
             ("{\"source_engagement_type\":\"click\",\"version\":3}", "news.example", 422, "missing_field", "source_nonce"),
-            (Self.signRequest(blinded: good), "elsewhere.example", 421, "site_not_served", nil),
+            (Self.signRequest(blinded: good), "elsewhere.example", 421, "site_not_served", "Host"),
         ]
         for c in cases {
             let response = try exchange(endpoint, "POST", Self.signPath, host: c.host, body: c.body)

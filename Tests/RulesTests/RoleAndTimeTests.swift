@@ -6,13 +6,16 @@ import Testing
 private let sample = PCMReport(sourceSite: "news.example", sourceID: 1, attributedOnSite: "shop.example", triggerData: 2)
 
 @Suite struct RoleResolverTests {
-    let served = RoleResolver(servedSites: ["news.example", "shop.example"], developmentMode: false)
+    let served = RoleResolver(served: ServedSites(["news.example", "shop.example"], developmentMode: false))
+
+    /// What the server reads from a Host header (`RequestedHost`), the one normalization.
+    func host(_ header: String) -> String { HostSyntax.authority(of: header)!.name }
 
     @Test func roleComesFromTheSiteTheReportWasSentTo() throws {
         #expect(try served.resolve(sample, host: "news.example").get().role == .source)
         #expect(try served.resolve(sample, host: "news.example").get().site == "news.example")
-        #expect(try served.resolve(sample, host: "Shop.Example:443").get().role == .destination)
-        #expect(try served.resolve(sample, host: "shop.example.").get().site == "shop.example")
+        #expect(try served.resolve(sample, host: host("Shop.Example:443")).get().role == .destination)
+        #expect(try served.resolve(sample, host: host("shop.example.")).get().site == "shop.example")
     }
 
     @Test func siteNotServedAndMismatchAreRefused() {
@@ -27,20 +30,34 @@ private let sample = PCMReport(sourceSite: "news.example", sourceID: 1, attribut
     }
 
     @Test func developmentModeWithoutSitesTakesTheRoleFromTheBody() throws {
-        let dev = RoleResolver(servedSites: [], developmentMode: true)
+        let dev = RoleResolver(served: ServedSites([], developmentMode: true))
         #expect(try dev.resolve(sample, host: "shop.example").get().role == .destination)
-        let fallback = try dev.resolve(sample, host: "127.0.0.1:8080").get()
+        let fallback = try dev.resolve(sample, host: host("127.0.0.1:8080")).get()
         #expect(fallback.role == .source)
         #expect(fallback.notes == ["role_from_body"])
         let local = PCMReport(sourceSite: "127.0.0.1", sourceID: 1, attributedOnSite: "localhost", triggerData: 2)
-        #expect(try dev.resolve(local, host: "localhost:8000").get().role == .destination)
-        #expect(try dev.resolve(local, host: "127.0.0.1:8000").get().role == .source)
+        #expect(try dev.resolve(local, host: host("localhost:8000")).get().role == .destination)
+        #expect(try dev.resolve(local, host: host("127.0.0.1:8000")).get().role == .source)
     }
 
     @Test func hostNormalization() {
-        #expect(RoleResolver.normalizeHost("[::1]:8080") == "::1")
-        #expect(RoleResolver.normalizeHost("EXAMPLE.com") == "example.com")
-        #expect(RoleResolver.normalizeHost("example.com:8443") == "example.com")
+        #expect(host("[::1]:8080") == "::1")
+        #expect(host("EXAMPLE.com") == "example.com")
+        #expect(host("example.com:8443") == "example.com")
+    }
+
+    @Test func servedSitesOwnTheirSubdomainsRefusalsAndNothingElse() {
+        let sites = ServedSites(["shop.example"], developmentMode: false)
+        #expect(sites.contains("shop.example") && !sites.contains("www.shop.example") && !sites.contains("other.example"))
+        #expect(sites.owner(ofHost: "www.shop.example") == "shop.example")
+        #expect(sites.owner(ofHost: "shopshop.example") == nil && sites.owner(ofHost: nil) == nil)
+        let anyHost = ServedSites([], developmentMode: true)
+        #expect(anyHost.contains("localhost") && anyHost.owner(ofHost: "localhost") == "localhost")
+        #expect(!ServedSites([], developmentMode: false).contains("localhost"))
+        // One wording, which names what was sent where and never the sites served.
+        #expect(ServedSites.notServedDetail(what: "the report", host: "other.example")
+                == "the report was sent to \"other.example\", which this endpoint does not serve")
+        #expect(ServedSites.notServedDetail(what: "the pixel", host: nil) == "the pixel came without a Host header, so it names no site this endpoint serves")
     }
 }
 

@@ -1,0 +1,486 @@
+import ClickHouseExport
+import CSystemShims
+import DurableFiles
+import Foundation
+import HTTPServer
+import Lifecycle
+import Locking
+import PCM
+import PCMRecords
+import Postbacks
+import Primitives
+import ReportStore
+
+/// The running endpoint: the store, the surfaces and the HTTP server, wired together. The
+/// command line is `EndpointCommand`'s; what tests and the demo wait for is in
+/// `EndpointServer+Waiting`.
+public final class EndpointServer: Sendable {
+    public let configuration: EndpointConfiguration
+    public let store: ReportStore
+    public let adminToken: String
+    /// Where the generated token is kept, when it was not configured.
+    public let adminTokenFile: String?
+    /// The one clock: manual with `--manual-clock`, else `systemClock`.
+    public let clock: EndpointClock
+    /// The summary page's folder, or nil with `--no-page`.
+    public let publicDirectory: String?
+    let http: HTTPServer
+    /// The route table the HTTP server serves.
+    let routes: EndpointRoutes
+    /// Apple Ads tokens and the calls to Apple each still needs.
+    let appleAds: AppleAdsOutbox
+    let tokenKeys: TokenKeyBook
+    let summaryRebuild: SummaryRebuild
+    /// The ClickHouse export, with `--clickhouse`.
+    let exporter: ClickHouseExporter?
+    /// The summary APIs' `?scope=cluster`, with `--clickhouse`.
+    let clusterScope: ClusterScope?
+    /// With `--retention-days`.
+    let retention: LogRetention?
+    /// With `--token-key-rotation-days`.
+    let tokenKeyRotation: TokenKeyRotation?
+    /// Lets the postback ledger's memory go after `--postback-window-days`.
+    let postbackWindow: PostbackWindow
+    private let heapTrim = HeapTrim()
+    /// When each site and app last received something.
+    let arrivals: Arrivals
+    /// The postback ledger and the Apps view, when a start could not take them from digests.
+    let postbackRebuild: PostbackRebuild
+    /// Sealed segments' digests, for the next start.
+    let digests: SegmentDigests
+    /// What the start spent, in seconds, taking the digests and the log after them ("digests") and
+    /// rebuilding the Apple Ads outbox ("apple_ads"), side by side.
+    let startSeconds: [String: Double]
+    /// Segments this start took from their digests instead of reading them (0 when it read the
+    /// whole log again, having found a digest or key table not of this log).
+    let startedFromDigests: Int
+    private let book: SiteOwnerBook
+    private let checkpointer: SummaryCheckpointer
+    private let postbacks: PostbackIntake
+    private let signingPool: WorkerPool
+    /// The threads that read the log for the exports, below the loop's priority.
+    private let exportProducers: BodyProducers
+    /// The threads the reads that compute their answer run on (the summaries, the overview, the
+    /// plist check), below the loop's priority.
+    private let readWorkers: WorkerPool
+    /// Which sites each sealed segment holds: a scoped export opens only those that concern it.
+    let segmentSites: SegmentSites
+    private let turns: TurnRequester
+    /// What runs (`makeServices`), once `start` has made it.
+    private let services = Locked<ServiceGroup?>(nil)
+
+    public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
+        try self.init(configuration: configuration, systemClock: systemClock, beforeBackgroundRebuild: {})
+    }
+
+    /// `beforeBackgroundRebuild`: run on the threads that read the log again in the background (the
+    /// postback ledger's, the Apple Ads outbox's) before they read (tests hold them there).
+    init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp,
+         beforeBackgroundRebuild: @escaping @Sendable () -> Void) throws {
+        try configuration.check()
+        self.configuration = configuration
+        let sites = Set(configuration.sites)
+        publicDirectory = try configuration.resolvedPublicDirectory()
+        // The data are the operator's alone (an agency's client list, the registrations, the
+        // log): 0700 folders and 0600 files, whatever the umask or an earlier version left.
+        let tightened = try PrivateFiles.restrictTree(configuration.dataDirectory)
+        if tightened > 0 { EventLog.write("data_permissions_tightened", ["files": .number(String(tightened))]) }
+        (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
+                                                              dataDirectory: configuration.dataDirectory)
+        let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
+        self.clock = clock
+        let arrivals = Arrivals(dataDirectory: configuration.dataDirectory, clock: { clock.now() })
+        self.arrivals = arrivals
+        let context = HandlerContext(trustedProxies: configuration.trustedProxies.compactMap(AddressRange.init),
+                                     rejections: RejectionLog(), metrics: EndpointMetrics(), clock: { clock.now() },
+                                     served: ServedSites(Set(configuration.sites), developmentMode: configuration.developmentMode), arrivals: arrivals)
+
+        // The log, and what replay rebuilds from it on the way: the trigger ledger, the postback
+        // ledger, the verified tokens. The summary's checkpoint names the log prefix it was
+        // built from; replay fingerprints the log there, so that it is checked without a second pass.
+        let tokenKeys = try TokenKeyBook(path: configuration.tokenKeysPath, makesKeys: !configuration.cluster, servedSites: configuration.sites,
+                                         foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
+                                         announce: { key in
+                                             EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                                                  "serves_from": .string(key.servesFrom.rfc3339)])
+                                         })
+        self.tokenKeys = tokenKeys
+        if configuration.cluster, let site = tokenKeys.missingSites.first {
+            throw EndpointConfiguration.ParseError(description: "--cluster: \(configuration.tokenKeysPath) has no token key for \(site). Every node must serve the same key: make it once with `attribution-endpoint token-keys add \(site) --file FILE` and give every node that file with --token-keys FILE (docs/DEPLOYMENT.md)")
+        }
+        tokenKeyRotation = configuration.tokenKeyRotationDays.map { days in
+            TokenKeyRotation(days: days, keys: tokenKeys, clock: clock, announce: { key in
+                EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                     "serves_from": .string(key.servesFrom.rfc3339), "rotation": .bool(true)])
+            })
+        }
+        let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
+        let archive = try PostbackArchive(directory: configuration.dataDirectory + "/postback-keys")
+        for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
+        let keepTriggersFrom = SiteOwnerBook.oldestUseful(now: clock.now(), model: configuration.timingModel)
+        func rebuilt() -> RebuiltAtStart {
+            let ledger = PostbackLedger(archive: archive)
+            return RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: ledger,
+                                  tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
+                                  apps: AppsAggregates(originOf: { ledger.origin(of: $0) }))
+        }
+        // The sealed segments' digests, then only the log written since the last of them.
+        let digestsDirectory = configuration.dataDirectory + "/digests"
+        var state = rebuilt()
+        let chain = SegmentDigests.chain(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
+        // Without digests (a log written before them, or with them removed) the owners take the
+        // records as the log is opened, in one pass; with them, after the digests, on a thread of
+        // their own (below), even when the first is damaged.
+        let replaying = state
+        let readWhileOpening = chain.digests.isEmpty
+            && ((try? FileManager.default.contentsOfDirectory(atPath: digestsDirectory)) ?? []).allSatisfy { !$0.hasSuffix(".digest") }
+        let store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
+                                    preallocation: configuration.logPreallocationMB << 20,
+                                    segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
+                                    clock: { clock.now() },
+                                    // Otherwise every sealed segment is taken from its index: what the owners
+                                    // need of it is read below, from digests or the log, and only once.
+                                    replayFrom: readWhileOpening ? 0 : .max,
+                                    replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
+        self.store = store
+        let turns = TurnRequester()
+        self.turns = turns
+        // The outbox takes the digests of segments more than a day old, and reads the log from the
+        // first it misses: when they do not cover the sealed segments but the newest, it does so
+        // on its own thread while the endpoint serves, and its paths answer 503 meanwhile.
+        let sealedCount = store.segments.filter(\.sealed).count
+        let outboxCovered = chain.describes(store.segments) && chain.digests.count >= sealedCount - 1
+            && chain.digests.prefix(max(0, sealedCount - 1)).allSatisfy { chain.sectionNames[$0.base]?.contains(AppleAdsOutbox.digestSection) == true }
+        let outboxInBackground = sealedCount > 1 && !outboxCovered
+        let makeOutbox = {
+            AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
+                                                               timeout: configuration.appleAdsTimeout,
+                                                               connections: AppleAdsOutbox.maxInFlight),
+                           clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
+                           digestsDirectory: digestsDirectory, replayInBackground: outboxInBackground,
+                           beforeReplay: beforeBackgroundRebuild)
+        }
+        var restored = SegmentDigests.Restored()
+        var seconds: [String: Double] = [:]
+        // The first segment a report's triggers and tokens can be in; and where the ledger and the
+        // Apps view must read from when the digests taken stop before the last sealed segment.
+        let reportsFrom = RebuiltAtStart.reportStateFrom(store.segments, triggersFrom: keepTriggersFrom,
+                                                         tokensFrom: tokenKeys.oldestVerifiableSignature)
+        let sealedEnd = store.segments.last(where: \.sealed)?.end ?? 0
+        var postbacksFrom: Int?
+        if chain.describes(store.segments) && archive.describes(store.segments) {
+            // Two threads: the owners take the digests and the log after them while the Apple Ads
+            // outbox reads its last day (neither touches the other's state; the log is only read).
+            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0, true, Int?.none))
+            let taking = DispatchGroup()
+            taking.startThread(named: "start-digests") {
+                let started = Date()
+                // (Also what removed segments' digests keep, when no sealed segment has one.)
+                let restored = SegmentDigests.take(chain, directory: digestsDirectory, owners: owners.owners)
+                var whole = true
+                var postbacksFrom: Int?
+                if !readWhileOpening {
+                    let end = store.bytesOnDisk
+                    // Only the active segment, or a report path that needs every segment after the
+                    // digests anyway (token keys never rotated): one pass for everyone, as the
+                    // background could only read the same bytes again and refuse postbacks meanwhile.
+                    if restored.replayFrom >= sealedEnd || reportsFrom <= restored.replayFrom {
+                        whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
+                    } else {
+                        // A digest missing or damaged before the last seal: the ledger reads from it on
+                        // in the background, the report path only what it needs, now.
+                        postbacksFrom = max(restored.replayFrom, store.segments.first?.base ?? 0)
+                        whole = store.scanEveryRecord(from: max(restored.replayFrom, reportsFrom), through: end) {
+                            owners.takeForReports($0)
+                            return true
+                        } >= end
+                    }
+                }
+                taken.withLock { $0 = (restored, Date().timeIntervalSince(started), whole, postbacksFrom) }
+            }
+            let started = Date()
+            appleAds = makeOutbox()
+            seconds["apple_ads"] = Date().timeIntervalSince(started)
+            taking.wait()
+            let whole: Bool
+            (restored, seconds["digests"], whole, postbacksFrom) = taken.withLock { $0 }
+            // A segment that could not be read (EIO, EMFILE) would leave the ledgers short of it:
+            // no start rather than one that counts a postback twice.
+            guard whole else {
+                throw StoreError(operation: "read the log after its digests, from offset \(restored.replayFrom)", errno: EIO)
+            }
+            startedFromDigests = restored.digests.count
+        } else {
+            // Digests or key tables of another log (a restored log/ beside newer ones): never
+            // trusted. The tables go, and everything is read again from the log itself: what
+            // reports need now, the ledger and the Apps view in the background.
+            EventLog.write("start_rebuilt_from_log", ["digests": .number(String(chain.digests.count)),
+                                                      "postback_key_tables": .number(String(archive.tables.count))])
+            if !archive.describes(store.segments) { archive.removeAll() }
+            state = rebuilt()
+            let everyone = state
+            var removedOnly = SegmentDigests.Restored()
+            removedOnly.removed = chain.removed
+            _ = SegmentDigests.take(removedOnly, directory: digestsDirectory, owners: everyone.owners)
+            let end = store.bytesOnDisk, first = store.segments.first?.base ?? 0
+            // As above: in the background only when the report path can skip segments.
+            let skips = reportsFrom > first
+            guard store.scanEveryRecord(from: reportsFrom, through: end, {
+                if skips { everyone.takeForReports($0) } else { everyone.take($0) }
+                return true
+            }) >= end else {
+                throw StoreError(operation: "read the log from offset \(reportsFrom)", errno: EIO)
+            }
+            if skips { postbacksFrom = first }
+            appleAds = makeOutbox()
+            restored.digests = chain.digests
+            startedFromDigests = 0
+        }
+        let everyone = state
+        postbackRebuild = PostbackRebuild(store: store, range: postbacksFrom.map { $0..<store.bytesOnDisk },
+                                          take: { everyone.takeForPostbacks($0) }, beforeReading: beforeBackgroundRebuild)
+        startSeconds = seconds
+        let (ledger, tokenChecks) = (state.ledger, state.tokens)
+        // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
+        let summary = SummaryBook(complete: store.bytesOnDisk == 0)
+        checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
+                                           interval: configuration.summaryCheckpointInterval)
+        summaryRebuild = SummaryRebuild(summary: summary, store: store, checkpointer: checkpointer, claimed: claimed)
+
+        // The registrations.
+        let siteRules = SiteRules(developmentMode: configuration.developmentMode)
+        book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
+                                 siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
+        try ConfiguredRegistrations.ensure(configuration, in: book)
+        let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        try ConfiguredRegistrations.ensure(configuration, in: apps)
+        let advertisers = try AdvertiserBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        try ConfiguredRegistrations.ensure(configuration, in: advertisers)
+        if configuration.cluster {
+            try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers)
+        }
+        arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
+        // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
+        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenBook(dataDirectory: configuration.dataDirectory),
+                                   advertisers: advertisers)
+        let scope: ScopeOf = { (request) throws(Problem) in try access.readScope(request) }
+
+        // The threads that work beside the event loop, and ask it for a turn when they are done.
+        let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
+        let line = PostbackLine(capacity: 4096)
+        // One keyring for the workers and the loop: it remembers which key verified last.
+        let keyring = try PostbackKeyring(testKeys: configuration.postbackKeys)
+        let checks: any PostbackChecks = checkThreads > 0
+            ? PostbackChecksOnWorkers(line: line, pool: WorkerPool(named: "signature-check", threads: checkThreads, priority: .background),
+                                      keyring: keyring, ledger: ledger, store: store, turns: turns)
+            : PostbackChecksOnTheLoop(line: line, ledger: ledger)
+        let signingThreads = WorkerPool.allowedCores()
+        signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
+        exportProducers = BodyProducers(named: "export", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), maxStreams: 16)
+        // The reads' threads, as the exports', in the idle class (`BodyProducers`): a summary
+        // computed beside a steady load never holds the core when the loop wakes.
+        readWorkers = WorkerPool(named: "reads", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), priority: .idle, maxWaiting: 64)
+
+        let clickhouse = try configuration.resolvedClickHouse()
+        // The cluster's summaries are read on a thread of their own, one query at a time.
+        clusterScope = clickhouse.map { target in
+            ClusterScope(client: ClickHouseClient(target: target), pool: WorkerPool(named: "cluster-summary", threads: 1, priority: .normal, maxWaiting: 8))
+        }
+        exporter = clickhouse.map { target in
+            ClickHouseExporter(store: store, schema: ClickHouseTables.schema, client: ClickHouseClient(target: target),
+                               node: configuration.node, dataDirectory: configuration.dataDirectory, clock: { clock.now() },
+                               announce: { EventLog.write($0, $1) })
+        }
+
+        let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners + [appleAds], store: store, restored: restored, clock: clock,
+                                         announce: { EventLog.write($0, $1) })
+        self.digests = digests
+        let segmentSites = try SegmentSites(directory: configuration.dataDirectory + "/segment-sites", store: store,
+                                            kinds: [.init(ReportExportCodec()), .init(PostbackExportCodec(ledger: ledger))])
+        self.segmentSites = segmentSites
+        let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
+                                            clock: clock, announce: { EventLog.write($0, $1) },
+                                            onTableWritten: { digests.compact(base: $0.segmentBase) })
+        self.postbackWindow = postbackWindow
+        let checkpointer = self.checkpointer
+        let exporter = self.exporter
+        retention = configuration.retentionDays.map { days in
+            LogRetention(days: days, store: store, clock: clock,
+                         keptElsewhereThrough: {
+                             min(checkpointer.writtenThrough, exporter?.exportedThrough ?? .max, postbackWindow.tabledThrough,
+                                 digests.digestedThrough)
+                         },
+                         announce: { EventLog.write($0, $1) })
+        }
+
+        // The surfaces, and the route table they make.
+        let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
+                                   roles: RoleResolver(served: context.served),
+                                   maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
+                                   tokens: tokenChecks, context: context)
+        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
+                                   developmentMode: configuration.developmentMode,
+                                   maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
+        let bearer = access.gate()
+        // In a cluster, what every node must agree on comes from the files they share.
+        let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
+        let keptFrom: @Sendable () -> Timestamp? = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
+        let summaryRoutes = SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock,
+                                          cluster: clusterScope, recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers)
+        let marketers = MarketerRoutes(advertisers: advertisers, access: access, arrivals: arrivals, apps: apps,
+                                       servedSites: configuration.sites, clock: clock)
+        let surfaces = PCMRoutes(reports: reports,
+                                 triggers: TriggerIntake(book: book, store: store, context: context),
+                                 tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
+            + AppRoutes(postbacks: postbacks).routes
+            + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope, registered: { app in
+                arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
+            }).routes(bearer: registrationGate)
+            + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
+                                recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers).routes(bearer: bearer)
+            // Checking a plist changes nothing: a viewer token may.
+            + PlistCheckRoutes(servedSites: sites, scope: scope, workers: readWorkers).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
+            + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, context: context).routes
+            + AppleAdsRoutes(outbox: appleAds, context: context).routes
+            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, served: context.served, scope: scope).routes(bearer: registrationGate)
+            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation, scope: scope).routes(bearer: registrationGate)
+            + summaryRoutes.routes(bearer: bearer)
+            + marketers.routes(gate: bearer, registrationGate: registrationGate)
+            + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                             access: access, clock: clock, cluster: clusterScope, workers: readWorkers).routes(gate: bearer)
+            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                           producers: exportProducers, segmentSites: segmentSites, scope: scope).routes(bearer: bearer)
+            + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
+                               tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
+                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
+                               digests: digests, triggerMetrics: { [book] in book.prometheusText() }, scope: scope, arrivals: { marketers.report($0) }).routes(bearer: bearer)
+        routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
+                                    postbacks: postbacks, context: context)
+
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxConnections = configuration.maxConnections
+        http.requestTimeout = configuration.requestTimeout
+        http.idleTimeout = configuration.idleTimeout
+        http.accessLog = configuration.accessLog ? LineWriter.standardError : nil
+        // The HTTP layer refuses only the absurd; the report path applies its own, smaller limit
+        // so that an oversized report is counted and explained like any other rejection.
+        http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes, configuration.maxPostbackBytes)
+        self.http = HTTPServer(configuration: http, handler: routes)
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() throws -> UInt16 {
+        let replay = store.replay
+        EventLog.write("replay", [
+            // "records" counts the reports, as operators' tools read it; the other kinds replay with them.
+            "log": .string(store.logPath), "records": .number(String(replay.count(of: .report))),
+            "corrupt_records": .number(String(replay.corruptRecords.count)),
+            "corrupt_offsets": .array(replay.corruptRecords.map { .number(String($0.offset)) }),
+            "torn_tail_bytes": .number(String(replay.tornTailBytes)),
+            "seconds": .number(String(format: "%.3f", replay.seconds)),
+            // Sealed segments taken from their digests; records read are those after them.
+            "digested_segments": .number(String(startedFromDigests)), "records_read": .number(String(replay.recordsRead)),
+            "digests_seconds": .number(String(format: "%.3f", startSeconds["digests"] ?? 0)),
+            "apple_ads_seconds": .number(String(format: "%.3f", startSeconds["apple_ads"] ?? 0)),
+        ])
+        let services = makeServices()
+        self.services.withLock { $0 = services }
+        try services.start()
+        guard let port = http.port else { throw ServiceGroup.Stopped() }
+        var fields: [(String, JSONValue)] = [
+            ("address", .string("\(configuration.host):\(port)")), ("node", .string(configuration.node)),
+            ("data", .string(configuration.dataDirectory)),
+            ("sites", .array(configuration.sites.map { .string($0) })), ("dev", .bool(configuration.developmentMode)),
+            ("manual_clock", .bool(configuration.manualClock)), ("triggers", .number(String(book.triggerCount))),
+            // Where the summary page comes from; null only with --no-page.
+            ("page", publicDirectory.map { .string($0) } ?? .null),
+        ]
+        // Whether URLSession's host check is the endpoint's, without the leak (`url_host_check.c`):
+        // "foundation" means the executable lost its export, and every Apple Ads call leaks again.
+        let hostCheck = ["none", "endpoint", "foundation"][Int(min(2, max(0, c_system_shims_url_host_check_binding())))]
+        fields.append(("url_host_check", .string(hostCheck)))
+        if let exporter { fields.append(("clickhouse", .string(exporter.status.target))) }
+        if let adminTokenFile { fields.append(("admin_token_file", .string(adminTokenFile))) }
+        // The keys each site serves now; a site without one yet logs `token_key_created` when it is made.
+        fields.append(("token_keys", .object(configuration.sites.compactMap { site in
+            tokenKeys.servedKey(for: site).map { JSONMember(key: site, value: .string($0.keyID)) }
+        })))
+        EventLog.write("listening", fields)
+        return port
+    }
+
+    /// What runs, in the order it starts (`ServiceGroup` stops it in the reverse order): the
+    /// listener starts last, once everything it hands requests to runs, and stops first; the log,
+    /// which every other service reads or writes, closes last, and the summary's checkpoint after
+    /// it. Pools made with the server (their threads start in `init`) are listed for their stop.
+    private func makeServices() -> ServiceGroup {
+        let (store, checkpointer, clusterScope, arrivals, heapTrim) = (self.store, self.checkpointer, self.clusterScope, self.arrivals, self.heapTrim)
+        let (digests, postbackWindow, retention, segmentSites) = (self.digests, self.postbackWindow, self.retention, self.segmentSites)
+        let (exporter, postbackRebuild, summaryRebuild, tokenKeys, tokenKeyRotation) = (self.exporter, self.postbackRebuild, self.summaryRebuild, self.tokenKeys, self.tokenKeyRotation)
+        let (readWorkers, exportProducers, signingPool, postbacks, appleAds) = (self.readWorkers, self.exportProducers, self.signingPool, self.postbacks, self.appleAds)
+        let (http, turns) = (self.http, self.turns)
+        return ServiceGroup([
+            Service("summary-checkpoint", stop: { checkpointer.finish() }),
+            Service("log", stop: { store.close() }),
+            // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
+            Service("cluster-summary", stop: { clusterScope?.client.stop(); clusterScope?.pool.stop() }),
+            Service("arrivals", start: { arrivals.start() }, stop: { arrivals.stopAndSave() }),
+            Service("heap-trim", start: { heapTrim.start() }, stop: { heapTrim.stop() }),
+            // These four need the postback ledger whole, or must not remove a segment its rebuild
+            // still reads: the rebuild starts them when it is done.
+            Service("postback-window", stop: { postbackWindow.stop() }),
+            Service("segment-sites", stop: { segmentSites.stop() }),
+            Service("segment-digests", stop: { digests.stop() }),
+            Service("log-retention", stop: { retention?.stop() }),
+            // What it had not sent goes after the restart.
+            Service("clickhouse-export", start: { exporter?.start() }, stop: { exporter?.stop() }),
+            Service("postback-rebuild", start: {
+                postbackRebuild.start {
+                    digests.start()
+                    segmentSites.start()
+                    postbackWindow.start()
+                    retention?.start()
+                }
+            }, stop: { postbackRebuild.stop() }),
+            Service("summary-rebuild", start: { summaryRebuild.start() }, stop: { summaryRebuild.stop() }),
+            // Keys first made before the first request, so that one asking for a key still being
+            // made waits for it. The rotation is told to stop before the keys are, since it may
+            // wait for them, and joined after.
+            Service("token-keys", start: {
+                tokenKeys.generateMissing()
+                tokenKeyRotation?.start()
+            }, stop: {
+                tokenKeyRotation?.requestStop()
+                tokenKeys.stop()
+                tokenKeyRotation?.stop()
+            }),
+            Service("reads", stop: { readWorkers.stop() }),
+            Service("exports", stop: { exportProducers.stop() }),
+            Service("token-signing", stop: { signingPool.stop() }),
+            Service("postback-checks", stop: { postbacks.stop() }),
+            Service("apple-ads-calls", start: { appleAds.start() }, stop: { appleAds.stop() }),
+            // Stopped by `shutdown` (a signal); its stop waits for the requests in flight.
+            Service("listener", start: {
+                turns.connect { http.requestTurn() }
+                try http.start()
+            }, stop: { http.waitUntilStopped() }),
+        ])
+    }
+
+    /// Triggers a report may still use, held in memory.
+    var triggerCount: Int { book.triggerCount }
+
+    /// Stops accepting connections and lets requests in flight finish. Returns at once.
+    public func shutdown() {
+        http.shutdown()
+    }
+
+    /// Waits for the HTTP server to stop, then stops the rest, in the reverse of their start.
+    public func waitUntilStopped() {
+        services.withLock { $0 }?.stop()
+        EventLog.write("stopped", ["reports": .number(String(store.count(of: .report)))])
+    }
+}

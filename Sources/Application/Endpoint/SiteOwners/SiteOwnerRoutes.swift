@@ -1,0 +1,144 @@
+import Primitives
+import SiteOwners
+import Foundation
+import HTTPServer
+
+/// What site owners use: the registries' admin API and the conversion pixel (the well-known
+/// trigger URL it redirects to is PCM's, `TriggerIntake`). Never sets or reads a cookie.
+struct SiteOwnerRoutes: Sendable {
+    static let pixelPath = "/conversion-pixel"
+
+    let book: SiteOwnerBook
+    let trustedProxies: [AddressRange]
+    /// Registrations and pixels must name a served site; empty (a development server without
+    /// `--site`) takes any.
+    let served: ServedSites
+    /// What the request's token may read: a scoped viewer sees the registrations of its sites.
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
+
+    /// The pixel faces every browser; the registrations need the token.
+    func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
+        [
+            RouteGroup("conversion pixel", routes: [
+                Route(.exact(Self.pixelPath), methods: ["GET", "HEAD"], answer: pixel),
+            ]),
+            RouteGroup("registrations", gate: bearer, routes:
+                registrations("/api/conversions", list: \.conversions, keys: ("site", "name"),
+                              read: RegistryInput.conversion(from:), site: \.site,
+                              add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
+                              remove: { $0.removeConversion(site: $1, name: $2) })
+                + registrations("/api/campaigns", list: \.campaigns, keys: ("source_site", "name"),
+                                read: RegistryInput.campaign(from:), site: \.sourceSite,
+                                add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
+                                remove: { $0.removeCampaign(sourceSite: $1, name: $2) })),
+        ]
+    }
+
+    // MARK: - Admin API (the route table has checked the token and the method)
+
+    /// One kind of registration's routes: list it, register one (checked against every rule and
+    /// the others, then saved), remove one by its two keys.
+    private func registrations<Item: Encodable & Sendable>(
+        _ path: String, list: KeyPath<Registry, [Item]> & Sendable, keys: (String, String),
+        read: @escaping @Sendable (JSONValue) throws(RequestProblem) -> Item, site: @escaping @Sendable (Item) -> String,
+        add: @escaping @Sendable (inout Registry, Item, SiteRules) throws(RequestProblem) -> Void,
+        remove: @escaping @Sendable (inout Registry, String, String) -> Bool
+    ) -> [Route] {
+        [
+            Route(.exact(path), methods: ["GET", "HEAD"]) { request in
+                let readable = try scope(request)
+                // What a scope is shown (`NameDisclosure`): a campaign to its destination's owner too.
+                return JSONResponse.make(200, Self.encode(book.registry.within(readable.sites)[keyPath: list]))
+            },
+            Route(.exact(path), methods: ["POST"]) { request in
+                try register(request) { json, registry throws(RequestProblem) in
+                    let item = try read(json)
+                    try add(&registry, item, book.siteRules)
+                    try Registrations.requireServed(site(item), field: keys.0, servedSites: served.sites)
+                    return Self.encode(item)
+                }
+            },
+            Route(.exact(path), methods: ["DELETE"]) { request in try self.remove(request, keys: keys, remove) },
+        ]
+    }
+
+    private func register(_ request: HTTPRequest, _ add: (JSONValue, inout Registry) throws(RequestProblem) -> String) throws -> HTTPResponse {
+        try Registrations.register(request, in: book, add)
+    }
+
+    private func remove(_ request: HTTPRequest, keys: (String, String), _ change: (inout Registry, String, String) -> Bool) throws -> HTTPResponse {
+        let items = Dictionary(request.queryItems, uniquingKeysWith: { first, _ in first })
+        guard let site = items[keys.0], let name = items[keys.1] else {
+            throw Problem(status: 400, rule: "missing_parameter", field: items[keys.0] == nil ? keys.0 : keys.1,
+                           detail: "DELETE needs ?\(keys.0)=…&\(keys.1)=…")
+        }
+        return try Registrations.remove(in: book, notFound: "\(site) has nothing named \"\(name)\"") { change(&$0, site, name) }
+    }
+
+    // MARK: - The conversion pixel
+
+    /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
+    func pixel(_ request: HTTPRequest) throws -> HTTPResponse {
+        let (requestSite, port) = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
+        guard served.contains(requestSite) else { throw ServedSites.notServed(what: "the pixel", host: requestSite) }
+        var conversionName: String?, source: String?, site: String?
+        for (name, value) in request.queryItems {
+            switch name {
+            case "conversion": conversionName = value
+            case "source": source = value
+            case "site": site = value
+            default:
+                throw Problem(status: 400, rule: "unknown_parameter", field: name,
+                               detail: "unknown query parameter \"\(name)\"; use conversion, source and site")
+            }
+        }
+        if let site, let violation = book.siteRules.check(site) {
+            throw Problem(status: 400, rule: "not_registrable_domain", field: "site", detail: "site \(violation.detail)")
+        }
+        // Anyone can ask: the refusals say what is wrong with the request, never which sites are
+        // served or which conversions a site registered.
+        if let site, !served.contains(site) {
+            throw Problem(status: 422, rule: "site_not_served", field: "site",
+                          detail: "site \(site) is not served by this endpoint; its trigger could not be recorded here")
+        }
+        guard let conversionName, !conversionName.isEmpty else {
+            throw Problem(status: 400, rule: "missing_parameter", field: "conversion", detail: "name the conversion: ?conversion=purchase")
+        }
+        // Same-site form: the pixel is the advertiser's own, so its conversions are the host's.
+        // Cross-site form: the publisher serves it, so `site` names the advertiser.
+        let destination = site ?? requestSite
+        guard let conversion = book.registry.conversion(site: destination, name: conversionName) else {
+            throw Problem(status: 404, rule: "unknown_conversion", field: "conversion",
+                           detail: "\(destination) has no conversion named \"\(conversionName)\"; GET /api/conversions (with the token) "
+                               + "lists those registered, POST /api/conversions registers one")
+        }
+        let location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source,
+                                                    siteRules: book.siteRules)
+        return HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: [])
+    }
+
+    // MARK: - Helpers
+
+    /// The registrable domain a pixel or trigger request was sent to (`www.shop.example:443` →
+    /// `shop.example`) and the port the browser named: 400 `invalid_host` when its host is no
+    /// host or names no site.
+    static func site(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules,
+                     what: String) throws(Problem) -> (site: String, port: Int?) {
+        guard let (host, port) = try RequestedHost.authority(of: request, trustedProxies: trustedProxies) else {
+            throw Problem(status: 400, rule: "invalid_host", field: "Host", detail: "\(what) needs the Host header of a site")
+        }
+        switch siteRules.check(host) {
+        case nil: return (host, port)
+        case .subdomain(let registrable)?: return (registrable, port)
+        default:
+            throw Problem(status: 400, rule: "invalid_host", field: "Host",
+                          detail: "\(what) was sent to \"\(host)\", which is not within a registrable domain")
+        }
+    }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
+    }
+}
