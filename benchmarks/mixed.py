@@ -12,8 +12,11 @@ previous main) is started on its own copy of the log and measured twice:
 2. Mixed, for --seconds: PCM reports at a steady 2,000/s (one process, 16 keep-alive
    connections, each request's latency measured from when it was due, so a stall is counted in
    full), postback copies at 200/s (distinct SKAdNetwork 4.0 postbacks signed by a test key), a
-   token signature every second; beside them, over and over, a full admin export and a scoped
-   viewer's export (each `curl`, reading as fast as it can), and `/api/summary` once a second.
+   token signature every second; beside them, over and over, a full admin export (`curl`, reading
+   as fast as it can), a scoped viewer's export (on one keep-alive connection, as a dashboard
+   polls: a `curl` process each would measure the machine starting processes), and
+   `/api/summary` once a second. `--reads full,scoped,summaries` chooses which reads run, and
+   `--load-only` runs none: the floor the reads add to (reports only are reported then).
    Everything runs on this machine's two cores: the clients of the exports, the summaries and the
    signatures run at nice 10, as if elsewhere, so that what is measured is the endpoint's loop, not
    the benchmark's own processes taking its core; the reports' and postbacks' clients at 0.
