@@ -425,6 +425,9 @@ public final class EndpointServer: Sendable {
         return ServiceGroup([
             Service("summary-checkpoint", stop: { checkpointer.finish() }),
             Service("log", stop: { store.close() }),
+            // Before any thread that may ask the loop for a turn starts: one asked before the loop
+            // runs is kept by the HTTP server and taken in its first turn.
+            Service("turn-requests", start: { turns.connect { http.requestTurn() } }),
             // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
             Service("cluster-summary", stop: { clusterScope?.client.stop(); clusterScope?.pool.stop() }),
             Service("arrivals", start: { arrivals.start() }, stop: { arrivals.stopAndSave() }),
@@ -463,10 +466,7 @@ public final class EndpointServer: Sendable {
             Service("postback-checks", stop: { postbacks.stop() }),
             Service("apple-ads-calls", start: { appleAds.start() }, stop: { appleAds.stop() }),
             // Stopped by `shutdown` (a signal); its stop waits for the requests in flight.
-            Service("listener", start: {
-                turns.connect { http.requestTurn() }
-                try http.start()
-            }, stop: { http.waitUntilStopped() }),
+            Service("listener", start: { try http.start() }, stop: { http.waitUntilStopped() }),
         ])
     }
 
