@@ -42,14 +42,32 @@ private let removedAtExit: Void = {
 /// Token keys for the test sites, made once per test run: an RSA-4096 key takes a second or
 /// more to make, and most tests start an endpoint of their own.
 enum TestTokenKeys {
+    private struct Fixture: Decodable {
+        var keys: [String: String]
+        var spares: [String]
+    }
+
     /// Made once by hand (Resources/token-keys), so that no test run waits for RSA-4096 key
-    /// generation; a site without one there gets a key made on first use.
-    private static let made = Locked<[String: TokenSigningKey]>({
-        struct Fixture: Decodable { var keys: [String: String] }
+    /// generation.
+    private static let fixture: Fixture = {
         let url = Bundle.module.url(forResource: "token-keys/test-token-keys", withExtension: "json")!
-        let fixture = try! JSONDecoder().decode(Fixture.self, from: Data(contentsOf: url))
-        return fixture.keys.mapValues { try! TokenSigningKey(derRepresentation: Array(Data(base64Encoded: $0)!)) }
-    }())
+        return try! JSONDecoder().decode(Fixture.self, from: Data(contentsOf: url))
+    }()
+
+    private static let made = Locked<[String: TokenSigningKey]>(
+        fixture.keys.mapValues { try! TokenSigningKey(derRepresentation: Array(Data(base64Encoded: $0)!)) })
+
+    private static let spares = fixture.spares.map { try! TokenSigningKey(derRepresentation: Array(Data(base64Encoded: $0)!)) }
+    private static let nextSpare = Locked(0)
+
+    /// What a test's endpoint makes when it makes a key (a site's first start, a rotation): the
+    /// spare fixture keys in turn, so that two keys made one after the other differ.
+    @Sendable static func spare() -> TokenSigningKey {
+        spares[nextSpare.withLock { n in
+            defer { n += 1 }
+            return n % spares.count
+        }]
+    }
 
     /// The test key of `site`, the same for every test of the run. A site without a fixture fails
     /// the test that asked (an RSA-4096 key takes seconds to make, minutes under ThreadSanitizer)
@@ -112,7 +130,8 @@ final class LiveEndpoint {
         configure(&configuration)
         self.directory = directory
         try TestTokenKeys.seed(directory, sites: configuration.sites)
-        server = try EndpointServer(configuration: configuration, systemClock: clock.read, beforeBackgroundRebuild: beforeBackgroundRebuild)
+        server = try EndpointServer(configuration: configuration, systemClock: clock.read, beforeBackgroundRebuild: beforeBackgroundRebuild,
+                                    makeTokenKey: TestTokenKeys.spare)
         port = try server.start()
     }
 

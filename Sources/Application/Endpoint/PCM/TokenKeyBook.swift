@@ -62,9 +62,14 @@ final class TokenKeyBook: Sendable {
     /// come from the one file every node has (`attribution-endpoint token-keys`).
     let makesKeys: Bool
 
+    /// Makes a new signing key: RSA-4096 from the system's randomness (tests hand out fixtures).
+    let makeKey: @Sendable () throws -> TokenSigningKey
+
     init(path: String, makesKeys: Bool = true, servedSites: [String], foreignKeys: [String: TokenPublicKey],
-         clock: @escaping @Sendable () -> Timestamp, announce: @escaping @Sendable (Key) -> Void = { _ in }) throws {
+         clock: @escaping @Sendable () -> Timestamp, announce: @escaping @Sendable (Key) -> Void = { _ in },
+         makeKey: @escaping @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }) throws {
         self.makesKeys = makesKeys
+        self.makeKey = makeKey
         file = DurableJSONFile(path: path, empty: File(), mode: 0o600)
         var loaded: [Key] = []
         for entry in try file.load().keys {
@@ -96,7 +101,7 @@ final class TokenKeyBook: Sendable {
                 if stopping.withLock({ $0 }) { return }
                 do {
                     let now = clock()
-                    announce(try add(Self.key(site: site, signing: try TokenSigningKey.generate(), createdAt: now, servesFrom: now)))
+                    announce(try add(Self.key(site: site, signing: try makeKey(), createdAt: now, servesFrom: now)))
                 } catch {
                     // The site serves no key and signs nothing; its reports are still taken.
                     EventLog.write("token_key_failed", ["site": .string(site), "detail": .string("\(error)")])
@@ -218,7 +223,7 @@ final class TokenKeyBook: Sendable {
     /// signed nothing: it is replaced, so that the site switches once. Slow (RSA-4096): call it
     /// off the loop.
     func schedule(site: String, servesFrom: Timestamp) throws -> Key {
-        let signing = try TokenSigningKey.generate()
+        let signing = try makeKey()
         return try update { keys in
             let now = clock()
             let before = keys

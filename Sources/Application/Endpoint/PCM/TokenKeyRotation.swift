@@ -95,7 +95,7 @@ final class TokenKeyRotation: Sendable {
                 let turn = served.servesFrom.millisecondsSinceEpoch.addingReportingOverflow(period).partialValue
                 guard keys.scheduledSuccessor(for: site) == nil, turn - Self.lead <= now.millisecondsSinceEpoch else { continue }
                 do {
-                    let signing = try unsaved[site] ?? TokenSigningKey.generate()
+                    let signing = try unsaved[site] ?? keys.makeKey()
                     unsaved[site] = signing
                     // The time is taken once the key exists: making it takes seconds.
                     let key = try keys.scheduleSuccessor(site: site, signing: signing) { keptAt in

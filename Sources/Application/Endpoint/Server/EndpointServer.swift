@@ -10,6 +10,7 @@ import PCMRecords
 import Postbacks
 import Primitives
 import ReportStore
+import Signatures
 
 /// The running endpoint: the store, the surfaces and the HTTP server, wired together. The
 /// command line is `EndpointCommand`'s; what tests and the demo wait for is in
@@ -75,8 +76,11 @@ public final class EndpointServer: Sendable {
 
     /// `beforeBackgroundRebuild`: run on the threads that read the log again in the background (the
     /// postback ledger's, the Apple Ads outbox's) before they read (tests hold them there).
+    /// `makeTokenKey`: how a new PCM token key is made (tests hand out fixture keys instead of
+    /// spending seconds on each RSA-4096 key).
     init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp,
-         beforeBackgroundRebuild: @escaping @Sendable () -> Void) throws {
+         beforeBackgroundRebuild: @escaping @Sendable () -> Void,
+         makeTokenKey: @escaping @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }) throws {
         try configuration.check()
         self.configuration = configuration
         let sites = Set(configuration.sites)
@@ -103,7 +107,7 @@ public final class EndpointServer: Sendable {
                                          announce: { key in
                                              EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
                                                                                   "serves_from": .string(key.servesFrom.rfc3339)])
-                                         })
+                                         }, makeKey: makeTokenKey)
         self.tokenKeys = tokenKeys
         if configuration.cluster, let site = tokenKeys.missingSites.first {
             throw EndpointConfiguration.ParseError(description: "--cluster: \(configuration.tokenKeysPath) has no token key for \(site). Every node must serve the same key: make it once with `attribution-endpoint token-keys add \(site) --file FILE` and give every node that file with --token-keys FILE (docs/DEPLOYMENT.md)")
