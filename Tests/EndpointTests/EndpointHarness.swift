@@ -106,7 +106,7 @@ enum TestTokenKeys {
 }
 
 /// The real endpoint, in process, on port 0.
-final class LiveEndpoint {
+final class LiveEndpoint: Sendable {
     let server: EndpointServer
     let port: UInt16
     let directory: String

@@ -115,9 +115,12 @@ import Testing
                            "news.example:123456", "a..example", "-news.example", "news-.example", "news example", "news.example/x",
                            "évil.example", "[::1", "[zz::1]", "news_example.com", "news.example:80:80", "@evil.example", ""]
 
+    /// One endpoint for the tests whose every request is refused before anything is kept, shared
+    /// by all their arguments (one each started and stopped 27 endpoints); it goes with the process.
+    static let refusing = try! LiveEndpoint(sites: ["news.example", "shop.example", "app.example"])
+
     @Test(arguments: badHosts) func aHostThatIsNoHostIsRefusedOnEveryPath(host: String) throws {
-        let endpoint = try LiveEndpoint(sites: ["news.example", "shop.example", "app.example"])
-        defer { endpoint.stop() }
+        let endpoint = Self.refusing
         let requests: [(String, String, [UInt8])] = [
             ("POST", "/.well-known/private-click-measurement/report-attribution/", Array(reportBody().utf8)),
             ("GET", "/.well-known/private-click-measurement/trigger-attribution/05", []),
@@ -384,8 +387,7 @@ import Testing
     @Test(arguments: ["/healthz", "/metrics", "/api/summary", "/", "/app.js", "/no-such-path", "/apple-ads/attribution/00",
                       "/api/plist-check", "/conversion-value"])
     func everyPathChecksItsHost(path: String) throws {
-        let endpoint = try LiveEndpoint(sites: ["app.example"])
-        defer { endpoint.stop() }
+        let endpoint = Self.refusing
         let method = ["/api/plist-check", "/conversion-value"].contains(path) ? "POST" : "GET"
         let response = try httpRequest(port: endpoint.port, method: method, path: path, host: "shop.example:@evil.example",
                                        headers: Self.admin, body: method == "POST" ? Array("{}".utf8) : [])

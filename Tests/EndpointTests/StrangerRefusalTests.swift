@@ -31,8 +31,7 @@ import Testing
         ("POST", "/apple-ads/attribution", "the token"),
     ])
     func everySitePathRefusesAnUnservedHostOneWay(method: String, path: String, what: String) throws {
-        let endpoint = try LiveEndpoint()
-        defer { endpoint.stop() }
+        let endpoint = HostileInputTests.refusing
         let body = method == "POST" ? Array(reportBody(sourceSite: "elsewhere.example", destination: "other.example").utf8) : []
         let response = endpoint.request(method, path, host: "elsewhere.example",
                                         headers: method == "POST" ? [("Content-Type", "application/json")] : [], body: body)
