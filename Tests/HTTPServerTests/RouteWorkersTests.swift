@@ -62,12 +62,15 @@ import Testing
         #expect(ask("/quick") == (200, "quick"))
         // With the only thread busy and the queue's one place taken, the next read is refused
         // at once through `refused`, never queued without bound.
-        #expect(workers.submit {})
+        let queuedRan = DispatchSemaphore(value: 0)
+        #expect(workers.submit { queuedRan.signal() })
         #expect(ask("/slow") == (503, "busy"))
         #expect(ask("/quick") == (200, "quick"))
         gate.signal()
         done.wait()
         #expect(slow.withLock { $0 }! == (200, "slow"))
+        // The queue's place is free once the job that took it has run.
+        queuedRan.wait()
         #expect(ask("/throws") == (422, "refused"))
     }
 }
