@@ -10,7 +10,7 @@ public final class ServiceGroup: Sendable {
         var stopping = false
     }
     private let state = Locked(State())
-    /// Each service's name as it starts and stops, for tests and the event log.
+    /// Told of each service as it starts, fails to start or stops (tests watch the order).
     private let observe: @Sendable (_ name: String, _ event: Event) -> Void
 
     public enum Event: Sendable, Equatable { case started, stopped, failed }
