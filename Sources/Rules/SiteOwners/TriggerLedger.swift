@@ -50,18 +50,26 @@ public struct TriggerLedger: Sendable {
     }
 
     /// Brings a site back to its bound by forgetting its oldest triggers, across its trigger data.
+    /// The cut is found by binary search on time over the sorted buckets (no sort of a million
+    /// times under the book's lock, on the loop).
     private mutating func forgetOldest(of site: String) {
         let keys = buckets.keys.filter { $0.site == site }
-        var times = keys.flatMap { buckets[$0]!.lazy.map(\.recordedAt.millisecondsSinceEpoch) }
-        let excess = times.count - perSiteBound
+        let lists = keys.map { buckets[$0]! }
+        let excess = lists.reduce(0) { $0 + $1.count } - perSiteBound
         guard excess > 0 else { return }
-        times.sort()
-        // Everything recorded before the excess-th oldest goes, then as many recorded at its very
-        // millisecond as are still over (a manual clock records a whole flood at one instant).
-        let cutoff = times[excess - 1]
-        var left = excess - times.prefix(excess).lazy.filter { $0 < cutoff }.count
-        for key in keys {
-            let list = buckets[key]!
+        func recorded(before time: Int64) -> Int { lists.reduce(0) { $0 + Self.lowerBound($1, time) } }
+        // The time of the excess-th oldest: the first at which that many were recorded by then.
+        var low = lists.compactMap { $0.first?.recordedAt.millisecondsSinceEpoch }.min() ?? 0
+        var high = lists.compactMap { $0.last?.recordedAt.millisecondsSinceEpoch }.max() ?? 0
+        while low < high {
+            let mid = low + (high - low) / 2
+            if recorded(before: mid + 1) >= excess { high = mid } else { low = mid + 1 }
+        }
+        let cutoff = low
+        // Everything before it goes, then as many recorded at its very millisecond as are still
+        // over (a manual clock records a whole flood at one instant).
+        var left = excess - recorded(before: cutoff)
+        for (key, list) in zip(keys, lists) {
             var cut = Self.lowerBound(list, cutoff)
             while left > 0, cut < list.count, list[cut].recordedAt.millisecondsSinceEpoch == cutoff {
                 cut += 1
