@@ -4,7 +4,11 @@ public struct HTTPServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 picks a free port; `HTTPServer.start()` returns the one bound.
     public var port: UInt16 = 8080
-    public var backlog: Int32 = 1024
+    /// Connections the kernel completes before the loop accepts them. Deep, so that a flood
+    /// reconnecting as fast as it is evicted does not fill the queue: a full queue drops a
+    /// newcomer's handshake, and its client waits a whole second to send it again. Linux caps it
+    /// at `net.core.somaxconn` (4096 by default since 5.4).
+    public var backlog: Int32 = 4096
     public var limits = HTTPLimits()
     /// Connections past this are answered 503 and closed at once, so a flood of idle sockets
     /// cannot exhaust descriptors.
