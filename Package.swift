@@ -86,9 +86,12 @@ let targets: [Target] = [
     // MARK: The log and its consumers
     // The append-only, checksummed log of records with group commit, and the rejection ring.
     layered(.log, "ReportStore", ["Primitives", "Locking", "CSystemShims"]),
+    // The one way to follow the log: a consumer's durable cursor, the thread that runs its turns,
+    // its retry schedule, failures and lag. The ClickHouse export is one consumer; relays are others.
+    layered(.log, "LogConsumer", ["Primitives", "Locking", "DurableFiles"]),
     // The log's records in ClickHouse, over its HTTP interface with Foundation: tables, batches,
-    // the durable cursor, the exporter's thread. Knows the store and the codecs, no protocol.
-    layered(.log, "ClickHouseExport", ["ReportStore", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
+    // the consumer that sends them. Knows the store and the codecs, no protocol.
+    layered(.log, "ClickHouseExport", ["ReportStore", "LogConsumer", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
 
     // MARK: Records
     // PCM's records in the log: reports and triggers, encoded and decoded above the store.
@@ -148,7 +151,8 @@ let package = Package(
         .testTarget(name: "AppDevelopersTests", dependencies: ["AppDevelopers", "AppleAds", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
-        .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "ReportStore", "PCMRecords", "Postbacks", "AppleAdsRecords",
+        .testTarget(name: "LogConsumerTests", dependencies: ["LogConsumer", "DurableFiles", "Locking", "Primitives"]),
+        .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "LogConsumer", "ReportStore", "PCMRecords", "Postbacks", "AppleAdsRecords",
                                                            "AppleAds", "Primitives", "DurableFiles", "Locking", "HTTPServer", "SiteOwners", "PCM", "RawHTTPClient"]),
         .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Locking
+import LogConsumer
 import Primitives
 
 /// A stand-in for ClickHouse's HTTP interface, for what a real server cannot be told to do on
@@ -101,13 +102,19 @@ final class ClickHouseStandIn: Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass: for a background thread's progress, which
-/// signals nothing a test can wait on.
-func eventually(within seconds: Double = 60, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else { return false }
-        usleep(5_000)
+/// A consumer's turns, as its follower reports them: a test waits for the next turn rather than
+/// polling a timer, and looks again at what the turn changed.
+final class Turns: Sendable {
+    private let signal = DispatchSemaphore(value: 0)
+
+    var observe: @Sendable (LogTurn) -> Void { { _ in self.signal.signal() } }
+
+    /// Waits turn after turn until `condition` holds, for at most `seconds`.
+    func until(within seconds: Double = 60, _ condition: () -> Bool) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        while !condition() {
+            guard signal.wait(timeout: deadline) == .success else { return condition() }
+        }
+        return true
     }
-    return true
 }

@@ -1,6 +1,7 @@
 @testable import ClickHouseExport
 import DurableFiles
 import Foundation
+import LogConsumer
 import Primitives
 import Testing
 
@@ -54,26 +55,6 @@ import Testing
         #expect(ClickHouseType.dateTime.literal(.string("2107-01-01T00:00:00Z")) == nil)
         #expect(ClickHouseType.dateTime.literal(.string("yesterday")) == nil)
         #expect(ClickHouseType.dateTime.sql == "DateTime('UTC')")
-    }
-}
-
-@Suite struct RetryScheduleTests {
-    @Test func waitsDoubleFromTheFirstUpToTheLongest() {
-        let schedule = RetrySchedule(first: 0.5, longest: 30)
-        #expect(schedule.delay(afterFailures: 0, jitter: 0) == 0)
-        #expect(schedule.delay(afterFailures: 1, jitter: 0) == 0.5)
-        #expect(schedule.delay(afterFailures: 2, jitter: 0) == 1)
-        #expect(schedule.delay(afterFailures: 7, jitter: 0) == 30)
-        #expect(schedule.delay(afterFailures: Int.max, jitter: 0) == 30)
-        #expect(schedule.delay(afterFailures: -3, jitter: 0) == 0)
-    }
-
-    @Test func jitterTakesOffAtMostAQuarter() {
-        let schedule = RetrySchedule(first: 1, longest: 8)
-        for jitter in [0, 0.5, 0.999, 1, 7, -2] {
-            let delay = schedule.delay(afterFailures: 4, jitter: jitter)
-            #expect(delay > 6 && delay <= 8)
-        }
     }
 }
 
@@ -135,41 +116,19 @@ import Testing
 }
 
 @Suite struct ExportCursorTests {
-    func file() -> DurableJSONFile<ExportCursor?> {
-        DurableJSONFile(path: NSTemporaryDirectory() + "cursor-" + UUID().uuidString + ".json", empty: nil)
-    }
-
     @Test func aSavedCursorIsWhatTheNextStartReads() throws {
-        let f = file()
-        var cursor = try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 100)
-        #expect(cursor.tables.isEmpty)
+        let f = DurableJSONFile<LogCursor?>(path: NSTemporaryDirectory() + "cursor-" + UUID().uuidString + ".json", empty: nil)
+        var cursor = try LogCursor.load(f, node: "a", target: "http://ch/db", logEnd: 100)
+        #expect(cursor.streams.isEmpty)
         var batch = ExportBatch(table: "pcm_reports", end: 80)
         batch.rows = 7
         batch.unreadable = 1
         cursor.advance(past: batch)
         cursor.advance(past: batch)
         try f.save(cursor)
-        let loaded = try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 100)
-        #expect(loaded.position(of: "pcm_reports") == ExportCursor.Position(offset: 80, rows: 14, unreadable: 2))
-        #expect(loaded.position(of: "postbacks") == ExportCursor.Position())
-    }
-
-    @Test func anotherTargetStartsOverAndAShorterLogToo() throws {
-        let f = file()
-        var cursor = ExportCursor(node: "a", target: "http://ch/db")
-        cursor.advance(past: ExportBatch(table: "t", end: 500))
-        try f.save(cursor)
-        #expect(try ExportCursor.load(f, node: "a", target: "http://other/db", logEnd: 1000).tables.isEmpty)
-        #expect(try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 499).tables.isEmpty)
-        #expect(try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 500).position(of: "t").offset == 500)
-    }
-
-    @Test func anotherNodesCursorIsRefused() throws {
-        let f = file()
-        try f.save(ExportCursor(node: "a", target: "http://ch/db"))
-        #expect(throws: ExportCursor.LoadError.self) { try ExportCursor.load(f, node: "b", target: "http://ch/db", logEnd: 0) }
-        try "{not json".write(toFile: f.path, atomically: true, encoding: .utf8)
-        #expect(throws: ExportCursor.LoadError.self) { try ExportCursor.load(f, node: "a", target: "http://ch/db", logEnd: 0) }
+        let loaded = try LogCursor.load(f, node: "a", target: "http://ch/db", logEnd: 100)
+        #expect(loaded.position(of: "pcm_reports") == LogPosition(offset: 80, records: 14, unreadable: 2))
+        #expect(loaded.position(of: "postbacks") == LogPosition())
     }
 }
 

@@ -2,6 +2,7 @@
 import DurableFiles
 import Foundation
 import Locking
+import LogConsumer
 import Primitives
 import Testing
 
@@ -15,11 +16,12 @@ import Testing
     }
 
     func exporter(_ log: ExportTestLog, _ standIn: ClickHouseStandIn, node: String = "node-a", events: Events = Events(),
-                  limits: ExportBatch.Limits = .standard) throws -> ClickHouseExporter {
+                  limits: ExportBatch.Limits = .standard, turns: Turns) throws -> ClickHouseExporter {
         let target = try ClickHouseTarget(standIn.url, credentials: nil)
         return ClickHouseExporter(store: log.store, schema: ExportTestLog.schema, client: ClickHouseClient(target: target, timeout: 5),
                                   node: node, dataDirectory: log.directory, clock: { EndpointTestClock.now() }, limits: limits,
-                                  interval: 0.01, retry: RetrySchedule(first: 0.01, longest: 0.05), announce: events.announce)
+                                  interval: 0.01, retry: RetrySchedule(first: 0.01, longest: 0.05), announce: events.announce,
+                                  observer: turns.observe)
     }
 
     func writeEveryKind(_ log: ExportTestLog) {
@@ -32,17 +34,18 @@ import Testing
     }
 
     @Test func everyRecordOfEveryKindArrivesAndTheLagFallsToZero() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         writeEveryKind(log)
-        let exporter = try exporter(log, standIn, limits: .init(rows: 10, bytes: 1 << 20))
+        let exporter = try exporter(log, standIn, limits: .init(rows: 10, bytes: 1 << 20), turns: turns)
         exporter.start()
-        #expect(eventually { exporter.status.lagRecords == 0 && exporter.status.schemaReady })
+        #expect(turns.until { exporter.status.lagRecords == 0 && exporter.status.schemaReady })
         // Records written while it runs follow.
         log.reports(25..<30)
         // Both the reports and their counts: the cursor moves once the second is accepted.
-        #expect(eventually { standIn.distinctRows("pcm_reports") == 30 && exporter.status.lagRecords == 0 })
+        #expect(turns.until { standIn.distinctRows("pcm_reports") == 30 && exporter.status.lagRecords == 0 })
         exporter.stop()
         let expected = ["pcm_reports": 30, "pcm_triggers": 1, "postbacks": 1, "postback_retries": 2, "apple_ads_tokens": 1, "apple_ads_calls": 1]
         for (table, count) in expected {
@@ -58,15 +61,16 @@ import Testing
     }
 
     @Test func aServerThatFailsIsRetriedAndNothingIsLostOrDoubled() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         writeEveryKind(log)
         standIn.set("pcm_reports", .fail(times: 4, status: 503, body: "Service Unavailable"))
         let events = Events()
-        let exporter = try exporter(log, standIn, events: events)
+        let exporter = try exporter(log, standIn, events: events, turns: turns)
         exporter.start()
-        #expect(eventually { exporter.status.lagRecords == 0 })
+        #expect(turns.until { exporter.status.lagRecords == 0 })
         exporter.stop()
         #expect(standIn.rows("pcm_reports").count == 25)
         let status = exporter.status
@@ -79,18 +83,19 @@ import Testing
     }
 
     @Test func aRefusedTableStopsAloneAndKeepsItsRecords() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         writeEveryKind(log)
         standIn.set("postbacks", .refuse(body: "Code: 16, e.displayText() = DB::Exception: No such column transaction-id"))
         let events = Events()
-        let exporter = try exporter(log, standIn, events: events)
+        let exporter = try exporter(log, standIn, events: events, turns: turns)
         exporter.start()
-        #expect(eventually { exporter.status.tables.filter { $0.table != "postbacks" }.allSatisfy { $0.lagRecords == 0 } })
-        #expect(eventually { exporter.status.tables.first { $0.table == "postbacks" }?.paused != nil })
+        #expect(turns.until { exporter.status.tables.filter { $0.table != "postbacks" }.allSatisfy { $0.lagRecords == 0 } })
+        #expect(turns.until { exporter.status.tables.first { $0.table == "postbacks" }?.paused != nil })
         log.reports(25..<27)
-        #expect(eventually { standIn.distinctRows("pcm_reports") == 27 && exporter.status.tables.first { $0.table == "pcm_reports" }?.lagRecords == 0 })
+        #expect(turns.until { standIn.distinctRows("pcm_reports") == 27 && exporter.status.tables.first { $0.table == "pcm_reports" }?.lagRecords == 0 })
         exporter.stop()
         let postbacks = exporter.status.tables.first { $0.table == "postbacks" }
         #expect(postbacks?.paused?.contains("No such column") == true)
@@ -101,18 +106,19 @@ import Testing
     }
 
     @Test func aRestartGoesOnFromTheCursorAndAnotherNodeNameIsRefused() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         log.reports(0..<12)
-        let first = try exporter(log, standIn)
+        let first = try exporter(log, standIn, turns: turns)
         first.start()
-        #expect(eventually { first.status.lagRecords == 0 })
+        #expect(turns.until { first.status.lagRecords == 0 })
         first.stop()
         log.reports(12..<15)
-        let second = try exporter(log, standIn)
+        let second = try exporter(log, standIn, turns: turns)
         second.start()
-        #expect(eventually { second.status.lagRecords == 0 })
+        #expect(turns.until { second.status.lagRecords == 0 })
         second.stop()
         // Only the new reports were sent again.
         #expect(standIn.rows("pcm_reports").count == 15)
@@ -127,7 +133,7 @@ import Testing
         #expect(second.status.tables.first { $0.table == "pcm_reports" }?.exportedRows == 15)
 
         let events = Events()
-        let renamed = try exporter(log, standIn, node: "node-b", events: events)
+        let renamed = try exporter(log, standIn, node: "node-b", events: events, turns: turns)
         renamed.start()
         #expect(renamed.status.stopped?.contains("node-a") == true)
         #expect(renamed.status.isBehind)
@@ -136,19 +142,20 @@ import Testing
     }
 
     @Test func aCursorLostAfterClickHousesAnswerSendsAgainAndFinalCountsOnce() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         log.reports(0..<8)
-        let first = try exporter(log, standIn)
+        let first = try exporter(log, standIn, turns: turns)
         first.start()
-        #expect(eventually { first.status.lagRecords == 0 })
+        #expect(turns.until { first.status.lagRecords == 0 })
         first.stop()
         // The window the issue names: ClickHouse has the rows, the cursor never reached disk.
-        try FileManager.default.removeItem(atPath: log.directory + "/" + ExportCursor.fileName)
-        let second = try exporter(log, standIn)
+        try FileManager.default.removeItem(atPath: log.directory + "/" + ClickHouseExporter.cursorFile)
+        let second = try exporter(log, standIn, turns: turns)
         second.start()
-        #expect(eventually { second.status.lagRecords == 0 })
+        #expect(turns.until { second.status.lagRecords == 0 })
         second.stop()
         #expect(standIn.rows("pcm_reports").count == 16)
         #expect(standIn.distinctRows("pcm_reports") == 8)
@@ -158,14 +165,15 @@ import Testing
     }
 
     @Test func aNewerSchemaInClickHouseStopsEveryTable() throws {
+        let turns = Turns()
         let log = try ExportTestLog()
         let standIn = try ClickHouseStandIn.start()
         defer { standIn.stop(); log.close() }
         log.reports(0..<2)
         standIn.state.withLock { $0.schemaVersion = "\(ClickHouseSchema.version + 1)" }
-        let exporter = try exporter(log, standIn)
+        let exporter = try exporter(log, standIn, turns: turns)
         exporter.start()
-        #expect(eventually { exporter.status.tables.allSatisfy { $0.paused?.contains("newer") == true } })
+        #expect(turns.until { exporter.status.tables.allSatisfy { $0.paused?.contains("newer") == true } })
         exporter.stop()
         #expect(standIn.rows("pcm_reports").isEmpty)
     }

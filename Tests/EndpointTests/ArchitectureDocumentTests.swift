@@ -46,10 +46,11 @@ import Testing
         #expect(Set(documented.keys).subtracting(routed).isEmpty, "in the table, not routed: \(Set(documented.keys).subtracting(routed))")
     }
 
-    /// Every name given to a thread in Sources/ (`startThread(named:)`, `PeriodicSweep`, and the
-    /// pools, whose threads are `name-N`).
+    /// Every name given to a thread in Sources/ (`startThread(named:)`, `PeriodicSweep`, a log
+    /// consumer's `LogFollower`, and the pools, whose threads are `name-N`).
     static func threadNamesInSources() throws -> Set<String> {
         let patterns = [#"startThread\(named: "([a-z0-9-]+)""#: "", #"PeriodicSweep\(named: "([a-z0-9-]+)""#: "",
+                        #"LogFollower\(thread: "([a-z0-9-]+)""#: "",
                         #"WorkerPool\(named: "([a-z0-9-]+)""#: "-N", #"BodyProducers\(named: "([a-z0-9-]+)""#: "-N"]
         var names: Set<String> = []
         let sources = root.appendingPathComponent("Sources")

@@ -1,13 +1,14 @@
-import Dispatch
 import DurableFiles
 import Foundation
 import Locking
+import LogConsumer
 import Primitives
 import ReportStore
 
-/// Sends every record of the log to ClickHouse, table by table, from a durable cursor, on a
-/// thread of its own. The endpoint never waits for it: the log is the buffer while ClickHouse is
-/// down or slow, and the export catches up when it returns.
+/// Sends every record of the log to ClickHouse, table by table, from a durable cursor: a
+/// `LogConsumer`, run by its `LogFollower` on the `clickhouse-export` thread. The endpoint never
+/// waits for it: the log is the buffer while ClickHouse is down or slow, and the export catches up
+/// when it returns.
 ///
 /// Each turn takes, for each table, the records after its cursor up to the log's durable end (at
 /// most `limits`), sends them as one `INSERT … FORMAT JSONEachRow`, and on ClickHouse's 200 moves
@@ -49,19 +50,11 @@ public final class ClickHouseExporter: Sendable {
     }
 
     private struct State: Sendable {
-        var cursor: ExportCursor
+        var cursor: LogCursor
         var schemaReady = false
         var paused: [String: String] = [:]
-        var oldestPending: [String: Timestamp] = [:]
-        /// When each table's log was last read to its end: a record not yet seen came after it.
-        var readThrough: [String: Timestamp] = [:]
-        var lastError: String?
-        var lastErrorAt: Timestamp?
-        var failuresInARow = 0
-        var failures = 0
-        var batches = 0
+        var lag: [String: StreamLag] = [:]
         var stopped: String?
-        var stopping = false
         /// Rollups whose earlier counts from this run's first batch on were deleted.
         var preparedRollups: Set<String> = []
     }
@@ -70,34 +63,35 @@ public final class ClickHouseExporter: Sendable {
     private let schema: ClickHouseSchema
     private let client: ClickHouseClient
     private let node: String
-    private let file: DurableJSONFile<ExportCursor?>
+    private let file: DurableJSONFile<LogCursor?>
     private let clock: @Sendable () -> Timestamp
     private let limits: ExportBatch.Limits
-    private let interval: Double
-    private let retry: RetrySchedule
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
+    private let follower: LogFollower
     private let state: Locked<State>
-    private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchGroup()
+
+    /// The file in the data directory that keeps the export's `LogCursor`.
+    public static let cursorFile = "clickhouse-export.json"
 
     public init(store: ReportStore, schema: ClickHouseSchema, client: ClickHouseClient, node: String, dataDirectory: String,
                 clock: @escaping @Sendable () -> Timestamp, limits: ExportBatch.Limits = .standard, interval: Double = 1,
                 retry: RetrySchedule = RetrySchedule(),
-                announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
+                announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
+                observer: (@Sendable (LogTurn) -> Void)? = nil) {
         self.store = store
         self.schema = schema
         self.client = client
         self.node = node
-        file = DurableJSONFile(path: dataDirectory + "/" + ExportCursor.fileName, empty: nil)
+        file = DurableJSONFile(path: dataDirectory + "/" + Self.cursorFile, empty: nil)
         self.clock = clock
         self.limits = limits
-        self.interval = interval
-        self.retry = retry
         self.announce = announce
+        follower = LogFollower(thread: "clickhouse-export", events: "export", interval: interval, retry: retry, clock: clock,
+                               announce: announce, observer: observer)
         let target = client.target.description
-        var initial = State(cursor: ExportCursor(node: node, target: target))
+        var initial = State(cursor: LogCursor(node: node, target: target))
         do {
-            initial.cursor = try ExportCursor.load(file, node: node, target: target, logEnd: store.durablePrefix.end)
+            initial.cursor = try LogCursor.load(file, node: node, target: target, logEnd: store.durablePrefix.end)
         } catch {
             initial.stopped = error.description
         }
@@ -109,15 +103,12 @@ public final class ClickHouseExporter: Sendable {
             announce("export_stopped", [("reason", .string(reason))])
             return
         }
-        finished.startThread(named: "clickhouse-export") { [self] in run() }
+        follower.start(Consumer(exporter: self))
     }
 
     /// Stops after the statement in flight (cancelled), without moving the cursor past anything unsent.
     public func stop() {
-        state.withLock { $0.stopping = true }
-        wake.signal()
-        client.stop()
-        finished.wait()
+        follower.stop(cancel: client.stop)
     }
 
     /// The log offset every table's export has passed: a segment that ends there or before is in
@@ -128,45 +119,40 @@ public final class ClickHouseExporter: Sendable {
 
     public var status: Status {
         let s = state.withLock { $0 }
+        let health = follower.health
         let now = clock()
         let tables = schema.tables.map { table -> TableStatus in
             let position = s.cursor.position(of: table.name)
-            let lag = max(0, store.count(of: table.kind) - position.rows - position.unreadable)
-            // The oldest record waiting, if the exporter has seen it; else one that came after its
-            // last read to the end: at most that old, so the figure never understates the lag.
-            let oldest = lag > 0 ? s.oldestPending[table.name] ?? s.readThrough[table.name] : nil
-            let seconds = oldest.map { max(0, Double(now.millisecondsSinceEpoch - $0.millisecondsSinceEpoch) / 1000) } ?? 0
-            return TableStatus(table: table.name, kind: table.kind, exportedRows: position.rows, unreadable: position.unreadable,
-                               lagRecords: lag, lagSeconds: seconds, paused: s.paused[table.name])
+            let lag = max(0, store.count(of: table.kind) - position.records - position.unreadable)
+            return TableStatus(table: table.name, kind: table.kind, exportedRows: position.records, unreadable: position.unreadable,
+                               lagRecords: lag, lagSeconds: s.lag[table.name, default: StreamLag()].seconds(waiting: lag, now: now),
+                               paused: s.paused[table.name])
         }
-        return Status(target: s.cursor.target, schemaReady: s.schemaReady, tables: tables, lastError: s.lastError,
-                      lastErrorAt: s.lastErrorAt, failuresInARow: s.failuresInARow, failures: s.failures, batches: s.batches,
-                      stopped: s.stopped)
+        return Status(target: s.cursor.target, schemaReady: s.schemaReady, tables: tables, lastError: health.lastError,
+                      lastErrorAt: health.lastErrorAt, failuresInARow: health.failuresInARow, failures: health.failures,
+                      batches: health.batches, stopped: s.stopped)
     }
 
-    private var stopping: Bool { state.withLock { $0.stopping } }
-
-    private func run() {
+    /// The export's turn, as its follower runs it. A backlog goes out batch after full batch.
+    /// Caught up, the export sends what came in the follower's `interval` as one batch a table:
+    /// ClickHouse makes a part of every insert, and many small ones cost it far more than the
+    /// rows do.
+    private final class Consumer: LogConsumer, @unchecked Sendable {
+        let exporter: ClickHouseExporter
+        /// The last batch's bytes, for the next batch's memory; touched by the follower's thread alone.
         var buffer: [UInt8] = []
-        while !stopping {
-            let outcome = state.withLock({ $0.schemaReady }) ? exportTurn(&buffer) : createSchema()
-            switch outcome {
-            // A backlog goes out batch after full batch. Caught up, the export sends what came
-            // in the last `interval` as one batch a table: ClickHouse makes a part of every
-            // insert, and many small ones cost it far more than the rows do.
-            case .sentFull: continue
-            case .sent, .idle: _ = wake.wait(timeout: .now() + interval)
-            case .failed:
-                let failures = state.withLock { $0.failuresInARow }
-                _ = wake.wait(timeout: .now() + retry.delay(afterFailures: failures, jitter: Double.random(in: 0..<1)))
-            }
+
+        init(exporter: ClickHouseExporter) { self.exporter = exporter }
+
+        func turn(_ follower: LogFollower) -> LogTurn {
+            exporter.state.withLock({ $0.schemaReady }) ? exporter.exportTurn(&buffer) : exporter.createSchema()
         }
     }
 
-    private enum TurnOutcome { case sent, sentFull, idle, failed }
+    private var stopping: Bool { follower.isStopping }
 
     /// Creates what is missing, and refuses a database whose schema is newer than this endpoint's.
-    private func createSchema() -> TurnOutcome {
+    private func createSchema() -> LogTurn {
         let database = client.target.database
         for statement in schema.statements(database: database) {
             guard case .done = client.run(statement).failure(self) else { return .failed }
@@ -192,7 +178,7 @@ public final class ClickHouseExporter: Sendable {
 
     /// One batch for each table that has records waiting.
     /// `buffer`: the last batch's bytes, for the next batch's memory.
-    private func exportTurn(_ buffer: inout [UInt8]) -> TurnOutcome {
+    private func exportTurn(_ buffer: inout [UInt8]) -> LogTurn {
         var sent = false, full = false
         for table in schema.tables {
             let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
@@ -200,12 +186,12 @@ public final class ClickHouseExporter: Sendable {
             let end = store.durablePrefix.end
             guard !paused, !stopping else { continue }
             guard position.offset < end else {
-                state.withLock { $0.readThrough[table.name] = readAt }
+                state.withLock { $0.lag[table.name, default: StreamLag()].readToEnd(at: readAt) }
                 continue
             }
             let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits,
                                          reusing: &buffer)
-            if !batch.isFull { state.withLock { $0.readThrough[table.name] = readAt } }
+            if !batch.isFull { state.withLock { $0.lag[table.name, default: StreamLag()].readToEnd(at: readAt) } }
             defer { buffer = batch.body }
             if batch.unreadable > 0 {
                 announce("export_unreadable_records", [("table", .string(table.name)), ("records", .number(String(batch.unreadable)))])
@@ -215,28 +201,26 @@ public final class ClickHouseExporter: Sendable {
                 // reading them again after a crash, so the cursor moves without a write.
                 state.withLock { s in
                     s.cursor.advance(past: batch)
-                    s.oldestPending[table.name] = nil
+                    s.lag[table.name, default: StreamLag()].caughtUp()
                 }
                 continue
             }
-            state.withLock { $0.oldestPending[table.name] = batch.firstTime }
+            state.withLock { $0.lag[table.name, default: StreamLag()].pending(since: batch.firstTime) }
             if let rollup = table.rollup, let first = batch.firstID, !preparedRollup(rollup, from: first) { return .failed }
             switch insert(batch, into: table) {
             case .done:
-                let (cursor, recovered) = state.withLock { s -> (ExportCursor, Bool) in
+                let cursor = state.withLock { s -> LogCursor in
                     s.cursor.advance(past: batch)
-                    s.oldestPending[table.name] = nil
-                    defer { s.failuresInARow = 0 }
-                    s.batches += 1
-                    return (s.cursor, s.failuresInARow > 0)
+                    s.lag[table.name, default: StreamLag()].caughtUp()
+                    return s.cursor
                 }
-                if recovered { announce("export_resumed", [("table", .string(table.name))]) }
+                follower.noteAccepted([("table", .string(table.name))])
                 do {
                     try file.save(cursor)
                 } catch {
                     // Not past what is on disk: the batch goes again, as it would after a crash,
                     // rather than later batches being cut from an offset a restart would not know.
-                    state.withLock { $0.cursor.tables[table.name] = position }
+                    state.withLock { $0.cursor.streams[table.name] = position }
                     noteFailure("the export's cursor cannot be saved: \(error)")
                     return .failed
                 }
@@ -288,7 +272,7 @@ public final class ClickHouseExporter: Sendable {
                 guard case .done(let pending) = client.run(waiting).failure(self) else { return false }
                 if Int(pending.trimmingCharacters(in: .whitespacesAndNewlines)) == 0 { break }
                 guard Date() < deadline, !stopping else { return false }
-                _ = wake.wait(timeout: .now() + 0.2)  // ClickHouse signals nothing: its mutation is polled, bounded
+                follower.pause(0.2)  // ClickHouse signals nothing: its mutation is polled, bounded
             }
         }
         state.withLock { _ = $0.preparedRollups.insert(rollup.name) }
@@ -301,15 +285,7 @@ public final class ClickHouseExporter: Sendable {
     }
 
     fileprivate func noteFailure(_ reason: String, countsInARow: Bool = true) {
-        let first = state.withLock { s -> Bool in
-            s.lastError = reason
-            s.lastErrorAt = clock()
-            s.failures += 1
-            if countsInARow { s.failuresInARow += 1 }
-            return s.failuresInARow <= 1
-        }
-        // The first failure of a run is logged; the rest show in /metrics until one succeeds.
-        if first { announce("export_failed", [("reason", .string(reason))]) }
+        follower.noteFailure(reason, countsInARow: countsInARow)
     }
 }
 

@@ -1,8 +1,8 @@
-/// How long the exporter waits before trying ClickHouse again after the `failures`-th failure in
-/// a row: doubling from `first` up to `longest`, each wait shortened by up to a quarter at random
-/// so that nodes that lost ClickHouse together do not all come back in the same instant. The
-/// longest wait is short (5 s): a failed attempt costs one connection, and a backlog starts to
-/// drain within seconds of ClickHouse's return.
+/// How long a log consumer waits before trying its destination again after the `failures`-th
+/// failure in a row: doubling from `first` up to `longest`, each wait shortened by up to a quarter
+/// at random so that nodes that lost a destination together do not all come back in the same
+/// instant. The longest wait is short by default (5 s): a failed attempt costs one connection, and
+/// a backlog starts to drain within seconds of the destination's return.
 public struct RetrySchedule: Sendable {
     public var first: Double
     public var longest: Double
