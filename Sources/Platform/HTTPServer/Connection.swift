@@ -8,6 +8,8 @@ import Darwin
 ///
 /// Requests are parsed as bytes arrive and handed to the handler at once, so pipelined requests
 /// are worked on together; their responses wait in `slots` and leave strictly in request order.
+/// Where it stands is its `ConnectionState`, which also takes every decision about reading,
+/// closing and time-outs; this class moves the bytes and does what the state decides.
 final class Connection {
     let fd: Int32
     let generation: UInt64
@@ -19,9 +21,9 @@ final class Connection {
     private var parser: HTTPRequestParser
     private var inbound: [UInt8] = []
     private var inboundStart = 0
-    private var readEOF = false
-    /// No more requests are read: after an error, a `Connection: close`, or on shutdown.
-    private var stopReading = false
+    private var state = ConnectionState()
+    /// Set while input is parsed: an answer delivered meanwhile is written by the flush that follows.
+    private var processing = false
 
     private struct Slot {
         var sequence: UInt64
@@ -45,31 +47,19 @@ final class Connection {
     static let maxDispatchedPerTurn = 16
     private var dispatchTurn: UInt64 = 0
     private var dispatchedInTurn = 0
-    private var awaitingRevisit = false
     /// A read (GET or HEAD) pipelined behind a write not answered yet: it waits for the writes
     /// before it, so that it sees what they wrote (a report POSTed, then `/api/reports` on the
     /// same connection). Writes are dispatched at once, so a pipelined batch of them still shares
     /// one flush, and reads behind reads are worked on together.
     private var heldRead: HTTPRequest?
     private var nextSequence: UInt64 = 0
-    /// The request being read asked for `100 Continue` and has not been sent one yet.
-    private var continueOwed = false
 
     private var outbound: [UInt8] = []
     private var outboundStart = 0
-    /// Answers are waiting in `outbound` for the end of the loop's `endTurn` (`EventLoop.holdingSends`).
-    private var awaitingRelease = false
-    /// One of the held answers was withdrawn: the connection closes instead of sending them.
-    private var withdrawn = false
     /// Access-log lines not yet given to the loop: those of held answers wait here until they leave.
     private var logLines: [UInt8] = []
     private var logLineCount = 0
     private var stream: (body: any HTTPBodyStream, chunked: Bool)?
-    /// The stream answered `.pending`: nothing to write until it calls back (`streamReady`).
-    private var streamPending = false
-    private var closeAfterFlush = false
-    private var closed = false
-    private var processing = false
     private var interest = (readable: true, writable: false)
 
     private var requestStartedAt: Double?
@@ -113,18 +103,18 @@ final class Connection {
             return
         }
         if event.readable { readAvailable() }
-        if event.writable && !closed { flush() }
+        if event.writable && !state.isClosed { flush() }
     }
 
     func readAvailable() {
-        guard !readEOF, !stopReading else { return }
+        guard state.reads else { return }
         let n = loop.readBuffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
         if n > 0 {
             everRead = true
             inbound.append(contentsOf: loop.readBuffer[0..<n])
             lastProgress = monotonicSeconds()
         } else if n == 0 {
-            readEOF = true
+            state.peerFinished()
         } else {
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
             close()
@@ -147,13 +137,12 @@ final class Connection {
             heldRead = nil
             dispatch(read)
         }
-        while !stopReading && heldRead == nil && slots.count < loop.configuration.maxPipelinedRequests
-                && answeredBytes + outboundPending < Self.maxHeldBytes {
+        while heldRead == nil && state.takesMore(work, maxPipelined: loop.configuration.maxPipelinedRequests, maxHeldBytes: Self.maxHeldBytes) {
             // The turn's budget bounds pipelining: a connection with nothing in flight (a probe, a
             // report, any client that waits for its answer) is always taken up.
             guard dispatchedInTurn < Self.maxDispatchedPerTurn, loop.dispatchBudget > 0 || slots.isEmpty else {
-                if !awaitingRevisit && inboundStart < inbound.count {
-                    awaitingRevisit = true
+                if !state.revisitQueued && inboundStart < inbound.count {
+                    state.revisitQueued = true
                     loop.revisitNextTurn(self)
                 }
                 break
@@ -172,7 +161,7 @@ final class Connection {
                 return
             case .expectContinue:
                 requestStartedAt = requestStartedAt ?? monotonicSeconds()
-                continueOwed = true
+                state.continueOwed = true
             case .request(let request):
                 requestStartedAt = nil
                 if (request.method == "GET" || request.method == "HEAD") && awaitsWrite {
@@ -185,18 +174,18 @@ final class Connection {
         compactInbound()
     }
 
-    /// Nothing of ours is in flight: the connection is idle, or its client is still sending a
-    /// request's head or body. Such a connection may be closed to make room for another.
-    var waitsOnClient: Bool {
-        slots.isEmpty && heldRead == nil && stream == nil && outboundPending == 0 && !awaitingRelease && !continueOwed
+    /// What the connection holds, for its state's decisions.
+    private var work: ConnectionState.Work {
+        ConnectionState.Work(slots: slots.count, heldRead: heldRead != nil, streaming: stream != nil, outboundPending: outboundPending,
+                             answeredBytes: answeredBytes, midRequest: parser.isMidRequest, unparsedInput: inboundStart < inbound.count,
+                             draining: loop.isDraining)
     }
 
-    /// Which waiting connection goes first when room is needed: one dribbling a request's head
-    /// (what a slowloris socket does), then an idle keep-alive one, and last one not read yet,
-    /// whose request may be whole in the socket (a probe from a load balancer, a report).
-    var evictionRank: Int {
-        parser.isMidRequest ? 0 : everRead ? 1 : 2
-    }
+    /// Whether it may be closed to make room for another (`ConnectionState.waitsOnClient`).
+    var waitsOnClient: Bool { state.waitsOnClient(work) }
+
+    /// Which waiting connection goes first when room is needed (`ConnectionState.evictionRank`).
+    var evictionRank: Int { ConnectionState.evictionRank(midRequest: parser.isMidRequest, everRead: everRead) }
 
     /// A request that may write (any method but GET and HEAD) is not answered yet.
     private var awaitsWrite: Bool {
@@ -211,15 +200,15 @@ final class Connection {
         let keepAlive = request.keepAlive
         slots.append(Slot(sequence: sequence, method: request.method, target: request.target, keepAlive: keepAlive,
                           version: request.version, startedAt: monotonicSeconds(), bytesIn: request.body.count))
-        continueOwed = false
-        if !keepAlive { stopReading = true }
+        state.continueOwed = false
+        if !keepAlive { state.stopTakingRequests() }
         loop.handler.handle(request, responder: loop.makeResponder(for: self, sequence: sequence))
     }
 
     /// A framing error: answer it after whatever is already queued, then close.
     private func fail(_ error: HTTPParseError) {
-        stopReading = true
-        continueOwed = false
+        state.stopTakingRequests()
+        state.continueOwed = false
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         let slot = Slot(sequence: nextSequence, method: "-", target: "-", keepAlive: false, version: .http1_1,
@@ -253,11 +242,11 @@ final class Connection {
 
     /// Moves finished responses, in order, into the outbound buffer and writes what the socket takes.
     private func flush() {
-        guard !closed else { return }
+        guard !state.isClosed else { return }
         var pulled = 0
         while true {
             if let current = stream {
-                guard outboundPending < 256 * 1024, pulled < 1024 * 1024, !streamPending else { break }
+                guard outboundPending < 256 * 1024, pulled < 1024 * 1024, !state.streamPending else { break }
                 switch current.body.next(maxBytes: 64 * 1024) {
                 case .bytes(let piece):
                     if piece.isEmpty { continue }
@@ -269,7 +258,7 @@ final class Connection {
                     outbound.append(contentsOf: piece)
                     if current.chunked { outbound.append(contentsOf: [0x0D, 0x0A]) }
                 case .pending:
-                    streamPending = true
+                    state.streamPending = true
                 case .end:
                     if current.chunked { outbound.append(ascii: "0\r\n\r\n") }
                     stream = nil
@@ -281,38 +270,27 @@ final class Connection {
             if case .bytes(let body) = response.body { answeredBytes -= body.count }
             serialize(response, for: first)
         }
-        if continueOwed, slots.isEmpty, stream == nil {
+        if state.continueOwed, slots.isEmpty, stream == nil {
             outbound.append(contentsOf: Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
-            continueOwed = false
+            state.continueOwed = false
         }
         if loop.holdingSends {
-            if !awaitingRelease {
-                awaitingRelease = true
-                loop.hold(self)
-            }
+            if state.hold() { loop.hold(self) }
             return  // the rest of this flush runs when the loop releases the answers
         }
         writeOutbound()
-        guard !closed else { return }
-        // Requests left for the next turn are not idleness: a client that pipelined them and
-        // half-closed is still owed their answers.
-        let idle = slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !awaitingRevisit
-        if idle && (closeAfterFlush || (readEOF && !parser.isMidRequest) || (loop.isDraining && !parser.isMidRequest)) {
+        guard !state.isClosed else { return }
+        switch state.afterWrite(work, maxPipelined: loop.configuration.maxPipelinedRequests, maxHeldBytes: Self.maxHeldBytes) {
+        case .close:
             close()
             return
-        }
-        if readEOF && parser.isMidRequest && idle {
-            close()  // the peer hung up halfway through a request: there is no one to answer
-            return
-        }
-        // Resume reading once earlier pipelined requests have drained, or dispatch the read that
-        // waited for them.
-        if heldRead != nil || (!stopReading && !readEOF && slots.count < loop.configuration.maxPipelinedRequests
-                               && answeredBytes + outboundPending < Self.maxHeldBytes && inboundStart < inbound.count) {
+        case .takeUpInput:
             processInput()
             // Only when something can be sent: a stream being sent holds the slots behind it
             // (waiting for its producer, or for the socket's next writable event).
             if stream == nil, slots.first?.response != nil { flush(); return }
+        case .wait:
+            break
         }
         updateInterest()
         updateDeadline()
@@ -320,26 +298,26 @@ final class Connection {
 
     /// The stream being sent has more (or has ended) after a `.pending`.
     func streamReady() {
-        guard streamPending else { return }
-        streamPending = false
+        guard state.streamPending else { return }
+        state.streamPending = false
         lastProgress = monotonicSeconds()
-        guard !closed, !awaitingRelease else { return }
+        guard !state.isClosed, !state.isHeld else { return }
         flush()
     }
 
     /// A new turn: take up the requests this connection's share of the last one left.
     func resumeInput() {
-        awaitingRevisit = false
-        guard !closed, !awaitingRelease else { return }
+        state.revisitQueued = false
+        guard !state.isClosed, !state.isHeld else { return }
         processInput()
         flush()
     }
 
     /// The loop's `endTurn` is over: send the held answers, or close if one was withdrawn.
     func releaseHeld() {
-        awaitingRelease = false
-        guard !closed else { return }
-        if withdrawn {
+        let send = state.released()
+        guard !state.isClosed else { return }
+        if !send {
             // Their lines are kept, marked, so the log still shows every request that came in.
             var marked: [UInt8] = []
             var start = 0
@@ -361,8 +339,8 @@ final class Connection {
     /// Marks the held answer to `sequence`, if there is one, as withdrawn.
     func withdraw(sequence: UInt64) {
         // Still in `slots`: not answered yet, so there is nothing held to withdraw.
-        guard awaitingRelease, !slots.contains(where: { $0.sequence == sequence }) else { return }
-        withdrawn = true
+        guard !slots.contains(where: { $0.sequence == sequence }) else { return }
+        state.withdraw()
     }
 
     private func serialize(_ response: HTTPResponse, for slot: Slot) {
@@ -385,8 +363,7 @@ final class Connection {
         }
         if closing {
             outbound.append(ascii: "Connection: close\r\n")
-            closeAfterFlush = true
-            stopReading = true
+            state.closeAfterFlush()
         } else if slot.version == .http1_0 {
             outbound.append(ascii: "Connection: keep-alive\r\n")
         }
@@ -396,7 +373,7 @@ final class Connection {
             case .bytes(let bytes): outbound.append(contentsOf: bytes)
             case .stream(let body):
                 stream = (body, slot.version == .http1_1)
-                streamPending = false
+                state.streamPending = false
                 body.whenReady { [loop, fd, generation] in loop.streamReady(fd: fd, generation: generation) }
             }
         } else if case .stream(let body) = response.body {
@@ -432,7 +409,7 @@ final class Connection {
         line.append(ascii: "}\n")
         swap(&line, &logLines)
         logLineCount += 1
-        if !awaitingRelease && !loop.holdingSends { passLogLines() }
+        if !state.isHeld && !loop.holdingSends { passLogLines() }
     }
 
     private func passLogLines() {
@@ -467,9 +444,9 @@ final class Connection {
 
     private func updateInterest() {
         // Stop reading while a client's unread responses pile up or its pipeline is full.
-        let wantRead = !stopReading && !readEOF && answeredBytes + outboundPending < Self.maxHeldBytes
-            && slots.count < loop.configuration.maxPipelinedRequests
-        let wantWrite = outboundPending > 0 || (stream != nil && !streamPending)
+        let work = self.work
+        let wantRead = state.wantsRead(work, maxPipelined: loop.configuration.maxPipelinedRequests, maxHeldBytes: Self.maxHeldBytes)
+        let wantWrite = state.wantsWrite(work)
         if wantRead != interest.readable || wantWrite != interest.writable {
             interest = (wantRead, wantWrite)
             loop.setInterest(fd, readable: wantRead, writable: wantWrite)
@@ -477,24 +454,23 @@ final class Connection {
     }
 
     private func updateDeadline() {
-        if outboundPending == 0 && streamPending {
-            deadline = .infinity  // the body is being made: its producer always calls back
-        } else if outboundPending > 0 || stream != nil {
+        switch state.deadline(work) {
+        case .none:
+            deadline = .infinity
+        case .write:
             deadline = lastProgress + loop.configuration.writeTimeout
-        } else if parser.isMidRequest || continueOwed {
+        case .request:
             let started = requestStartedAt ?? monotonicSeconds()
             requestStartedAt = started
             deadline = started + loop.configuration.requestTimeout
-        } else if !slots.isEmpty {
-            deadline = .infinity  // the handler has the request; it always answers
-        } else {
+        case .idle:
             deadline = lastProgress + loop.configuration.idleTimeout
         }
     }
 
     /// The deadline passed: a slow request gets a 408, an idle connection is simply closed.
     func timedOut() {
-        if parser.isMidRequest && slots.isEmpty && outboundPending == 0 {
+        if state.answersTimeOut(work) {
             let text = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
         }
@@ -503,8 +479,8 @@ final class Connection {
 
     /// On shutdown: close at once if nothing is in flight; otherwise close after the last answer.
     func closeIfIdle() {
-        stopReading = stopReading || !parser.isMidRequest
-        if slots.isEmpty && stream == nil && outboundPending == 0 && heldRead == nil && !awaitingRevisit && !parser.isMidRequest {
+        state.drain(midRequest: parser.isMidRequest)
+        if state.closesWhenDraining(work) {
             close()
         } else {
             updateInterest()
@@ -512,8 +488,7 @@ final class Connection {
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
+        guard state.close() else { return }
         // Streams not sent, or not to the end, stop being made (and free what they read).
         stream?.body.cancel()
         stream = nil
