@@ -85,26 +85,26 @@ let targets: [Target] = [
 
     // MARK: The log and its consumers
     // The append-only, checksummed log of records with group commit, and the rejection ring.
-    layered(.log, "ReportStore", ["Primitives", "Locking", "CSystemShims"]),
+    layered(.log, "RecordLog", ["Primitives", "Locking", "CSystemShims"]),
     // The one way to follow the log: a consumer's durable cursor, the thread that runs its turns,
     // its retry schedule, failures and lag. The ClickHouse export is one consumer; relays are others.
     layered(.log, "LogConsumer", ["Primitives", "Locking", "DurableFiles"]),
     // The log's records in ClickHouse, over its HTTP interface with Foundation: tables, batches,
     // the consumer that sends them. Knows the store and the codecs, no protocol.
-    layered(.log, "ClickHouseExport", ["ReportStore", "LogConsumer", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
+    layered(.log, "ClickHouseExport", ["RecordLog", "LogConsumer", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
 
     // MARK: Records
     // PCM's records in the log: reports and triggers, encoded and decoded above the store.
-    layered(.records, "PCMRecords", ["ReportStore", "Primitives", "PCM", "SiteOwners", "Locking"]),
+    layered(.records, "PCMRecords", ["RecordLog", "Primitives", "PCM", "SiteOwners", "Locking"]),
     // App developers' postbacks: either protocol read, signatures checked, duplicates told
     // apart, and their records in the log.
-    layered(.records, "Postbacks", ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "ReportStore", "Locking", "DurableFiles"]),
+    layered(.records, "Postbacks", ["Primitives", "SKAdNetwork", "AdAttributionKit", "Signatures", "RecordLog", "Locking", "DurableFiles"]),
     // Apple Ads tokens and Apple's answers in the log: the outbox that survives restarts.
-    layered(.records, "AppleAdsRecords", ["AppleAds", "ReportStore", "Primitives"]),
+    layered(.records, "AppleAdsRecords", ["AppleAds", "RecordLog", "Primitives"]),
 
     // MARK: The application
     // The endpoint: its surfaces (a folder each), configuration, access, restart, operations.
-    layered(.application, "Endpoint", ["HTTPServer", "Lifecycle", "Primitives", "PCM", "SiteOwners", "ReportStore", "PCMRecords", "Locking",
+    layered(.application, "Endpoint", ["HTTPServer", "Lifecycle", "Primitives", "PCM", "SiteOwners", "RecordLog", "PCMRecords", "Locking",
                                        "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds",
                                        "Marketers", "AppleAdsRecords", "Signatures", "RawHTTPClient", "DurableFiles", "ClickHouseExport",
                                        "CSystemShims"]),
@@ -128,7 +128,7 @@ let package = Package(
     products: [
         .executable(name: "attribution-endpoint", targets: ["attribution-endpoint"]),
         // For the benchmark tools in benchmarks/, which write logs through the real store.
-        .library(name: "ReportStore", targets: ["ReportStore", "PCMRecords"]),
+        .library(name: "RecordLog", targets: ["RecordLog", "PCMRecords"]),
         // For the postback benchmark: the keyring and the rules, as the endpoint uses them.
         .library(name: "Postbacks", targets: ["Postbacks"]),
         // For the log generator: Apple Ads tokens and calls as records.
@@ -146,17 +146,17 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
         .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
-        .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "ReportStore"],
+        .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "RecordLog"],
                     resources: [.copy("Resources/vectors")]),
         .testTarget(name: "AppDevelopersTests", dependencies: ["AppDevelopers", "AppleAds", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "AppConfigurationTests", dependencies: ["AppConfiguration", "Primitives"], resources: [.copy("Resources")]),
         .testTarget(name: "TokenTests", dependencies: ["Signatures", "Primitives"], resources: [.copy("Resources/vectors")]),
         .testTarget(name: "LogConsumerTests", dependencies: ["LogConsumer", "DurableFiles", "Locking", "Primitives"]),
-        .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "LogConsumer", "ReportStore", "PCMRecords", "Postbacks", "AppleAdsRecords",
+        .testTarget(name: "ClickHouseExportTests", dependencies: ["ClickHouseExport", "LogConsumer", "RecordLog", "PCMRecords", "Postbacks", "AppleAdsRecords",
                                                            "AppleAds", "Primitives", "DurableFiles", "Locking", "HTTPServer", "SiteOwners", "PCM", "RawHTTPClient"]),
-        .testTarget(name: "ReportStoreTests", dependencies: ["ReportStore", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
+        .testTarget(name: "RecordLogTests", dependencies: ["RecordLog", "PCMRecords", "Primitives", "PCM", "SiteOwners", "Locking"]),
         .testTarget(name: "EndpointTests", dependencies: ["Endpoint", "Demo", "Primitives", "PCM", "SiteOwners", "PCMRecords", "HTTPServer", "RawHTTPClient", "Locking", "attribution-endpoint",
-                                                     "Postbacks", "ReportStore", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport", "AppleAdsRecords"],
+                                                     "Postbacks", "RecordLog", "Signatures", "AppleAdsStandIn", "DurableFiles", "ClickHouseExport", "AppleAdsRecords"],
                     resources: [.copy("Resources/log-2026-11-23"), .copy("Resources/log-2026-11-25"), .copy("Resources/token-keys")]),
     ],
     swiftLanguageModes: [.v6]

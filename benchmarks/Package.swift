@@ -16,9 +16,9 @@ let package = Package(
         .executableTarget(name: "hummingbird-reference",
                           dependencies: [.product(name: "Hummingbird", package: "hummingbird")]),
         // Fills a data directory with N reports (or, with --mix app, a top app's mix of every kind)
-        // through the real ReportStore, for scale tests.
+        // through the real RecordLog, for scale tests.
         .executableTarget(name: "log-generator",
-                          dependencies: [.product(name: "ReportStore", package: "attribution-endpoint"),
+                          dependencies: [.product(name: "RecordLog", package: "attribution-endpoint"),
                                          .product(name: "Postbacks", package: "attribution-endpoint"),
                                          .product(name: "AppleAdsRecords", package: "attribution-endpoint")]),
         // Signature checks per second on one core, through the endpoint's own keyring: the

@@ -374,7 +374,7 @@ def write_report(results, scales, info):
         "## At scale",
         "",
         "Logs filled by `benchmarks/.build/release/log-generator DIR N 720`, which appends through the real "
-        "`ReportStore` (same records, checksums, group commit), receive times spread over 30 days. "
+        "`RecordLog` (same records, checksums, group commit), receive times spread over 30 days. "
         "\"start\" is from process start to the first 201 for a new report, replay included. "
         "RSS is the peak (VmHWM) after start, 20 exports and 102 summaries. The export is `GET /api/reports?since=<one hour ago>`. "
         "The summary is `GET /api/summary` three ways, 34 times each: the last 30 days for all sites, one site's destination "

@@ -1,6 +1,6 @@
 @testable import ClickHouseExport
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 
 /// Batches read from a real log: one table's kind only, within limits, the same rows every time
@@ -161,5 +161,5 @@ import Testing
 struct ReportExportCodecStandIn: RecordCodec {
     let kind = RecordKind(200, name: "test")
     let columns: [String] = []
-    func reader() -> (ReportStore.RecordView) -> ExportRow? { { _ in nil } }
+    func reader() -> (RecordLog.RecordView) -> ExportRow? { { _ in nil } }
 }

@@ -8,7 +8,7 @@ import PCM
 import PCMRecords
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// A log holding every kind of record, written through the owners' own appends, and the tables
@@ -16,7 +16,7 @@ import SiteOwners
 /// cannot see the endpoint's).
 final class ExportTestLog: Sendable {
     let directory: String
-    let store: ReportStore
+    let store: RecordLog
     private let now = Locked<Int64>(1_795_168_800_000)  // 2026-11-20T10:00:00Z
 
     init(directory: String? = nil) throws {
@@ -24,7 +24,7 @@ final class ExportTestLog: Sendable {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         self.directory = path
         let now = self.now
-        store = try ReportStore(directory: path, clock: { Timestamp(millisecondsSinceEpoch: now.withLock { $0 += 1_000; return $0 }) })
+        store = try RecordLog(directory: path, clock: { Timestamp(millisecondsSinceEpoch: now.withLock { $0 += 1_000; return $0 }) })
     }
 
     func close() { store.close() }

@@ -3,7 +3,7 @@ import AppleAdsRecords
 import Foundation
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 @testable import Endpoint
 
@@ -11,7 +11,7 @@ import Testing
 /// same hash, two different tokens stay two (each its own id, each sent to Apple), and the same
 /// token is still one, whether waiting to be written, waiting for Apple, or answered.
 @Suite struct AppleAdsTokenIdentityTests {
-    static func outbox(_ store: ReportStore) -> AppleAdsOutbox {
+    static func outbox(_ store: RecordLog) -> AppleAdsOutbox {
         AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: "http://127.0.0.1:9/")!, timeout: 1, connections: 1),
                        clock: EndpointClock(manual: false), maxPending: 100, turns: TurnRequester(), tokenHash: { _ in 42 })
     }
@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func twoTokensWithOneHashAreTwoAndOneTokenTwiceIsOne() throws {
-        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
+        let store = try RecordLog(directory: temporaryDirectory(), committer: .owner)
         defer { store.close() }
         let outbox = Self.outbox(store)
         let results = Locked<[String: AppleAdsOutbox.Entry]>([:])
@@ -57,7 +57,7 @@ import Testing
         let a = "answered-token-" + String(repeating: "Z", count: 80)
         var tokenA: AppleAdsOutbox.Entry?
         do {
-            let store = try ReportStore(directory: directory, committer: .owner)
+            let store = try RecordLog(directory: directory, committer: .owner)
             let outbox = Self.outbox(store)
             let results = Locked<[String: AppleAdsOutbox.Entry]>([:])
             _ = Self.take(outbox, a, results, as: "a")
@@ -74,7 +74,7 @@ import Testing
             store.close()
         }
         // A start reads it back: the token is answered, its text is only in the log.
-        let store = try ReportStore(directory: directory, committer: .owner)
+        let store = try RecordLog(directory: directory, committer: .owner)
         defer { store.close() }
         let outbox = Self.outbox(store)
         let results = Locked<[String: AppleAdsOutbox.Entry]>([:])

@@ -1,6 +1,6 @@
 import AppleAdsStandIn
 import Foundation
-@testable import ReportStore
+@testable import RecordLog
 @testable import AppleAdsRecords
 import Primitives
 import Testing
@@ -129,7 +129,7 @@ import Testing
             envelope.appendLE(UInt64(9))
             envelope.appendLE(final.at.millisecondsSinceEpoch)
             return (envelope + payload).withUnsafeBytes { raw in
-                ReportStore.RecordView(kind: RecordKind.appleAdsCall.number, tag: 4, payload: raw, end: 0).flatMap(StoredAppleAdsCall.decode)
+                RecordLog.RecordView(kind: RecordKind.appleAdsCall.number, tag: 4, payload: raw, end: 0).flatMap(StoredAppleAdsCall.decode)
             }
         }
         #expect(decode(withSummary)?.token == summary)

@@ -94,7 +94,7 @@ import Testing
             running.insert(comm.trimmingCharacters(in: .newlines))
         }
         // Always there, whatever the options: the loop, the log's threads, the pools.
-        for name in ["http-event-loop", "log-writer", "log-preallocator", "report-store-flush", "reads-N", "export-N", "segment-sites", "heap-trim"] {
+        for name in ["http-event-loop", "log-writer", "log-preallocator", "record-log-flush", "reads-N", "export-N", "segment-sites", "heap-trim"] {
             #expect(started.contains(name), "\(name) is started nowhere")
             let kernelName = String(name.replacingOccurrences(of: "-N", with: "-0").prefix(15))
             #expect(running.contains(kernelName), "no thread named \(kernelName) among \(running.sorted())")
@@ -103,7 +103,7 @@ import Testing
 }
 
 extension ArchitectureDocumentTests {
-    /// Every type the document names in backquotes (`ReportStore`, `SiteOwnerBook.judge`) is a
+    /// Every type the document names in backquotes (`RecordLog`, `SiteOwnerBook.judge`) is a
     /// word of the sources: a type renamed or removed fails here until the document follows.
     @Test func everyTypeItNamesExists() throws {
         let document = try Self.document()

@@ -2,7 +2,7 @@ import Foundation
 import Locking
 import SiteOwners
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 @testable import Demo
 @testable import Endpoint
@@ -136,7 +136,7 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         let directory = temporaryDirectory()
         let clock = EndpointClock(manual: true)
         clock.set(Timestamp(rfc3339: "2026-11-01T12:00:00Z")!)
-        let store = try ReportStore(directory: directory, clock: { clock.now() })
+        let store = try RecordLog(directory: directory, clock: { clock.now() })
         defer { store.close() }
         // A record a day, each committed before the next: a segment rolls between batches.
         for day in [0, 1, 2, 3, 4, 4] {

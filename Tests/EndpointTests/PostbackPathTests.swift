@@ -3,7 +3,7 @@ import HTTPServer
 import Locking
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import RawHTTPClient
 import Testing
 @testable import Endpoint
@@ -195,10 +195,10 @@ import Testing
     /// The endpoint's turn, held shut until `open`.
     final class HeldTurns: HTTPHandler, @unchecked Sendable {
         let intake: PostbackIntake
-        let store: ReportStore
+        let store: RecordLog
         let open = Locked(false)
 
-        init(intake: PostbackIntake, store: ReportStore) {
+        init(intake: PostbackIntake, store: RecordLog) {
             self.intake = intake
             self.store = store
         }
@@ -218,7 +218,7 @@ import Testing
     }
 
     @Test func aFullLineAnswers503AndTheRestAreStoredInOrder() throws {
-        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
+        let store = try RecordLog(directory: temporaryDirectory(), committer: .owner)
         defer { store.close() }
         let ledger = PostbackLedger()
         let context = HandlerContext(trustedProxies: [], rejections: RejectionLog(), metrics: EndpointMetrics(),

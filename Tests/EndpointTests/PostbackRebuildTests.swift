@@ -3,7 +3,7 @@ import DurableFiles
 import Foundation
 import Primitives
 import RawHTTPClient
-@testable import ReportStore
+@testable import RecordLog
 import Testing
 @testable import Demo
 @testable import Endpoint
@@ -134,11 +134,11 @@ import Testing
     @Test func theReportPathReadsOnlySegmentsRecentEnoughToHoldWhatItNeeds() {
         func at(_ day: Int) -> Timestamp { Timestamp(millisecondsSinceEpoch: Int64(day) * 86_400_000) }
         let segments = [
-            ReportStore.Segment(base: 0, end: 100, bytes: 100, records: 5, firstTime: at(1), lastTime: at(3), sealed: true),
-            ReportStore.Segment(base: 100, end: 200, bytes: 100, records: 0, firstTime: nil, lastTime: nil, sealed: true),
-            ReportStore.Segment(base: 200, end: 300, bytes: 100, records: 5, firstTime: at(3), lastTime: at(9), sealed: true),
-            ReportStore.Segment(base: 300, end: 400, bytes: 100, records: 5, firstTime: at(9), lastTime: at(20), sealed: true),
-            ReportStore.Segment(base: 400, end: 450, bytes: 50, records: 1, firstTime: at(20), lastTime: at(21), sealed: false),
+            RecordLog.Segment(base: 0, end: 100, bytes: 100, records: 5, firstTime: at(1), lastTime: at(3), sealed: true),
+            RecordLog.Segment(base: 100, end: 200, bytes: 100, records: 0, firstTime: nil, lastTime: nil, sealed: true),
+            RecordLog.Segment(base: 200, end: 300, bytes: 100, records: 5, firstTime: at(3), lastTime: at(9), sealed: true),
+            RecordLog.Segment(base: 300, end: 400, bytes: 100, records: 5, firstTime: at(9), lastTime: at(20), sealed: true),
+            RecordLog.Segment(base: 400, end: 450, bytes: 50, records: 1, firstTime: at(20), lastTime: at(21), sealed: false),
         ]
         #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(15)) == 300)
         // A day's slack for a clock stepped back.

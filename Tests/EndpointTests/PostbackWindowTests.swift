@@ -3,7 +3,7 @@ import Locking
 import Postbacks
 import Primitives
 import RawHTTPClient
-import ReportStore
+import RecordLog
 import Testing
 @testable import Demo
 @testable import Endpoint

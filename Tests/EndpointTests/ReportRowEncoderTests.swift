@@ -3,7 +3,7 @@ import Foundation
 import PCM
 import PCMRecords
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 @testable import Endpoint
 
@@ -13,7 +13,7 @@ import Testing
 @Suite struct ReportRowEncoderTests {
     static let table = ClickHouseTables.schema.tables.first { $0.name == "pcm_reports" }!
 
-    func compare(_ store: ReportStore, expectEncoded: Bool = true) {
+    func compare(_ store: RecordLog, expectEncoded: Bool = true) {
         let end = store.durablePrefix.end
         for limits in [ExportBatch.Limits.standard, .init(rows: 3, bytes: 1 << 20)] {
             var offset = 0
@@ -39,13 +39,13 @@ import Testing
         let fixture = try #require(Bundle.module.url(forResource: name, withExtension: nil))
         let directory = temporaryDirectory()
         try FileManager.default.copyItem(atPath: fixture.path + "/reports.log", toPath: directory + "/reports.log")
-        let store = try ReportStore(directory: directory)
+        let store = try RecordLog(directory: directory)
         defer { store.close() }
         compare(store)
     }
 
     @Test func bodiesOfEveryShapeGiveTheSameRowsWhicheverWritesThem() throws {
-        let store = try ReportStore(directory: temporaryDirectory())
+        let store = try RecordLog(directory: temporaryDirectory())
         defer { store.close() }
         let bodies = [
             #"{"source_engagement_type":"click","source_site":"news.example","source_id":42,"attributed_on_site":"shop.example","trigger_data":5,"version":3}"#,

@@ -1,6 +1,6 @@
 import Foundation
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 @testable import Demo
 @testable import Endpoint

@@ -3,7 +3,7 @@ import Primitives
 import SiteOwners
 import Foundation
 import PCMRecords
-import ReportStore
+import RecordLog
 import Testing
 import RawHTTPClient
 @testable import Demo

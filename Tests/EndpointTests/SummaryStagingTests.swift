@@ -2,7 +2,7 @@ import PCM
 import Primitives
 import SiteOwners
 import PCMRecords
-import ReportStore
+import RecordLog
 import Testing
 @testable import Endpoint
 
@@ -75,7 +75,7 @@ import Testing
         rebuilding.commitStaged()
         #expect(Self.seen(rebuilding) == nil, "unavailable until the rebuild is done")
 
-        let store = try ReportStore(directory: temporaryDirectory())
+        let store = try RecordLog(directory: temporaryDirectory())
         defer { store.close() }
         #expect(rebuilding.rebuild(from: store, through: store.bytesOnDisk) { false })
         for (report, facts) in batch { added.add(report, facts) }

@@ -1,6 +1,6 @@
 import Foundation
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 @testable import Postbacks
 
@@ -73,7 +73,7 @@ import Testing
     @Test func aRetryRecordSaysItsOriginAndOlderOnesAreStillRead() throws {
         let directory = NSTemporaryDirectory() + "retry-records-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try ReportStore(directory: directory, committer: .owner)
+        let store = try RecordLog(directory: directory, committer: .owner)
         defer { store.close() }
         let origin = PostbackOrigin(day: 20_418, site: "app.example")
         store.appendRetry(of: 5, protocol: .skadnetwork, site: "app.example", origin: origin, steps: { _ in })
@@ -99,7 +99,7 @@ import Testing
         store.commitQueued()
         var read: [String] = []
         store.scanEveryRecord(through: Int.max) { view in
-            if let retry = ReportStore.retry(view) {
+            if let retry = RecordLog.retry(view) {
                 read.append("\(retry.original) \(retry.site.utf8.count) \(retry.origin.map { "\($0.day) \($0.site)" } ?? "-")")
             }
             return true

@@ -1,7 +1,7 @@
 import Foundation
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 
 /// A segment's key table on disk: every key found in whichever block it lands, retry counts by

@@ -1,6 +1,6 @@
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import Testing
 import Foundation
 
@@ -83,7 +83,7 @@ import Foundation
                                          body: Array(#"{"jws-string":"x"}"#.utf8))
         var id: UInt64?
         do {
-            let store = try ReportStore(directory: directory, committer: .owner)
+            let store = try RecordLog(directory: directory, committer: .owner)
             id = store.append(draft, steps: { _ in })
             store.appendRetry(of: id!, protocol: .adattributionkit, steps: { _ in })
             store.appendRetry(of: id!, protocol: .adattributionkit, steps: { _ in })
@@ -91,7 +91,7 @@ import Foundation
             store.close()
         }
         let ledger = PostbackLedger()
-        let store = try ReportStore(directory: directory, committer: .owner, replaying: { ledger.take($0) })
+        let store = try RecordLog(directory: directory, committer: .owner, replaying: { ledger.take($0) })
         defer { store.close() }
         let stored = try #require(store.postbacks().next())
         #expect(stored.id == id && stored.draft == draft && stored.protocol == .adattributionkit)

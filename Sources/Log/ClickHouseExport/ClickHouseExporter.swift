@@ -3,7 +3,7 @@ import Foundation
 import Locking
 import LogConsumer
 import Primitives
-import ReportStore
+import RecordLog
 
 /// Sends every record of the log to ClickHouse, table by table, from a durable cursor: a
 /// `LogConsumer`, run by its `LogFollower` on the `clickhouse-export` thread. The endpoint never
@@ -59,7 +59,7 @@ public final class ClickHouseExporter: Sendable {
         var preparedRollups: Set<String> = []
     }
 
-    private let store: ReportStore
+    private let store: RecordLog
     private let schema: ClickHouseSchema
     private let client: ClickHouseClient
     private let node: String
@@ -73,7 +73,7 @@ public final class ClickHouseExporter: Sendable {
     /// The file in the data directory that keeps the export's `LogCursor`.
     public static let cursorFile = "clickhouse-export.json"
 
-    public init(store: ReportStore, schema: ClickHouseSchema, client: ClickHouseClient, node: String, dataDirectory: String,
+    public init(store: RecordLog, schema: ClickHouseSchema, client: ClickHouseClient, node: String, dataDirectory: String,
                 clock: @escaping @Sendable () -> Timestamp, limits: ExportBatch.Limits = .standard, interval: Double = 1,
                 retry: RetrySchedule = RetrySchedule(),
                 announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Primitives
-import ReportStore
+import RecordLog
 
 /// Counts kept beside a table of records, so that a summary over a year of them reads thousands
 /// of rows, not millions: each batch's records grouped by `keys` and counted, one row per group.

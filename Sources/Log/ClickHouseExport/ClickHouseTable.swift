@@ -1,4 +1,4 @@
-import ReportStore
+import RecordLog
 
 /// Where one kind of record goes in ClickHouse: the table, the codec that reads the records, and
 /// the columns taken from the codec's rows by name.

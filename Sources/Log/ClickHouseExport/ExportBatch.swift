@@ -1,5 +1,5 @@
 import Primitives
-import ReportStore
+import RecordLog
 
 /// One `INSERT … FORMAT JSONEachRow` worth of a table's records: the rows, and where in the log
 /// the next batch starts. Built from the log alone, so building it again from the same offset
@@ -37,7 +37,7 @@ public struct ExportBatch: Sendable {
 
     /// Reads `table`'s records from `start` (a record boundary) up to `through` (the durable end
     /// of the log), until `limits` are met.
-    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
+    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: RecordLog,
                             limits: Limits = .standard, encoding: Bool = true) -> ExportBatch {
         var none: [UInt8] = []
         return read(table, node: node, from: start, through: end, in: store, limits: limits, encoding: encoding, reusing: &none)
@@ -46,7 +46,7 @@ public struct ExportBatch: Sendable {
     /// The same, writing into `buffer`'s memory (an earlier batch's body, which it takes, leaving
     /// `buffer` empty): a fresh 16 MB array costs its page faults and its growth copies again.
     /// Taken, not shared, since a shared array's `removeAll(keepingCapacity:)` allocates anew.
-    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: ReportStore,
+    public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: RecordLog,
                             limits: Limits = .standard, encoding: Bool = true, reusing buffer: inout [UInt8]) -> ExportBatch {
         var batch = ExportBatch(table: table.name, end: start)
         swap(&batch.body, &buffer)

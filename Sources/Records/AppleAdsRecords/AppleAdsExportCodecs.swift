@@ -1,6 +1,6 @@
 import AppleAds
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A stored Apple Ads token as a warehouse sees it: when and for which site. Neither the token
 /// (it would let anyone ask Apple about the install) nor the public id the app reads its answer
@@ -13,7 +13,7 @@ public struct AppleAdsTokenExportCodec: RecordCodec {
 
     public init() {}
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         { view in
             StoredAppleAdsToken.decode(view).map { token in
                 ExportRow(members: [JSONMember(key: "id", value: .number(String(token.id))),
@@ -38,7 +38,7 @@ public struct AppleAdsCallExportCodec: RecordCodec {
 
     public init() {}
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         { view in StoredAppleAdsCall.decode(view).map { Self.row($0, id: view.id) } }
     }
 

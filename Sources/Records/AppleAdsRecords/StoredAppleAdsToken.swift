@@ -1,6 +1,6 @@
 import AppleAds
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A token as the log keeps it: the outbox. Written before the app is answered 202, so that a
 /// restart resumes every call not finished.
@@ -36,7 +36,7 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
         out.append(contentsOf: token.utf8)
     }
 
-    public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsToken? {
+    public static func decode(_ record: RecordLog.RecordView) -> StoredAppleAdsToken? {
         guard record.kind == RecordKind.appleAdsToken.number else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let publicID = r.bytes(16), let site = r.text16(), let token = r.text16() else { return nil }
@@ -125,7 +125,7 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
         out.appendLE(UInt16(clamping: token.lastHTTPStatus ?? 0))
     }
 
-    public static func decode(_ record: ReportStore.RecordView) -> StoredAppleAdsCall? {
+    public static func decode(_ record: RecordLog.RecordView) -> StoredAppleAdsCall? {
         guard record.kind == RecordKind.appleAdsCall.number else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let tokenID = r.u64(), let called = r.u8(), let http = r.u16(),
@@ -143,7 +143,7 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
     }
 }
 
-extension ReportStore {
+extension RecordLog {
     /// Queues a token; returns its record id (nil when the store is closing). `completion` runs
     /// once it is on disk, or could not be written.
     @discardableResult

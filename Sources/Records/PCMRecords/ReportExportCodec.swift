@@ -1,6 +1,6 @@
 import PCM
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A stored report as the exports show it:
 ///
@@ -34,7 +34,7 @@ public struct ReportExportCodec: RecordCodec {
         self.forWarehouse = forWarehouse
     }
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         var strings = InternedStrings()
         let forWarehouse = self.forWarehouse
         return { view in StoredReport.decode(view, strings: &strings).map { Self.row($0, forWarehouse: forWarehouse) } }

@@ -1,6 +1,6 @@
 import PCM
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A report as the log keeps it: the body exactly as received, plus what the endpoint decided.
 ///
@@ -130,7 +130,7 @@ public struct StoredReport: Sendable, Equatable {
     /// The report a stored record holds; nil if its protocol is not one this release knows, or
     /// its layout is wrong. `strings` reuses the Strings of reasons and campaigns seen before (a
     /// log holds a few of them millions of times).
-    public static func decode(_ record: ReportStore.RecordView, strings: inout InternedStrings) -> StoredReport? {
+    public static func decode(_ record: RecordLog.RecordView, strings: inout InternedStrings) -> StoredReport? {
         let p = record.payload
         guard let recordProtocol = AttributionProtocol(logTag: record.tag), let layout = Layout(p) else { return nil }
         func text(_ range: Range<Int>) -> String { strings.string(UnsafeRawBufferPointer(rebasing: p[range])) }
@@ -148,7 +148,7 @@ public struct StoredReport: Sendable, Equatable {
 
     /// For remembering verified PCM tokens at replay: the report, decoded only if a reason says
     /// one of its tokens verified, which is nearly never; nil, without reading further, for the rest.
-    public static func withVerifiedToken(_ record: ReportStore.RecordView) -> StoredReport? {
+    public static func withVerifiedToken(_ record: RecordLog.RecordView) -> StoredReport? {
         guard record.kind == RecordKind.report.number else { return nil }
         let p = record.payload
         guard p.count >= 7 else { return nil }

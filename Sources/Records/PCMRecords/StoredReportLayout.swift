@@ -1,6 +1,6 @@
 import PCM
 import Primitives
-import ReportStore
+import RecordLog
 
 extension StoredReport {
     /// Where each part of a stored report lies in its payload (see `encodePayload`), found without

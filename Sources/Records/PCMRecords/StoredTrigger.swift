@@ -1,4 +1,4 @@
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// The log encoding of a `Trigger`. Triggers share the report log (and its single writer), so
@@ -18,7 +18,7 @@ enum StoredTrigger {
         }
     }
 
-    static func decode(_ record: ReportStore.RecordView) -> Trigger? {
+    static func decode(_ record: RecordLog.RecordView) -> Trigger? {
         let p = record.payload
         guard p.count >= 4 else { return nil }
         var offset = 2

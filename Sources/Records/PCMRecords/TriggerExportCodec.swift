@@ -1,5 +1,5 @@
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// A stored trigger as the exports show it: the conversion the advertiser's pixel redirect
@@ -12,7 +12,7 @@ public struct TriggerExportCodec: RecordCodec {
 
     public init() {}
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         { view in StoredTrigger.decode(view).map(Self.row) }
     }
 

@@ -1,6 +1,6 @@
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// Collects what a start gives the trigger ledger (`ReplayedTriggers`) from the records replay
@@ -36,7 +36,7 @@ public final class TriggerReplay: SegmentDigestOwner {
         self.keepingFrom = keepingFrom
     }
 
-    public func take(_ record: ReportStore.RecordView) {
+    public func take(_ record: RecordLog.RecordView) {
         if record.kind == RecordKind.trigger.number, let trigger = StoredTrigger.decode(record) {
             collected.withLock { $0.add(trigger, from: keepingFrom) }
         } else if record.kind == RecordKind.report.number, let used = StoredReport.peekTriggerID(record.payload) {
@@ -53,7 +53,7 @@ public final class TriggerReplay: SegmentDigestOwner {
     struct Digester: SegmentDigester {
         var out: [UInt8] = []
 
-        mutating func take(_ record: ReportStore.RecordView) {
+        mutating func take(_ record: RecordLog.RecordView) {
             if record.kind == RecordKind.trigger.number, let trigger = StoredTrigger.decode(record) {
                 out.append(1)
                 out.appendLE(trigger.id)

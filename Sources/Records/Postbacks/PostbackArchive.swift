@@ -1,6 +1,6 @@
 import Foundation
 import Locking
-import ReportStore
+import RecordLog
 
 /// The key tables of the segments whose postbacks the ledger has let go of (`PostbackKeyTable`,
 /// in `postback-keys/`): where a delivery that comes after its postback's window is found, and
@@ -86,7 +86,7 @@ public final class PostbackArchive: Sendable {
     /// Whether every table is of a segment of this log (`segments`, the store's, oldest first), or
     /// of one removed before it, and counted retries no further than the log goes: a table
     /// written for another log (a restored `log/` beside newer tables) cannot be trusted.
-    public func describes(_ segments: [ReportStore.Segment]) -> Bool {
+    public func describes(_ segments: [RecordLog.Segment]) -> Bool {
         let firstKept = segments.first?.base ?? 0, logEnd = segments.last?.end ?? 0
         return tables.allSatisfy { table in
             table.retriesThrough <= logEnd
@@ -126,7 +126,7 @@ public final class PostbackArchive: Sendable {
     /// The postbacks stored under `duplicateKey` in the tabled segments that are still kept, each
     /// confirmed against its record (a hash matches by chance). A table that cannot be read is an
     /// error, not a miss: it may hold the postback.
-    public func earlier(duplicateKey: String, hash: DuplicateKeyHash, in store: ReportStore) throws(PostbackKeyTable.Unreadable) -> [Earlier] {
+    public func earlier(duplicateKey: String, hash: DuplicateKeyHash, in store: RecordLog) throws(PostbackKeyTable.Unreadable) -> [Earlier] {
         let firstKept = store.segments.first?.base ?? 0
         var found: [Earlier] = []
         for table in tables where table.segmentEnd > firstKept {

@@ -1,6 +1,6 @@
 import AdAttributionKit
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A stored postback as the exports show it:
 ///
@@ -41,7 +41,7 @@ public struct PostbackExportCodec: RecordCodec {
         ledger = nil
     }
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         guard let ledger else { return { view in StoredPostback.decode(view).map { Self.row($0, retries: nil) } } }
         // One reader per export, which reads rows in id order: a table's counts a block at a time.
         var reader = PostbackLedger.RetryReader(ledger: ledger)

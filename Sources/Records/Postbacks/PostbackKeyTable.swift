@@ -5,7 +5,7 @@ import Darwin
 #endif
 import DurableFiles
 import Primitives
-import ReportStore
+import RecordLog
 
 /// One sealed log segment's postbacks once their devices have stopped retrying: where each
 /// duplicate key's postback is in the log, and how many retries of each the ledger counted. It

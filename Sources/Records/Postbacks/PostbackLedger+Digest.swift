@@ -1,5 +1,5 @@
 import Primitives
-import ReportStore
+import RecordLog
 
 /// What the ledger takes from a sealed segment, about 50 bytes a postback and 17 a retry instead of
 /// the records themselves (a postback's body is most of the log): a start takes the window's
@@ -19,7 +19,7 @@ extension PostbackLedger: SegmentDigestOwner {
     struct Digester: SegmentDigester {
         var out: [UInt8] = [0]
 
-        mutating func take(_ view: ReportStore.RecordView) {
+        mutating func take(_ view: RecordLog.RecordView) {
             if view.kind == RecordKind.postback.number, let stored = StoredPostback.decode(view) {
                 let key = DuplicateKeyHash(stored.draft.duplicateKey)
                 out.append(1)

@@ -1,5 +1,5 @@
 import Locking
-import ReportStore
+import RecordLog
 
 /// Which postbacks the log holds, by duplicate key, and how many retries of each arrived: what
 /// tells a device's repeated delivery from a new postback.
@@ -245,7 +245,7 @@ public final class PostbackLedger: Sendable {
 
     /// Takes one record of the log as replay shows it. A postback a table holds stays on disk;
     /// a retry a table counted is passed over.
-    public func take(_ view: ReportStore.RecordView) {
+    public func take(_ view: RecordLog.RecordView) {
         if view.kind == RecordKind.postback.number {
             if archive?.table(covering: view.id) != nil { return }
             guard let stored = StoredPostback.decode(view) else { return }

@@ -1,5 +1,5 @@
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A repeated delivery of a stored postback as the exports show it: when it came and which
 /// postback (this node's record id) it repeated. Devices resend a postback up to nine times;
@@ -12,9 +12,9 @@ public struct PostbackRetryExportCodec: RecordCodec {
 
     public init() {}
 
-    public func reader() -> (ReportStore.RecordView) -> ExportRow? {
+    public func reader() -> (RecordLog.RecordView) -> ExportRow? {
         { view in
-            guard let original = ReportStore.retry(view)?.original else { return nil }
+            guard let original = RecordLog.retry(view)?.original else { return nil }
             let proto = AttributionProtocol(rawValue: view.tag)?.name ?? "unknown"
             let members = [
                 JSONMember(key: "id", value: .number(String(view.id))),

@@ -1,5 +1,5 @@
 import Primitives
-import ReportStore
+import RecordLog
 
 /// A postback as the log keeps it: the body exactly as received, plus what the endpoint decided.
 public struct StoredPostback: Sendable, Equatable {
@@ -77,7 +77,7 @@ public struct StoredPostback: Sendable, Equatable {
     }
 
     /// The site a postback's record was sent to, read without the rest: nil if it is not one.
-    public static func site(of record: ReportStore.RecordView) -> String? {
+    public static func site(of record: RecordLog.RecordView) -> String? {
         let p = record.payload
         guard record.kind == RecordKind.postback.number, p.count >= 13, p[0] == 1 else { return nil }
         let length = Int(p.loadLE(UInt16.self, at: 11))
@@ -86,7 +86,7 @@ public struct StoredPostback: Sendable, Equatable {
     }
 
     /// The postback a record holds, or nil if the record is not one this version can read.
-    public static func decode(_ record: ReportStore.RecordView) -> StoredPostback? {
+    public static func decode(_ record: RecordLog.RecordView) -> StoredPostback? {
         guard record.kind == RecordKind.postback.number, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
         var r = PayloadReader(record.payload)
         guard r.u8() == 1, let verdict = r.u8().flatMap(PostbackVerdict.init), let signature = r.u8().flatMap(SignatureOutcome.init),

@@ -7,10 +7,10 @@ import SiteOwners
 import Dispatch
 import Foundation
 import PCMRecords
-import ReportStore
+import RecordLog
 
 // Usage: log-generator <data-directory> <count> [hours] [--mix app]
-// Appends through the real ReportStore (same records, checksums, group commit and segments as
+// Appends through the real RecordLog (same records, checksums, group commit and segments as
 // live ingest), with receive times spread evenly over the last [hours] (24):
 // - by default <count> valid v3 PCM reports;
 // - with `--mix app`, a top app's mix in which <count> is the postback copies: for every ten,
@@ -31,7 +31,7 @@ let end = Int64(Date().timeIntervalSince1970 * 1000)
 let records = appMix ? count * 35 / 10 : count
 let step = max(1, hours * 3_600_000 / Int64(max(records, 1)))
 let clockState = ClockState(start: end - step * Int64(records), step: step)
-let store = try ReportStore(directory: arguments[1], clock: { clockState.tick() })
+let store = try RecordLog(directory: arguments[1], clock: { clockState.tick() })
 
 final class ClockState: @unchecked Sendable {
     var next: Int64
@@ -74,7 +74,7 @@ func postback(_ n: Int) -> StoredPostback.Draft {
 }
 
 /// Follows a record to disk, for the group.
-func steps() -> ReportStore.RecordSteps {
+func steps() -> RecordLog.RecordSteps {
     { step in
         switch step {
         case .written: break

@@ -1,5 +1,5 @@
 import Postbacks
-import ReportStore
+import RecordLog
 import AppDevelopers
 import Foundation
 import HTTPServer

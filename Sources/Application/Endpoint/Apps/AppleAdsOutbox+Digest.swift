@@ -1,5 +1,5 @@
 import AppleAdsRecords
-import ReportStore
+import RecordLog
 
 /// What the outbox takes from a sealed segment: the tokens that arrived and settled within it as
 /// counts only (`AppleAdsTally`), and as records everything else a start must replay: the tokens
@@ -23,7 +23,7 @@ extension AppleAdsOutbox: SegmentDigestOwner {
         private var foreignCount = 0
         private var tally = AppleAdsTally()
 
-        mutating func take(_ view: ReportStore.RecordView) {
+        mutating func take(_ view: RecordLog.RecordView) {
             if let token = StoredAppleAdsToken.decode(view) {
                 var records: [UInt8] = []
                 RecordCopy.append(view, to: &records)

@@ -4,7 +4,7 @@ import Dispatch
 import Foundation
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The Apple Ads tokens still waiting for Apple's final answer, and the calls to Apple's API each
 /// still needs; where the final answers of the last day are in the log (the app reads its answer
@@ -182,7 +182,7 @@ final class AppleAdsOutbox: Sendable {
         var backlogged = 0
     }
 
-    let store: ReportStore
+    let store: RecordLog
     let client: AppleAdsClient
     let clock: EndpointClock
     /// Calls to Apple under way at once: a few, since each takes about a second.
@@ -210,7 +210,7 @@ final class AppleAdsOutbox: Sendable {
     /// `tokenHash`: the index's key for a token's text (tests give one that collides).
     private let tokenHash: @Sendable (String) -> Int
 
-    init(store: ReportStore, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester,
+    init(store: RecordLog, client: AppleAdsClient, clock: EndpointClock, maxPending: Int, turns: TurnRequester,
          digestsDirectory: String? = nil, replayInBackground: Bool = false, beforeReplay: @escaping @Sendable () -> Void = {},
          tokenHash: @escaping @Sendable (String) -> Int = { $0.hashValue }) {
         self.tokenHash = tokenHash
@@ -263,7 +263,7 @@ final class AppleAdsOutbox: Sendable {
         let cutoff = clock.now().millisecondsSinceEpoch - Self.settledKept
         // Built in place and moved in whole: a day of tokens is held once, never copied.
         var replayed = State()
-        func take(_ view: ReportStore.RecordView, fromLog: Bool) {
+        func take(_ view: RecordLog.RecordView, fromLog: Bool) {
             if let token = StoredAppleAdsToken.decode(view) {
                 replayed.entries[token.id] = Entry(tokenID: token.id, publicID: Self.text(of: token.publicID), site: token.site,
                                           receivedAt: token.receivedAt, tokenHash: tokenHash(token.token), token: token.token,
@@ -337,7 +337,7 @@ final class AppleAdsOutbox: Sendable {
     }
 
     /// The segment's digest, if it is whole and of this very segment.
-    private func digest(of segment: ReportStore.Segment) -> SegmentDigest? {
+    private func digest(of segment: RecordLog.Segment) -> SegmentDigest? {
         guard let digestsDirectory, let data = FileManager.default.contents(atPath: digestsDirectory + "/\(segment.base).digest"),
               let digest = SegmentDigest.decode([UInt8](data)), digest.describes(segment) else { return nil }
         return digest

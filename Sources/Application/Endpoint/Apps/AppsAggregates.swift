@@ -2,7 +2,7 @@ import Foundation
 import Locking
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The Apps view's counts per UTC day and site, kept as postbacks are stored, so that a summary
 /// costs the days it covers, not the postbacks, and answers for days whose records retention
@@ -63,7 +63,7 @@ final class AppsAggregates: SegmentDigestOwner {
     }
 
     /// Where the postback a retry record repeats was stored.
-    fileprivate static func origin(of retry: (original: UInt64, site: String, origin: PostbackOrigin?), at view: ReportStore.RecordView,
+    fileprivate static func origin(of retry: (original: UInt64, site: String, origin: PostbackOrigin?), at view: RecordLog.RecordView,
                                    originOf: (UInt64) -> PostbackOrigin?) -> PostbackOrigin {
         retry.origin ?? originOf(retry.original) ?? PostbackOrigin(receivedAt: view.time, site: retry.site)
     }
@@ -87,10 +87,10 @@ final class AppsAggregates: SegmentDigestOwner {
     }
 
     /// Takes one record as replay shows it.
-    func take(_ view: ReportStore.RecordView) {
+    func take(_ view: RecordLog.RecordView) {
         if let postback = StoredPostback.decode(view) {
             add(postback)
-        } else if let retry = ReportStore.retry(view) {
+        } else if let retry = RecordLog.retry(view) {
             addDuplicate(at: Self.origin(of: retry, at: view, originOf: originOf))
         }
     }
@@ -148,11 +148,11 @@ final class AppsAggregates: SegmentDigestOwner {
         let originOf: @Sendable (UInt64) -> PostbackOrigin?
         fileprivate var days: [DaySite: AppsSummary] = [:]
 
-        mutating func take(_ view: ReportStore.RecordView) {
+        mutating func take(_ view: RecordLog.RecordView) {
             if let postback = StoredPostback.decode(view) {
                 let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
                 days[key, default: AppsSummary(sites: [])].add(AppsSummary.Facts(postback), retries: 0)
-            } else if let retry = ReportStore.retry(view) {
+            } else if let retry = RecordLog.retry(view) {
                 let origin = AppsAggregates.origin(of: retry, at: view, originOf: originOf)
                 days[DaySite(day: origin.day, site: origin.site), default: AppsSummary(sites: [])].addDuplicates(1)
             }

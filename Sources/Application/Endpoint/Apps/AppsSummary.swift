@@ -2,7 +2,7 @@ import AppDevelopers
 import ClickHouseExport
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// The Apps view: what app developers' postback copies say, per app site and period: the same

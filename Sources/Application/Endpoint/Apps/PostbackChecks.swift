@@ -2,7 +2,7 @@ import Dispatch
 import HTTPServer
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 
 /// How a postback's body is read and its signature checked before the event loop takes it up:
 /// on worker threads (`PostbackChecksOnWorkers`), or on the loop itself within a time budget
@@ -41,7 +41,7 @@ struct PostbackChecksOnWorkers: PostbackChecks {
     /// Consulted first, so that a copy of a stored postback is never checked again.
     let ledger: PostbackLedger
     /// Where a postback found in the key tables is read back, off the loop.
-    let store: ReportStore
+    let store: RecordLog
     /// Asked when the last check in flight is done, so that the loop takes it up without
     /// waiting for another request.
     let turns: TurnRequester

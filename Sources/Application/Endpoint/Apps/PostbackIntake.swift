@@ -1,7 +1,7 @@
 import HTTPServer
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The postback paths: from a POST to a stored postback (or a counted retry) and its 200.
 ///
@@ -24,7 +24,7 @@ struct PostbackIntake: Sendable {
     let rebuild: PostbackRebuild
     let developmentMode: Bool
     let maxPostbackBytes: Int
-    let store: ReportStore
+    let store: RecordLog
     let context: HandlerContext
 
     /// Finds the site and the size on arrival; the rest is the checks' and the turn's.

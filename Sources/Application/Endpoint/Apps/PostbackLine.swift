@@ -2,7 +2,7 @@ import Locking
 import Postbacks
 import Primitives
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// A postback taken in and waiting for the event loop: a reference, so that the line moves
 /// pointers, not a postback's fields, as it advances.
@@ -36,7 +36,7 @@ extension PostbackLedger.LookedUp {
     /// else the key tables' postbacks under the key, with the archive's generation read before
     /// memory was asked. Nil when there are no tables or one could not be read: the loop then
     /// looks again itself.
-    static func lookUp(_ reading: PostbackReading, ledger: PostbackLedger, store: ReportStore) -> PostbackLedger.LookedUp? {
+    static func lookUp(_ reading: PostbackReading, ledger: PostbackLedger, store: RecordLog) -> PostbackLedger.LookedUp? {
         guard let archive = ledger.archive, case .postback(let postback, _) = reading else { return nil }
         let generation = archive.generation
         guard !reading.isKnownRetry(in: ledger) else { return nil }

@@ -2,7 +2,7 @@ import Dispatch
 import Locking
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// `--postback-window-days N`: how long the postback ledger keeps a postback in memory. Devices
@@ -20,7 +20,7 @@ final class PostbackWindow: PeriodicallySwept {
     /// key table; the margin only saves that lookup.
     static let defaultDays = 10
     let days: Int
-    private let store: ReportStore
+    private let store: RecordLog
     let ledger: PostbackLedger
     let archive: PostbackArchive
     private let clock: EndpointClock
@@ -33,7 +33,7 @@ final class PostbackWindow: PeriodicallySwept {
     /// Told of each table written (the segment's digest keeps less of it from then on).
     private let onTableWritten: @Sendable (PostbackKeyTable) -> Void
 
-    init(days: Int, store: ReportStore, ledger: PostbackLedger, archive: PostbackArchive, clock: EndpointClock,
+    init(days: Int, store: RecordLog, ledger: PostbackLedger, archive: PostbackArchive, clock: EndpointClock,
          announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
          onTableWritten: @escaping @Sendable (PostbackKeyTable) -> Void = { _ in }) {
         self.onTableWritten = onTableWritten
@@ -101,7 +101,7 @@ final class PostbackWindow: PeriodicallySwept {
 
     /// Reads the segment's postbacks, writes their table and hands them to it; nil when the
     /// segment could not be read to its end.
-    private func table(of segment: ReportStore.Segment) throws -> PostbackKeyTable? {
+    private func table(of segment: RecordLog.Segment) throws -> PostbackKeyTable? {
         var postbacks: [(id: UInt64, hash: UInt64, start: Int)] = []
         let reached = store.scanRecords(of: .postback, from: segment.base, through: segment.end) { view in
             if let stored = StoredPostback.decode(view) {

@@ -2,7 +2,7 @@ import AppDevelopers
 import AppleAds
 import AppleAdsRecords
 import Primitives
-import ReportStore
+import RecordLog
 
 /// Every Apple Ads token taken, with where it stands and Apple's record, as `/api/apple-ads`
 /// lists it: one line (or CSV row) per token, every column on every line (null when absent),
@@ -23,7 +23,7 @@ enum AppleAdsExport {
     /// The rows of the tokens received in `[since, until)`. The outbox's snapshot is taken before
     /// the log is read: a token final by then has its record in what is read, and one still
     /// waiting then is listed as waiting, its final record (if it comes meanwhile) passed over.
-    static func rows(outbox: AppleAdsOutbox, store: ReportStore, since: Timestamp?, until: Timestamp?,
+    static func rows(outbox: AppleAdsOutbox, store: RecordLog, since: Timestamp?, until: Timestamp?,
                      registry: AppRegistry) -> () -> ExportRow? {
         let (legacy, pending) = outbox.exportSnapshot(since: since, until: until)
         let waiting = Set(pending.map(\.tokenID))

@@ -1,6 +1,6 @@
 import ClickHouseExport
 import Foundation
-import ReportStore
+import RecordLog
 
 /// `attribution-endpoint clickhouse schema|queries|rows`: what the export writes and reads,
 /// for a DBA who creates the tables ahead of the nodes, for checking the queries on another
@@ -64,7 +64,7 @@ public enum ClickHouseCommand {
             guard let data = options["--data"], let node = options["--node"] else { return fail("rows needs --data DIR and --node NAME") }
             guard EndpointConfiguration.isNodeName(node) else { return fail("--node: 1 to 64 letters, digits, '.', '_' or '-'") }
             do {
-                let store = try ReportStore(directory: data)
+                let store = try RecordLog(directory: data)
                 defer { store.close() }
                 let end = store.durablePrefix.end
                 var offset = 0

@@ -3,13 +3,13 @@ import SiteOwners
 import HTTPServer
 import PCMRecords
 import Postbacks
-import ReportStore
+import RecordLog
 
 /// Every stored report, postback and Apple Ads token, as NDJSON or CSV, filtered by receive time.
 /// Needs the token. Each export of the log is its kind's `RecordCodec`; the Apple Ads one joins
 /// the outbox's memory and its final calls' records (`AppleAdsExport.rows`).
 struct ExportRoutes: Sendable {
-    let store: ReportStore
+    let store: RecordLog
     let ledger: PostbackLedger
     /// Postbacks' retry counts are whole once it is ready.
     let postbackRebuild: PostbackRebuild

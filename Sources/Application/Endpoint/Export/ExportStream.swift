@@ -1,6 +1,6 @@
 import HTTPServer
 import Primitives
-import ReportStore
+import RecordLog
 
 /// Every export's body: rows written as NDJSON lines or CSV rows, a few dozen kilobytes at a
 /// time, whatever the rows come from (the log through a kind's `RecordCodec`, or

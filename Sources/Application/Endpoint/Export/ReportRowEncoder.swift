@@ -5,7 +5,7 @@ import Glibc
 import PCM
 import PCMRecords
 import Primitives
-import ReportStore
+import RecordLog
 
 /// `pcm_reports`' rows and their `pcm_report_counts` key, written straight from the stored
 /// report's bytes: the table's columns in order, as `ReportExportCodec.forWarehouse` through the
@@ -89,7 +89,7 @@ struct ReportRowEncoder: ClickHouseRowEncoder {
         }
     }
 
-    mutating func encode(_ view: ReportStore.RecordView, prefix: [UInt8], into out: inout [UInt8], key: inout [UInt8]) -> Bool {
+    mutating func encode(_ view: RecordLog.RecordView, prefix: [UInt8], into out: inout [UInt8], key: inout [UInt8]) -> Bool {
         let p = view.payload
         guard let layout = StoredReport.Layout(p), layout.sourceTokenKeyID == nil, layout.destinationTokenKeyID == nil,
               let recordProtocol = AttributionProtocol(logTag: view.tag),

@@ -1,7 +1,7 @@
 import DurableFiles
 import Foundation
 import Locking
-import ReportStore
+import RecordLog
 
 /// Which served sites each sealed segment holds records for, kind by kind, so that a scoped
 /// export (a viewer token of one advertiser, `?advertiser=`) never opens a segment that holds
@@ -18,7 +18,7 @@ final class SegmentSites: PeriodicallySwept {
     /// How an exported kind's record tells its site.
     struct Kind: Sendable {
         var kind: RecordKind
-        var site: @Sendable () -> (ReportStore.RecordView) -> String?
+        var site: @Sendable () -> (RecordLog.RecordView) -> String?
 
         /// The `site` column of `codec`'s rows.
         init(_ codec: some RecordCodec) {
@@ -42,7 +42,7 @@ final class SegmentSites: PeriodicallySwept {
     }
 
     let directory: String
-    private let store: ReportStore
+    private let store: RecordLog
     private let kinds: [Kind]
     let thread = PeriodicSweep(named: "segment-sites", priority: .idle, interval: 5)
     /// By segment base: each kind's sites.
@@ -50,7 +50,7 @@ final class SegmentSites: PeriodicallySwept {
     /// The active segment, described from its base up to `through` (a record boundary).
     private let active = Locked<(base: Int, through: Int, sites: [UInt8: Set<String>])?>(nil)
 
-    init(directory: String, store: ReportStore, kinds: [Kind]) throws {
+    init(directory: String, store: RecordLog, kinds: [Kind]) throws {
         self.directory = directory
         self.store = store
         self.kinds = kinds
@@ -80,7 +80,7 @@ final class SegmentSites: PeriodicallySwept {
     /// Segments described.
     var count: Int { described.withLock { $0.count } }
 
-    /// For `ReportStore.records(of:skipping:)`: up to where a segment can be passed over by a
+    /// For `RecordLog.records(of:skipping:)`: up to where a segment can be passed over by a
     /// reader of `kind`'s records at `sites` alone: the whole of a sealed one described as holding
     /// none of them, the described start of the active one likewise; nil: read it.
     func skipping(_ kind: RecordKind, unless sites: Set<String>) -> (Int) -> Int? {

@@ -3,7 +3,7 @@ import Primitives
 import Foundation
 import PCMRecords
 import Postbacks
-import ReportStore
+import RecordLog
 import HTTPServer
 import Locking
 
@@ -78,12 +78,12 @@ final class EndpointMetrics: Sendable {
     }
 
     /// True when a write failed in the last few seconds and none has succeeded since.
-    func storeIsFailing(_ store: ReportStore) -> Bool {
+    func storeIsFailing(_ store: RecordLog) -> Bool {
         guard store.writeError != nil else { return false }
         return counts.withLock { c in c.lastStoreFailure.map { Date().timeIntervalSince($0) < 5 } ?? false }
     }
 
-    func prometheusText(store: ReportStore, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, tokenChecks: TokenChecks? = nil,
+    func prometheusText(store: RecordLog, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, tokenChecks: TokenChecks? = nil,
                         now: Timestamp = EndpointClock.systemNow()) -> String {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"

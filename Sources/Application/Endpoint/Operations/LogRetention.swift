@@ -1,7 +1,7 @@
 import Dispatch
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// `--retention-days N`: removes whole sealed log segments whose last record is more than N days
@@ -14,7 +14,7 @@ import SiteOwners
 /// What stays true is in docs/DEPLOYMENT.md ("Retention").
 final class LogRetention: PeriodicallySwept {
     let days: Int
-    private let store: ReportStore
+    private let store: RecordLog
     private let clock: EndpointClock
     /// The log offset below which everything is safe elsewhere: the summary's checkpoint, the export.
     private let keptElsewhereThrough: @Sendable () -> Int
@@ -22,7 +22,7 @@ final class LogRetention: PeriodicallySwept {
     let thread = PeriodicSweep(named: "log-retention")
     private let state = Locked<(removed: Int, removedBytes: Int, waiting: Int)>((0, 0, 0))
 
-    init(days: Int, store: ReportStore, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
+    init(days: Int, store: RecordLog, clock: EndpointClock, keptElsewhereThrough: @escaping @Sendable () -> Int,
          announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) {
         self.days = days
         self.store = store
@@ -40,10 +40,10 @@ final class LogRetention: PeriodicallySwept {
 
     /// Removes what may go now; returns what it removed.
     @discardableResult
-    func sweep() -> [ReportStore.Segment] {
+    func sweep() -> [RecordLog.Segment] {
         let cutoff = clock.now().millisecondsSinceEpoch - Int64(days) * TimingModel.day
         let safeThrough = keptElsewhereThrough()
-        func old(_ segment: ReportStore.Segment) -> Bool {
+        func old(_ segment: RecordLog.Segment) -> Bool {
             guard let last = segment.lastTime else { return segment.end == segment.base }
             return last.millisecondsSinceEpoch < cutoff
         }
@@ -66,7 +66,7 @@ final class LogRetention: PeriodicallySwept {
     }
 }
 
-extension ReportStore {
+extension RecordLog {
     /// The receive time of the oldest record kept, of any kind; nil in an empty log.
     var oldestRecordTime: Timestamp? { segments.lazy.compactMap(\.firstTime).first }
 

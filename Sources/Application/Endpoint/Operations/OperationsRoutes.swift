@@ -2,14 +2,14 @@ import ClickHouseExport
 import Foundation
 import Primitives
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// What operators and their tools call: health (open to load balancers), metrics, the refusals,
 /// and the manual clock (which exists only with `--manual-clock`).
 struct OperationsRoutes: Sendable {
     /// This node's name (`--node`), checked to need no escaping.
     let node: String
-    let store: ReportStore
+    let store: RecordLog
     let metrics: EndpointMetrics
     let rejections: RejectionLog
     let clock: EndpointClock

@@ -2,7 +2,7 @@ import PCM
 import Primitives
 import HTTPServer
 import PCMRecords
-import ReportStore
+import RecordLog
 
 /// The report path: from a POST to a stored report and its answer (`AnswerOnCommit`).
 ///
@@ -16,7 +16,7 @@ struct ReportIntake: Sendable {
     /// Which copy a report is, from the site it was sent to.
     let roles: RoleResolver
     let maxReportBytes: Int
-    let store: ReportStore
+    let store: RecordLog
     /// The registrations and the trigger ledger, for the verdict.
     let book: SiteOwnerBook
     let summary: SummaryBook
@@ -50,13 +50,13 @@ struct ReportIntake: Sendable {
         /// Notes an accepted report's arrival (`Arrivals`): a quarantined one only reached the path.
         let accepted: (@Sendable (Timestamp) -> Void)?
 
-        func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse {
+        func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse {
             // Counted while the flush is in flight, shown once it succeeds.
             summary.stage(StoredReport(draft, record), facts)
             return ReportIntake.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
         }
 
-        func stored(_ record: ReportStore.AppendedRecord) {
+        func stored(_ record: RecordLog.AppendedRecord) {
             summary.commitStaged()
             metrics.stored(draft)
             if draft.verdict == .accepted { accepted?(record.time) }

@@ -1,6 +1,6 @@
 import PCMRecords
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The verified tokens of a sealed segment's reports, 9 bytes and the key id each: a start takes
 /// the token sets from these instead of reading (and validating) every report again.
@@ -14,7 +14,7 @@ extension TokenChecks: SegmentDigestOwner {
     struct Digester: SegmentDigester {
         var out: [UInt8] = []
 
-        mutating func take(_ record: ReportStore.RecordView) {
+        mutating func take(_ record: RecordLog.RecordView) {
             guard let stored = StoredReport.withVerifiedToken(record) else { return }
             for token in TokenChecks.verifiedTokens(of: stored) {
                 let keyID = Array(token.keyID.utf8.prefix(255))

@@ -2,13 +2,13 @@ import PCM
 import Primitives
 import SiteOwners
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// The well-known trigger URL the conversion pixel redirects to: the trigger goes to the log and
 /// then to the site owners' ledger, and the browser gets a 1×1 GIF once it is on disk.
 struct TriggerIntake: Sendable {
     let book: SiteOwnerBook
-    let store: ReportStore
+    let store: RecordLog
     let context: HandlerContext
 
     /// A refused trigger is counted and kept in the rejection ring with the URL it was sent to
@@ -27,7 +27,7 @@ struct TriggerIntake: Sendable {
         }
         let book = self.book
         let answer = AnswerOnCommit(responder: responder, metrics: nil, failure: "the trigger could not be recorded")
-        let trigger = { @Sendable (record: ReportStore.AppendedRecord) in
+        let trigger = { @Sendable (record: RecordLog.AppendedRecord) in
             Trigger(id: record.id, recordedAt: record.time, site: site, triggerData: path.triggerData, priority: path.priority,
                     attributionSource: path.attributionSource)
         }

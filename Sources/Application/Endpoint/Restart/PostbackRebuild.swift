@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The postback ledger and the Apps view's counts, read again from the log on a thread of their
 /// own when a start could not take them from digests (one damaged, missing in the middle of the
@@ -19,9 +19,9 @@ import ReportStore
 final class PostbackRebuild: Sendable {
     /// Where the read starts and ends; nil when the start took everything from digests.
     let range: Range<Int>?
-    private let take: @Sendable (ReportStore.RecordView) -> Void
+    private let take: @Sendable (RecordLog.RecordView) -> Void
     private let beforeReading: @Sendable () -> Void
-    private let store: ReportStore
+    private let store: RecordLog
     private let done = DispatchGroup()
     private struct Progress {
         var ready: Bool
@@ -32,7 +32,7 @@ final class PostbackRebuild: Sendable {
     private let progress: Locked<Progress>
 
     /// `range` nil: nothing to rebuild, ready from the start.
-    init(store: ReportStore, range: Range<Int>?, take: @escaping @Sendable (ReportStore.RecordView) -> Void,
+    init(store: RecordLog, range: Range<Int>?, take: @escaping @Sendable (RecordLog.RecordView) -> Void,
          beforeReading: @escaping @Sendable () -> Void = {}) {
         self.store = store
         self.beforeReading = beforeReading

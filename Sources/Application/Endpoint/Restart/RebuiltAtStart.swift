@@ -1,7 +1,7 @@
 import PCMRecords
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 
 /// What a start rebuilds from the log: the triggers a report may still use, the postback
 /// ledger's window, the verified PCM tokens, and the Apps view's counts. Each takes the digests of sealed
@@ -19,19 +19,19 @@ struct RebuiltAtStart {
     var owners: [any SegmentDigestOwner] { [triggers, ledger, tokens, apps] }
 
     /// Takes one record as replay shows it.
-    func take(_ record: ReportStore.RecordView) {
+    func take(_ record: RecordLog.RecordView) {
         takeForReports(record)
         takeForPostbacks(record)
     }
 
     /// What the report path needs.
-    func takeForReports(_ record: ReportStore.RecordView) {
+    func takeForReports(_ record: RecordLog.RecordView) {
         triggers.take(record)
         if let verified = StoredReport.withVerifiedToken(record) { tokens.take(verified) }
     }
 
     /// What the postback paths and the Apps view need.
-    func takeForPostbacks(_ record: ReportStore.RecordView) {
+    func takeForPostbacks(_ record: RecordLog.RecordView) {
         ledger.take(record)
         apps.take(record)
     }
@@ -44,7 +44,7 @@ struct RebuiltAtStart {
     /// The base of the first segment that can hold a record the report path needs: a trigger
     /// received since `triggersFrom`, or a token signed since `tokensFrom` (nil: any time, as
     /// with a `--token-public-key`, whose keys' age is unknown). Segments before it end before both.
-    static func reportStateFrom(_ segments: [ReportStore.Segment], triggersFrom: Timestamp, tokensFrom: Timestamp?) -> Int {
+    static func reportStateFrom(_ segments: [RecordLog.Segment], triggersFrom: Timestamp, tokensFrom: Timestamp?) -> Int {
         guard let first = segments.first else { return 0 }
         guard let tokensFrom else { return first.base }
         let needed = min(triggersFrom, tokensFrom).adding(milliseconds: -clockSlack)

@@ -2,7 +2,7 @@ import DurableFiles
 import Foundation
 import Locking
 import Primitives
-import ReportStore
+import RecordLog
 
 /// The digests of sealed segments (`SegmentDigest`, in DATA/digests/): what each owner of state a
 /// start rebuilds (`RebuiltAtStart`) took from a segment, written by a thread of their own
@@ -14,7 +14,7 @@ import ReportStore
 final class SegmentDigests: PeriodicallySwept {
     let directory: String
     private let owners: [any SegmentDigestOwner]
-    private let store: ReportStore
+    private let store: RecordLog
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     let thread = PeriodicSweep(named: "segment-digests", priority: .background)
     private let state = Locked<(failures: Int, bases: Set<Int>, toCompact: [Int])>((0, [], []))
@@ -23,7 +23,7 @@ final class SegmentDigests: PeriodicallySwept {
 
     /// `restored`: the digests the start took, known good; any other file is checked by the first
     /// sweep, and written again unless it is whole and of its segment.
-    init(directory: String, owners: [any SegmentDigestOwner], store: ReportStore, restored: Restored, clock: EndpointClock,
+    init(directory: String, owners: [any SegmentDigestOwner], store: RecordLog, restored: Restored, clock: EndpointClock,
          announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) throws {
         self.directory = directory
         self.owners = owners
@@ -163,7 +163,7 @@ final class SegmentDigests: PeriodicallySwept {
 
         /// Whether each digest taken names the kept segment in its place: only then is what the
         /// owners took the log's.
-        func describes(_ segments: [ReportStore.Segment]) -> Bool {
+        func describes(_ segments: [RecordLog.Segment]) -> Bool {
             guard digests.count <= segments.count else { return false }
             return zip(digests, segments).allSatisfy { $0.describes($1) }
         }
@@ -173,7 +173,7 @@ final class SegmentDigests: PeriodicallySwept {
     /// gap, until one is missing, damaged or without every owner's section. Only their headers
     /// are kept; the log is then opened to read from the end of the last.
     static func chain(dataDirectory: String, directory: String, owners: [any SegmentDigestOwner]) -> Restored {
-        let bases = ReportStore.sealedSegmentBases(directory: dataDirectory)
+        let bases = RecordLog.sealedSegmentBases(directory: dataDirectory)
         var chain = Restored()
         for (i, base) in bases.enumerated() {
             guard let data = FileManager.default.contents(atPath: directory + "/" + String(base) + ".digest"),

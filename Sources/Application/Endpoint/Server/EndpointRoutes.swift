@@ -1,5 +1,5 @@
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// The route table: every surface's groups, each declared in its surface's folder. The table of
 /// every path, its methods and its token is in docs/ARCHITECTURE.md ("Surfaces and the route
@@ -10,14 +10,14 @@ import ReportStore
 /// known path with another method is 405 with `Allow`. Never sets or reads a cookie.
 struct EndpointRoutes: HTTPHandler {
     let router: Router
-    let store: ReportStore
+    let store: RecordLog
     /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
     let checkpointer: SummaryCheckpointer?
     /// Postbacks waiting for their signature check: each turn takes up its share.
     let postbacks: PostbackIntake?
     let context: HandlerContext
 
-    init(surfaces: [RouteGroup], store: ReportStore, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
+    init(surfaces: [RouteGroup], store: RecordLog, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
          postbacks: PostbackIntake? = nil, context: HandlerContext) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, refused: { context.answer(refusal: $1, to: $0) },

@@ -9,7 +9,7 @@ import PCM
 import PCMRecords
 import Postbacks
 import Primitives
-import ReportStore
+import RecordLog
 import Signatures
 
 /// The running endpoint: the store, the surfaces and the HTTP server, wired together. The
@@ -17,7 +17,7 @@ import Signatures
 /// `EndpointServer+Waiting`.
 public final class EndpointServer: Sendable {
     public let configuration: EndpointConfiguration
-    public let store: ReportStore
+    public let store: RecordLog
     public let adminToken: String
     /// Where the generated token is kept, when it was not configured.
     public let adminTokenFile: String?
@@ -138,7 +138,7 @@ public final class EndpointServer: Sendable {
         let replaying = state
         let readWhileOpening = chain.digests.isEmpty
             && ((try? FileManager.default.contentsOfDirectory(atPath: digestsDirectory)) ?? []).allSatisfy { !$0.hasSuffix(".digest") }
-        let store = try ReportStore(directory: configuration.dataDirectory, committer: .owner,
+        let store = try RecordLog(directory: configuration.dataDirectory, committer: .owner,
                                     preallocation: configuration.logPreallocationMB << 20,
                                     segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
                                     clock: { clock.now() },

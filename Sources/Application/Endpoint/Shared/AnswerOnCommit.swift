@@ -1,5 +1,5 @@
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// What a handler does at each step of a record's way to disk, when its answer says the record
 /// is kept: the answer, what others may see once the record is stored, and what to give back if
@@ -10,16 +10,16 @@ protocol CommittedAnswer: Sendable {
     /// disk's time). False: it is made once the record is on disk, and a failure is a 503.
     static var answersWhileFlushing: Bool { get }
     /// The answer.
-    func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse
+    func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse
     /// The record is on disk: counts and ledgers may show it.
-    func stored(_ record: ReportStore.AppendedRecord)
+    func stored(_ record: RecordLog.AppendedRecord)
     /// The record was not kept: give back what it claimed.
     func undo()
 }
 
 extension CommittedAnswer {
     static var answersWhileFlushing: Bool { false }
-    func stored(_ record: ReportStore.AppendedRecord) {}
+    func stored(_ record: RecordLog.AppendedRecord) {}
     func undo() {}
 }
 
@@ -27,7 +27,7 @@ extension CommittedAnswer {
 /// trigger, a postback or its retry, an Apple Ads token.
 ///
 /// `steps` is handed to the store with the record. The endpoint commits at the end of each
-/// event-loop turn (`ReportStore.commitQueued(overlappingFlush: true)`), and every answer given
+/// event-loop turn (`RecordLog.commitQueued(overlappingFlush: true)`), and every answer given
 /// then is held by the loop until the turn ends, by when the flush has said whether it held. An
 /// answer that `answersWhileFlushing` (a report's) is made once the record is written, in the
 /// disk's time, and withdrawn if the flush then fails, so its connection closes with nothing
@@ -45,7 +45,7 @@ struct AnswerOnCommit: Sendable {
 
     /// One closure over one value, whatever the answer: the report path's one allocation for
     /// its answer's steps.
-    func steps<Answer: CommittedAnswer>(_ answer: Answer) -> ReportStore.RecordSteps {
+    func steps<Answer: CommittedAnswer>(_ answer: Answer) -> RecordLog.RecordSteps {
         let (responder, metrics, failure) = (self.responder, self.metrics, self.failure)
         return { step in
             switch step {
@@ -64,9 +64,9 @@ struct AnswerOnCommit: Sendable {
     }
 
     /// The same, from closures: for the paths where a type of its own would say less.
-    func steps(answer: @escaping @Sendable (ReportStore.AppendedRecord) -> HTTPResponse,
-               stored: @escaping @Sendable (ReportStore.AppendedRecord) -> Void = { _ in },
-               undo: @escaping @Sendable () -> Void = {}) -> ReportStore.RecordSteps {
+    func steps(answer: @escaping @Sendable (RecordLog.AppendedRecord) -> HTTPResponse,
+               stored: @escaping @Sendable (RecordLog.AppendedRecord) -> Void = { _ in },
+               undo: @escaping @Sendable () -> Void = {}) -> RecordLog.RecordSteps {
         steps(ClosureAnswer(make: answer, onStored: stored, onUndo: undo))
     }
 
@@ -85,11 +85,11 @@ struct AnswerOnCommit: Sendable {
 }
 
 private struct ClosureAnswer: CommittedAnswer {
-    let make: @Sendable (ReportStore.AppendedRecord) -> HTTPResponse
-    let onStored: @Sendable (ReportStore.AppendedRecord) -> Void
+    let make: @Sendable (RecordLog.AppendedRecord) -> HTTPResponse
+    let onStored: @Sendable (RecordLog.AppendedRecord) -> Void
     let onUndo: @Sendable () -> Void
 
-    func answer(_ record: ReportStore.AppendedRecord) -> HTTPResponse { make(record) }
-    func stored(_ record: ReportStore.AppendedRecord) { onStored(record) }
+    func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse { make(record) }
+    func stored(_ record: RecordLog.AppendedRecord) { onStored(record) }
     func undo() { onUndo() }
 }

@@ -1,7 +1,7 @@
 import PCM
 import Primitives
 import HTTPServer
-import ReportStore
+import RecordLog
 
 /// An RFC 9457 problem: what went wrong, for whom to fix, as `application/problem+json`.
 ///

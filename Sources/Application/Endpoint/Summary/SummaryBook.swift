@@ -2,7 +2,7 @@ import PCM
 import Primitives
 import Locking
 import PCMRecords
-import ReportStore
+import RecordLog
 
 /// The aggregates behind a lock: each report is staged while its batch is flushed and merged
 /// once it is stored, by its steps on the event loop, and the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
@@ -58,7 +58,7 @@ final class SummaryBook: Sendable {
     /// while reports stored meanwhile are counted apart and merged at the end. Returns false when
     /// `shouldStop` ended it early (shutdown): the summary then stays unavailable, never partial.
     @discardableResult
-    func rebuild(from store: ReportStore, base: SummaryAggregates = SummaryAggregates(), start: Int = 0, through end: Int,
+    func rebuild(from store: RecordLog, base: SummaryAggregates = SummaryAggregates(), start: Int = 0, through end: Int,
                  shouldStop: @escaping () -> Bool) -> Bool {
         guard end > start else {
             // Nothing to read: the base and what was counted so far, in one step, so that the

@@ -1,6 +1,6 @@
 import PCM
 import Foundation
-import ReportStore
+import RecordLog
 
 /// The summary's aggregates saved with the log prefix they were built from, so that a restart
 /// rebuilds only what the log gained since instead of reading every report again.

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Locking
-import ReportStore
+import RecordLog
 
 /// Decides when the summary's checkpoint is written, and writes it off the event loop.
 ///
@@ -13,7 +13,7 @@ import ReportStore
 /// costs at most that much rebuilding; and one at shutdown, so a planned restart rebuilds nothing.
 final class SummaryCheckpointer: Sendable {
     let path: String
-    private let store: ReportStore
+    private let store: RecordLog
     private let summary: SummaryBook
     private let interval: UInt64
 
@@ -28,7 +28,7 @@ final class SummaryCheckpointer: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
 
-    init(directory: String, store: ReportStore, summary: SummaryBook, interval: Double = 60) {
+    init(directory: String, store: RecordLog, summary: SummaryBook, interval: Double = 60) {
         path = directory + "/" + SummaryCheckpoint.fileName
         self.store = store
         self.summary = summary

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Locking
-import ReportStore
+import RecordLog
 
 /// The summary's rebuild at start, on a thread of its own, so that the endpoint serves first: a
 /// restart with ten million reports takes reports at once, and the summary API answers 503 with
@@ -9,7 +9,7 @@ import ReportStore
 /// log (`SummaryCheckpoint.restore`), and reads the rest of the log up to its size at start.
 final class SummaryRebuild: Sendable {
     private let summary: SummaryBook
-    private let store: ReportStore
+    private let store: RecordLog
     private let checkpointer: SummaryCheckpointer
     /// The log prefix the checkpoint claimed (read from its header before replay).
     private let claimed: LogPrefix?
@@ -19,7 +19,7 @@ final class SummaryRebuild: Sendable {
     private let outcome = Locked<String?>(nil)
     private let stopping = Locked(false)
 
-    init(summary: SummaryBook, store: ReportStore, checkpointer: SummaryCheckpointer, claimed: LogPrefix?) {
+    init(summary: SummaryBook, store: RecordLog, checkpointer: SummaryCheckpointer, claimed: LogPrefix?) {
         self.summary = summary
         self.store = store
         self.checkpointer = checkpointer

@@ -27,7 +27,7 @@ public struct SegmentDigest: Sendable, Equatable {
         self.sections = sections
     }
 
-    public func describes(_ segment: ReportStore.Segment) -> Bool {
+    public func describes(_ segment: RecordLog.Segment) -> Bool {
         segment.sealed && segment.base == base && segment.end == end && segment.records == records
     }
 
@@ -114,6 +114,6 @@ extension SegmentDigestOwner {
 }
 
 public protocol SegmentDigester {
-    mutating func take(_ record: ReportStore.RecordView)
+    mutating func take(_ record: RecordLog.RecordView)
     func finish() -> [UInt8]
 }

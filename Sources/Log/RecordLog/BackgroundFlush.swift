@@ -17,7 +17,7 @@ final class BackgroundFlush: @unchecked Sendable {
     private let shared = Locked<(file: LogFile?, outcome: StoreError?, stopping: Bool)>((nil, nil, false))
 
     init() {
-        stopped.startThread(named: "report-store-flush") { [self] in run() }
+        stopped.startThread(named: "record-log-flush") { [self] in run() }
     }
 
     /// Starts flushing what has been written so far to `file` (the active segment, which a roll

@@ -40,7 +40,7 @@ struct SegmentWalk {
 
     /// The next record, seen in place until the next call; nil at the end (or on failure), when
     /// the walk has finished and unpinned its segments.
-    mutating func next() -> ReportStore.RecordView? {
+    mutating func next() -> RecordLog.RecordView? {
         while offset < end {
             if scanner == nil {
                 guard openSegment() else { break }
@@ -54,7 +54,7 @@ struct SegmentWalk {
             switch step {
             case .record(let at, let kind, let tag, let payload, let size, _):
                 offset = at + size
-                if let view = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: offset) { return view }
+                if let view = RecordLog.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: offset) { return view }
             case .corrupt(let at, let length):
                 offset = at + length
             case .tornTail, .end:

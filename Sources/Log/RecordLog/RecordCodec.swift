@@ -21,10 +21,10 @@ public protocol RecordCodec: Sendable {
     var columns: [String] { get }
     /// A reader for one export's worth of records, in log order: it may keep what it learns
     /// from one record for the next (interned strings). Nil for a record it cannot read.
-    func reader() -> (ReportStore.RecordView) -> ExportRow?
+    func reader() -> (RecordLog.RecordView) -> ExportRow?
 }
 
-extension ReportStore {
+extension RecordLog {
     /// The rows of `codec`'s kind received in `[since, until)`, oldest first, read lazily from
     /// disk: each call gives the next, nil at the end.
     public func rows(of codec: some RecordCodec, since: Timestamp? = nil, until: Timestamp? = nil,

@@ -6,10 +6,10 @@ import Foundation
 import Locking
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 @discardableResult
-private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.example", data: UInt8 = 5,
+private func appendTriggerAndWait(_ store: RecordLog, site: String = "shop.example", data: UInt8 = 5,
                                   source: String? = "news.example") throws -> Trigger {
     let done = DispatchSemaphore(value: 0)
     let result = Locked<Result<Trigger, StoreError>?>(nil)
@@ -25,7 +25,7 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
     @Test func triggersShareTheLogAndComeBackOnReplayWithTheTriggersReportsUsed() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()
-        var store = try ReportStore(directory: dir, clock: clock.read)
+        var store = try RecordLog(directory: dir, clock: clock.read)
         let first = try appendTriggerAndWait(store)
         clock.advance(milliseconds: 1000)
         let second = try appendTriggerAndWait(store, site: "news.example", data: 9, source: nil)
@@ -42,7 +42,7 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
         store.close()
 
         var replayed = ReplayedTriggers()
-        store = try ReportStore(directory: dir, clock: clock.read, replaying: { replayed.take($0) })
+        store = try RecordLog(directory: dir, clock: clock.read, replaying: { replayed.take($0) })
         defer { store.close() }
         #expect(replayed.triggers == [first, second])
         #expect(replayed.consumed == [1])
@@ -57,7 +57,7 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
 
     @Test func aTornTriggerRecordIsCutLikeAnyOther() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         try appendAndWait(store, draft(1))
         let cut = store.bytesOnDisk
         try appendTriggerAndWait(store)
@@ -67,7 +67,7 @@ private func appendTriggerAndWait(_ store: ReportStore, site: String = "shop.exa
         for end in cut..<full.count {
             try full.prefix(end).write(to: URL(fileURLWithPath: path))
             var replayed = ReplayedTriggers()
-            let reopened = try ReportStore(directory: dir, replaying: { replayed.take($0) })
+            let reopened = try RecordLog(directory: dir, replaying: { replayed.take($0) })
             #expect(replayed.triggers.isEmpty)
             #expect(reopened.replay.tornTailBytes == end - cut)
             #expect(all(reopened).count == 1)

@@ -4,7 +4,7 @@ import Primitives
 /// decoder as the log's: `u8 kind · u8 tag · u64 id · i64 time · u64 start · u64 end · u32 length ·
 /// payload`.
 public enum RecordCopy {
-    public static func append(_ record: ReportStore.RecordView, to out: inout [UInt8]) {
+    public static func append(_ record: RecordLog.RecordView, to out: inout [UInt8]) {
         out.append(record.kind)
         out.append(record.tag)
         out.appendLE(record.id)
@@ -17,7 +17,7 @@ public enum RecordCopy {
 
     /// Shows `visit` each record `bytes[from...]` holds, in order, until `count` of them; returns
     /// where they end, or nil when the bytes are not whole records.
-    public static func read(_ bytes: [UInt8], from start: Int, count: Int, _ visit: (ReportStore.RecordView) -> Void) -> Int? {
+    public static func read(_ bytes: [UInt8], from start: Int, count: Int, _ visit: (RecordLog.RecordView) -> Void) -> Int? {
         var at = start
         for _ in 0..<count {
             guard at + 38 <= bytes.count else { return nil }
@@ -25,7 +25,7 @@ public enum RecordCopy {
             let recordStart = bytes.loadLE(UInt64.self, at: at + 18), recordEnd = bytes.loadLE(UInt64.self, at: at + 26)
             guard at + 38 + length <= bytes.count, recordStart <= recordEnd, recordEnd <= UInt64(1) << 62 else { return nil }
             bytes.withUnsafeBytes { raw in
-                visit(ReportStore.RecordView(kind: bytes[at], tag: bytes[at + 1], id: bytes.loadLE(UInt64.self, at: at + 2),
+                visit(RecordLog.RecordView(kind: bytes[at], tag: bytes[at + 1], id: bytes.loadLE(UInt64.self, at: at + 2),
                                              time: Timestamp(millisecondsSinceEpoch: bytes.loadLE(Int64.self, at: at + 10)),
                                              payload: UnsafeRawBufferPointer(rebasing: raw[(at + 38)..<(at + 38 + length)]),
                                              start: Int(recordStart), end: Int(recordEnd)))

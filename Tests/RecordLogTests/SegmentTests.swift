@@ -2,7 +2,7 @@ import Foundation
 import Primitives
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 private let day: Int64 = 86_400_000
 
@@ -16,7 +16,7 @@ private func sealedNames(_ dir: String) -> [String] {
 
 /// Three days of reports, `perDay` a day, one segment a day.
 private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestClock(), policy: SegmentPolicy = SegmentPolicy()) throws -> [StoredReport] {
-    let store = try ReportStore(directory: dir, segments: policy, clock: clock.read)
+    let store = try RecordLog(directory: dir, segments: policy, clock: clock.read)
     defer { store.close() }
     var stored: [StoredReport] = []
     for d in 0..<3 {
@@ -34,7 +34,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let clock = TestClock()
         let stored = try threeDays(dir, clock: clock)
         #expect(sealedNames(dir).count == 4)  // two sealed segments and their indexes
-        let store = try ReportStore(directory: dir, clock: clock.read)
+        let store = try RecordLog(directory: dir, clock: clock.read)
         defer { store.close() }
         let segments = store.segments
         #expect(segments.count == 3)
@@ -68,7 +68,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         // The last record of the second day ends where the active segment begins.
         let tail = stored[4_999].recordEnd
         var seen: [UInt64] = []
-        let store = try ReportStore(directory: dir, clock: clock.read, replayFrom: tail) { record in
+        let store = try RecordLog(directory: dir, clock: clock.read, replayFrom: tail) { record in
             if record.kind == RecordKind.report.number { seen.append(record.id) }
         }
         defer { store.close() }
@@ -80,7 +80,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(all(store, since: stored[2_500].receivedAt, until: stored[5_000].receivedAt).map(\.id) == Array(2_501...5_000))
 
         // A start that reads everything finds the same log.
-        let full = try ReportStore(directory: temporaryCopy(dir), clock: clock.read)
+        let full = try RecordLog(directory: temporaryCopy(dir), clock: clock.read)
         defer { full.close() }
         #expect(full.replay.recordsRead == 7_500)
         #expect(full.durablePrefix == store.durablePrefix)
@@ -98,7 +98,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         // The middle segment's index put beside the first: its layout is not the segment's.
         let middle = sealedNames(dir).first { $0.hasSuffix(".index") && !$0.hasPrefix("00000000000000000000") }!
         let foreign = try bytes(dir + "/log/" + middle)
-        let store = try ReportStore(directory: dir, replayFrom: .max)
+        let store = try RecordLog(directory: dir, replayFrom: .max)
         #expect(store.replay.recordsRead == 5 + 5)  // the first segment (damaged index) and the active one
         #expect(all(store).map(\.id) == stored.map(\.id))
         store.close()
@@ -106,7 +106,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(SegmentIndex.decode(try bytes(index)) != nil)
 
         try Data(foreign).write(to: URL(fileURLWithPath: index))
-        let again = try ReportStore(directory: dir, replayFrom: .max)
+        let again = try RecordLog(directory: dir, replayFrom: .max)
         defer { again.close() }
         #expect(again.replay.recordsRead == 10)
         #expect(all(again).count == 15)
@@ -115,7 +115,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
     @Test func aSizeRollsTooAndABatchLargerThanASegmentStillGoesWhole() throws {
         let dir = temporaryDirectory()
         let policy = SegmentPolicy(maxBytes: 2_000, rollsDaily: false)
-        let store = try ReportStore(directory: dir, segments: policy)
+        let store = try RecordLog(directory: dir, segments: policy)
         var stored: [StoredReport] = []
         for n in 0..<40 { stored.append(try appendAndWait(store, draft(n))) }
         let segments = store.segments
@@ -124,7 +124,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(segments.map(\.records).reduce(0, +) == 40)
         store.close()
         var visited: [UInt64] = []
-        let reopened = try ReportStore(directory: dir, committer: .owner, segments: policy, replaying: { visited.append($0.id) })
+        let reopened = try RecordLog(directory: dir, committer: .owner, segments: policy, replaying: { visited.append($0.id) })
         defer { reopened.close() }
         #expect(visited == stored.map(\.id))
         #expect(reopened.segments == segments)
@@ -147,7 +147,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let lastFileStart = headerLength + (lastStart - stored[6].recordEnd)
         for cut in stride(from: lastFileStart + 1, to: active.count, by: 7) {
             try Data(active[0..<cut]).write(to: URL(fileURLWithPath: dir + "/reports.log"))
-            let store = try ReportStore(directory: dir)
+            let store = try RecordLog(directory: dir)
             #expect(store.replay.tornTailBytes == cut - lastFileStart)
             #expect(all(store).map(\.id) == Array(1...8))
             store.close()
@@ -162,7 +162,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
 
         // Crashed after making the successor: the roll never happened.
         try Data(Array("ATTRSEG1".utf8)).write(to: URL(fileURLWithPath: dir + "/reports.log.next"))
-        var store = try ReportStore(directory: dir, clock: clock.read)
+        var store = try RecordLog(directory: dir, clock: clock.read)
         #expect(!exists(dir + "/reports.log.next"))
         #expect(all(store).map(\.id) == stored.map(\.id))
         store.close()
@@ -174,7 +174,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let header = SegmentHeader(base: base, prefix: store.durablePrefix, lastTime: stored.last!.receivedAt.millisecondsSinceEpoch,
                                    nextIDs: [RecordKind.report.number: 16])
         try Data(header.encoded()).write(to: URL(fileURLWithPath: dir + "/reports.log.next"))
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         #expect(store.segments.count == 4)
         #expect(all(store).map(\.id) == stored.map(\.id))
         #expect(try appendAndWait(store, draft(7)).id == 16)
@@ -182,7 +182,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
 
         // Crashed before the successor was made at all: a new active segment starts where the sealed ones end.
         try FileManager.default.removeItem(atPath: dir + "/reports.log")
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         defer { store.close() }
         #expect(store.segments.last!.base == store.segments.dropLast().last!.end)
         #expect(try appendAndWait(store, draft(8)).id == 16)
@@ -194,20 +194,20 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let middle = sealedNames(dir).filter { $0.hasSuffix(".log") }[1]
         let saved = try bytes(dir + "/log/" + middle)
         try FileManager.default.removeItem(atPath: dir + "/log/" + middle)
-        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: dir) }
         try Data(saved).write(to: URL(fileURLWithPath: dir + "/log/" + middle))
 
         var active = try bytes(dir + "/reports.log")
         active[0] = 0x00
         try Data(active).write(to: URL(fileURLWithPath: dir + "/reports.log"))
-        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: dir) }
     }
 
     @Test func removedSegmentsAreGoneFromEveryReadAndTheRestKeepTheirOffsets() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()
         let stored = try threeDays(dir, clock: clock)
-        var store = try ReportStore(directory: dir, clock: clock.read)
+        var store = try RecordLog(directory: dir, clock: clock.read)
         let prefix = store.durablePrefix
         // A reader that may still open the first segment pins it, and what comes after: nothing
         // it may read goes under it.
@@ -233,7 +233,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         store.close()
 
         // A start from a log whose first segments are gone: offsets, ids and the fingerprint go on.
-        store = try ReportStore(directory: dir, fingerprintAt: stored[14].recordEnd, clock: clock.read)
+        store = try RecordLog(directory: dir, fingerprintAt: stored[14].recordEnd, clock: clock.read)
         defer { store.close() }
         #expect(store.replay.start == stored[9].recordEnd)
         #expect(store.replay.prefixAtFingerprint == prefix)
@@ -246,7 +246,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
     @Test func aRollThatCannotBeMadeLeavesTheActiveSegmentTakingRecordsAndTouchesNothingElse() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()
-        var store = try ReportStore(directory: dir, clock: clock.read)
+        var store = try RecordLog(directory: dir, clock: clock.read)
         for n in 0..<3 { try appendAndWait(store, draft(n)) }
         // Something else's file where the successor would be made: never reused, never removed.
         let foreign = Array("not ours".utf8)
@@ -258,7 +258,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(try bytes(dir + "/reports.log.next") == foreign)
         store.close()
         // A start finds both files: no roll happened, the stray one goes; the next batch rolls.
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         #expect(!exists(dir + "/reports.log.next"))
         #expect(try appendAndWait(store, draft(4)).id == 5)
         #expect(store.segments.map(\.records) == [4, 1])
@@ -266,7 +266,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
 
         // `log/` a file: the roll fails, the record is kept, and a start refuses what it cannot list.
         clock.advance(milliseconds: day)
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         let sealed = sealedNames(dir)
         let saved = try sealed.map { try bytes(dir + "/log/" + $0) }
         try FileManager.default.removeItem(atPath: dir + "/log")
@@ -275,11 +275,11 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         #expect(store.rollFailures.count == 1)
         #expect(store.segments.map(\.records) == [4, 2])
         store.close()
-        #expect(throws: StoreError.self) { try ReportStore(directory: dir, clock: clock.read) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: dir, clock: clock.read) }
         try FileManager.default.removeItem(atPath: dir + "/log")
         try FileManager.default.createDirectory(atPath: dir + "/log", withIntermediateDirectories: false)
         for (name, content) in zip(sealed, saved) { try Data(content).write(to: URL(fileURLWithPath: dir + "/log/" + name)) }
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         defer { store.close() }
         #expect(all(store).map(\.id) == Array(1...6))
     }
@@ -287,7 +287,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
     @Test func damageInASealedSegmentIsSkippedAndReportedAndTheLogGoesOn() throws {
         let dir = temporaryDirectory()
         let stored = try threeDays(dir)
-        let before = try ReportStore(directory: dir)
+        let before = try RecordLog(directory: dir)
         let prefix = before.durablePrefix
         before.close()
         // A byte of the third record of the first day, and one of the last record of the second.
@@ -300,7 +300,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         secondBytes[secondBytes.count - 3] ^= 0xFF
         try Data(secondBytes).write(to: URL(fileURLWithPath: second))
 
-        let store = try ReportStore(directory: dir, fingerprintAt: prefix.end)
+        let store = try RecordLog(directory: dir, fingerprintAt: prefix.end)
         defer { store.close() }
         #expect(store.replay.corruptRecords.map(\.offset) == [stored[1].recordEnd, stored[8].recordEnd])
         #expect(all(store).map(\.id) == [1, 2, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15])
@@ -315,19 +315,19 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let copy = try temporaryCopy(dir)
         // A restore that brought back reports.log without log/.
         try FileManager.default.removeItem(atPath: copy + "/log")
-        #expect(throws: StoreError.self) { try ReportStore(directory: copy) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: copy) }
 
-        var store = try ReportStore(directory: dir)
+        var store = try RecordLog(directory: dir)
         #expect(store.removeSegments { $0.base == 0 }.count == 1)
         store.close()
-        store = try ReportStore(directory: dir)
+        store = try RecordLog(directory: dir)
         #expect(all(store).map(\.id) == Array(6...15))
         store.close()
         // A segment removed by hand, not by retention.
         let middle = dir + "/log/" + LogDirectory.name(stored[4].recordEnd)
         try FileManager.default.removeItem(atPath: middle + ".log")
         try FileManager.default.removeItem(atPath: middle + ".index")
-        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: dir) }
     }
 
     @Test func aStartThatReadsASealedSegmentLeavesItsGoodIndexAlone() throws {
@@ -336,7 +336,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
         let index = dir + "/log/00000000000000000000.index"
         let written = try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date
         let inode = try FileManager.default.attributesOfItem(atPath: index)[.systemFileNumber] as? Int
-        let store = try ReportStore(directory: dir)  // reads every record: nothing taken from indexes
+        let store = try RecordLog(directory: dir)  // reads every record: nothing taken from indexes
         store.close()
         #expect(store.replay.recordsRead == 15)
         #expect(try FileManager.default.attributesOfItem(atPath: index)[.modificationDate] as? Date == written)
@@ -346,7 +346,7 @@ private func threeDays(_ dir: String, perDay: Int = 5, clock: TestClock = TestCl
     @Test func rollingKeepsZerosOnlyAheadOfTheActiveSegment() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()
-        let store = try ReportStore(directory: dir, preallocation: 256 << 10, clock: clock.read)
+        let store = try RecordLog(directory: dir, preallocation: 256 << 10, clock: clock.read)
         defer { store.close() }
         for n in 0..<3 { try appendAndWait(store, draft(n)) }
         clock.advance(milliseconds: day)
@@ -417,7 +417,7 @@ func temporaryCopy(_ dir: String) throws -> String {
         var active = header
         active[20] ^= 0x01
         try Data(active).write(to: URL(fileURLWithPath: dir + "/reports.log"))
-        #expect(throws: StoreError.self) { try ReportStore(directory: dir) }
+        #expect(throws: StoreError.self) { try RecordLog(directory: dir) }
     }
 
     @Test func startThatIsNotAnOffsetRefusesToStart() throws {
@@ -425,7 +425,7 @@ func temporaryCopy(_ dir: String) throws -> String {
             let dir = temporaryDirectory()
             _ = try threeDays(dir, perDay: 1)
             try Data(text.utf8).write(to: URL(fileURLWithPath: dir + "/log/START"))
-            #expect(throws: StoreError.self, "\(text.debugDescription)") { try ReportStore(directory: dir) }
+            #expect(throws: StoreError.self, "\(text.debugDescription)") { try RecordLog(directory: dir) }
         }
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 import Locking
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 /// A clock the test moves by hand.
 final class TestClock: Sendable {
@@ -16,7 +16,7 @@ final class TestClock: Sendable {
 }
 
 func temporaryDirectory() -> String {
-    let path = NSTemporaryDirectory() + "report-store-tests-" + UUID().uuidString
+    let path = NSTemporaryDirectory() + "record-log-tests-" + UUID().uuidString
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
@@ -28,7 +28,7 @@ func draft(_ n: Int, role: ReportRole = .source) -> StoredReport.Draft {
 
 /// Appends and waits for the acknowledgement.
 @discardableResult
-func appendAndWait(_ store: ReportStore, _ d: StoredReport.Draft) throws -> StoredReport {
+func appendAndWait(_ store: RecordLog, _ d: StoredReport.Draft) throws -> StoredReport {
     let done = DispatchSemaphore(value: 0)
     let result = Locked<Result<StoredReport, StoreError>?>(nil)
     store.append(d) { r in
@@ -39,25 +39,25 @@ func appendAndWait(_ store: ReportStore, _ d: StoredReport.Draft) throws -> Stor
     return try result.withLock { $0! }.get()
 }
 
-func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil) -> [StoredReport] {
+func all(_ store: RecordLog, since: Timestamp? = nil, until: Timestamp? = nil) -> [StoredReport] {
     let cursor = store.reports(since: since, until: until)
     var out: [StoredReport] = []
     while let r = cursor.next() { out.append(r) }
     return out
 }
 
-@Suite struct ReportStoreTests {
+@Suite struct RecordLogTests {
     @Test func storesAndReplaysEveryReportWithIdsAndTimes() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()
-        var store = try ReportStore(directory: dir, clock: clock.read)
+        var store = try RecordLog(directory: dir, clock: clock.read)
         for n in 0..<10 {
             let stored = try appendAndWait(store, draft(n, role: n.isMultiple(of: 2) ? .source : .destination))
             #expect(stored.id == UInt64(n + 1))
             clock.advance(milliseconds: 1000)
         }
         store.close()
-        store = try ReportStore(directory: dir, clock: clock.read)
+        store = try RecordLog(directory: dir, clock: clock.read)
         defer { store.close() }
         #expect(store.replay.records == 10)
         #expect(store.replay.corruptRecords.isEmpty && store.replay.tornTailBytes == 0)
@@ -72,7 +72,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
     }
 
     @Test func identicalBodiesAreDistinctReports() throws {
-        let store = try ReportStore(directory: temporaryDirectory())
+        let store = try RecordLog(directory: temporaryDirectory())
         defer { store.close() }
         let a = try appendAndWait(store, draft(1))
         let b = try appendAndWait(store, draft(1))
@@ -81,7 +81,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
     }
 
     @Test func concurrentAppendsShareFlushes() throws {
-        let store = try ReportStore(directory: temporaryDirectory())
+        let store = try RecordLog(directory: temporaryDirectory())
         defer { store.close() }
         let ids = Locked<[UInt64]>([])
         let done = DispatchGroup()
@@ -107,7 +107,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
 
     @Test func sinceAndUntilSelectByReceiveTimeAcrossIndexEntries() throws {
         let clock = TestClock()
-        let store = try ReportStore(directory: temporaryDirectory(), clock: clock.read)
+        let store = try RecordLog(directory: temporaryDirectory(), clock: clock.read)
         defer { store.close() }
         // 3000 reports one second apart: several index entries (one per 1024).
         let batch = 3000
@@ -129,7 +129,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
 
     @Test func aTornTailIsCutAtEveryByteOfTheLastRecord() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         for n in 0..<2 { try appendAndWait(store, draft(n)) }
         let lastStart = store.bytesOnDisk
         _ = try appendAndWait(store, draft(2))
@@ -138,7 +138,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         let full = try Data(contentsOf: URL(fileURLWithPath: path))
         for cut in lastStart..<full.count {
             try full.prefix(cut).write(to: URL(fileURLWithPath: path))
-            let reopened = try ReportStore(directory: dir)
+            let reopened = try RecordLog(directory: dir)
             #expect(reopened.replay.records == 2, "cut at \(cut)")
             #expect(reopened.replay.tornTailBytes == cut - lastStart)
             #expect(reopened.replay.corruptRecords.isEmpty)
@@ -146,7 +146,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
             // The log is usable again right away, and the new report survives a reopen.
             #expect(try appendAndWait(reopened, draft(9)).id == 3)
             reopened.close()
-            let again = try ReportStore(directory: dir)
+            let again = try RecordLog(directory: dir)
             #expect(all(again).map(\.id) == [1, 2, 3])
             again.close()
         }
@@ -154,7 +154,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
 
     @Test func aCorruptRecordInTheMiddleIsSkippedAndReported() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         for n in 0..<5 { try appendAndWait(store, draft(n)) }
         store.close()
         let path = dir + "/reports.log"
@@ -168,7 +168,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
             var damaged = original
             damaged[position] ^= 0x5A
             try damaged.write(to: URL(fileURLWithPath: path))
-            let reopened = try ReportStore(directory: dir)
+            let reopened = try RecordLog(directory: dir)
             #expect(reopened.replay.corruptRecords.count == 1, "byte \(position)")
             #expect(reopened.replay.corruptRecords.first?.offset == offsets[2])
             #expect(reopened.replay.tornTailBytes == 0)
@@ -179,7 +179,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
 
     @Test func aDamagedLengthFieldDoesNotSwallowTheRecordsAfterIt() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         for n in 0..<4 { try appendAndWait(store, draft(n)) }
         store.close()
         let path = dir + "/reports.log"
@@ -188,7 +188,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         // Claim the second record runs to the end of the file and beyond.
         bytes[offsets[1] + 5] = 0x7F
         try bytes.write(to: URL(fileURLWithPath: path))
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(all(reopened).map(\.id) == [1, 3, 4])
         #expect(reopened.replay.corruptRecords.count == 1)
@@ -196,14 +196,14 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
 
     @Test func garbageAfterTheLastRecordIsATornTail() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         try appendAndWait(store, draft(1))
         store.close()
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dir + "/reports.log"))
         handle.seekToEndOfFile()
         handle.write(Data(repeating: 0xA7, count: 100) + Data(count: 50))  // junk, then zeros
         try handle.close()
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(reopened.replay.tornTailBytes == 150)
         #expect(all(reopened).count == 1)
@@ -213,7 +213,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         // What a preallocated log ends with, or blocks a crash left unwritten: nothing
         // acknowledged can be in them, so they are not reported as a torn tail.
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir)
+        let store = try RecordLog(directory: dir)
         try appendAndWait(store, draft(1))
         let end = store.bytesOnDisk
         store.close()
@@ -221,7 +221,7 @@ func all(_ store: ReportStore, since: Timestamp? = nil, until: Timestamp? = nil)
         handle.seekToEndOfFile()
         handle.write(Data(count: 300_000))
         try handle.close()
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(reopened.replay.tornTailBytes == 0 && reopened.replay.corruptRecords.isEmpty)
         #expect(all(reopened).count == 1)

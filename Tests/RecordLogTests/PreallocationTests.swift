@@ -6,7 +6,7 @@ import Foundation
 import Locking
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 private func fileSize(_ dir: String) throws -> Int {
     (try FileManager.default.attributesOfItem(atPath: dir + "/reports.log")[.size] as? NSNumber)?.intValue ?? -1
@@ -26,14 +26,14 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
 @Suite struct PreallocationTests {
     @Test func zerosAheadOfTheDataAreFreeSpaceOnReplayAndAppendsContinueAtTheData() throws {
         let dir = temporaryDirectory()
-        var store = try ReportStore(directory: dir, preallocation: 256 << 10)
+        var store = try RecordLog(directory: dir, preallocation: 256 << 10)
         for n in 0..<20 { try appendAndWait(store, draft(n)) }
         let dataEnd = store.bytesOnDisk
         #expect(try waitForFile(dir, atLeast: dataEnd + 128 << 10))
         store.close()
         #expect(try fileSize(dir) > dataEnd)
 
-        store = try ReportStore(directory: dir, preallocation: 256 << 10)
+        store = try RecordLog(directory: dir, preallocation: 256 << 10)
         #expect(store.replay.records == 20)
         #expect(store.replay.tornTailBytes == 0 && store.replay.corruptRecords.isEmpty)
         #expect(store.bytesOnDisk == dataEnd)
@@ -41,7 +41,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         store.close()
 
         // Opened without preallocation, the zeros are cut off and nothing else changes.
-        store = try ReportStore(directory: dir)
+        store = try RecordLog(directory: dir)
         defer { store.close() }
         #expect(all(store).map(\.id) == Array(1...21))
         #expect(store.replay.tornTailBytes == 0)
@@ -50,7 +50,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
 
     @Test func aTornLastRecordBeforeTheZerosIsCutLikeAnyOther() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir, preallocation: 128 << 10)
+        let store = try RecordLog(directory: dir, preallocation: 128 << 10)
         for n in 0..<3 { try appendAndWait(store, draft(n)) }
         let lastStart = store.bytesOnDisk
         try appendAndWait(store, draft(3))
@@ -64,7 +64,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         bytes.replaceSubrange(half..<dataEnd, with: Data(count: dataEnd - half))
         try bytes.write(to: URL(fileURLWithPath: path))
 
-        let reopened = try ReportStore(directory: dir, preallocation: 128 << 10)
+        let reopened = try RecordLog(directory: dir, preallocation: 128 << 10)
         defer { reopened.close() }
         #expect(reopened.replay.records == 3)
         #expect(reopened.replay.tornTailBytes > 0)
@@ -105,7 +105,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         // A window of a few records, so the thread writes zeros all the time, right behind the
         // commits: every record must come back whole.
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir, preallocation: 2 << 10)
+        let store = try RecordLog(directory: dir, preallocation: 2 << 10)
         let done = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 4) { sender in
             for n in 0..<1000 {
@@ -115,7 +115,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         }
         done.wait()
         store.close()
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(reopened.replay.records == 4000)
         #expect(reopened.replay.corruptRecords.isEmpty && reopened.replay.tornTailBytes == 0)

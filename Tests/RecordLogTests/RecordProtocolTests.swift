@@ -4,7 +4,7 @@ import SiteOwners
 import Foundation
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 /// Every record's header names its protocol; the store keeps the byte and hands it back.
 @Suite struct RecordProtocolTests {
@@ -20,7 +20,7 @@ import Testing
 
     @Test func recordsCarryTheirProtocolAndUntaggedOnesArePCM() throws {
         let dir = temporaryDirectory()
-        var store = try ReportStore(directory: dir)
+        var store = try RecordLog(directory: dir)
         try appendAndWait(store, draft(1))
         store.close()
         #expect(try tags(dir + "/reports.log") == [AttributionProtocol.pcm.rawValue])
@@ -45,7 +45,7 @@ import Testing
         try log.write(contentsOf: Data(old))
         try log.close()
 
-        store = try ReportStore(directory: dir)
+        store = try RecordLog(directory: dir)
         defer { store.close() }
         #expect(store.replay.corruptRecords.isEmpty && store.replay.tornTailBytes == 0, "a tag is not damage")
         let reports = all(store)

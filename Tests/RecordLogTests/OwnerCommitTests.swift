@@ -6,14 +6,14 @@ import Foundation
 import Locking
 import Testing
 @testable import PCMRecords
-@testable import ReportStore
+@testable import RecordLog
 
 /// The `.owner` committer: nothing reaches the disk, and nobody is told it did, until the owner
 /// calls `commitQueued()`; then everything queued goes in one flush, on the owner's thread.
 @Suite struct OwnerCommitTests {
     @Test func nothingIsAcknowledgedUntilTheOwnerCommitsThenOneFlushTakesAll() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir, committer: .owner)
+        let store = try RecordLog(directory: dir, committer: .owner)
         let acknowledged = Locked<[(id: UInt64, onOwnerThread: Bool)]>([])
         let owner = pthread_self()
         for n in 0..<10 {
@@ -32,7 +32,7 @@ import Testing
         #expect(store.count(of: .report) == 10 && store.flushes == 1)
         store.close()
 
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(reopened.replay.records == 10)
         #expect(all(reopened).map(\.id) == Array(1...10))
@@ -41,7 +41,7 @@ import Testing
     @Test func whatACompletionQueuesIsCommittedBeforeCommitReturns() throws {
         // A completion that answers one request can let the connection read the next pipelined
         // one, which queues another report: it must not wait for some later commit.
-        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
+        let store = try RecordLog(directory: temporaryDirectory(), committer: .owner)
         defer { store.close() }
         let stored = Locked<[UInt64]>([])
         store.append(draft(1)) { result in
@@ -57,7 +57,7 @@ import Testing
 
     @Test func closeCommitsWhatTheOwnerLeftQueued() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir, committer: .owner)
+        let store = try RecordLog(directory: dir, committer: .owner)
         let result = Locked<Result<StoredReport, StoreError>?>(nil)
         store.append(draft(7)) { r in result.withLock { $0 = r } }
         store.close()
@@ -67,14 +67,14 @@ import Testing
         store.append(draft(8)) { r in late.withLock { $0 = r } }
         #expect(throws: StoreError.self) { _ = try late.withLock { $0 }?.get() }
 
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(all(reopened).map(\.id) == [1])
     }
 
     @Test func commitsFromSeveralThreadsNeverOverlapOrLoseAReport() throws {
         let dir = temporaryDirectory()
-        let store = try ReportStore(directory: dir, committer: .owner)
+        let store = try RecordLog(directory: dir, committer: .owner)
         let ids = Locked<[UInt64]>([])
         DispatchQueue.concurrentPerform(iterations: 4) { sender in
             for n in 0..<200 {
@@ -88,7 +88,7 @@ import Testing
         #expect(Set(ids.withLock { $0 }).count == 800)
         #expect(store.count(of: .report) == 800)
         store.close()
-        let reopened = try ReportStore(directory: dir)
+        let reopened = try RecordLog(directory: dir)
         defer { reopened.close() }
         #expect(reopened.replay.records == 800 && reopened.replay.corruptRecords.isEmpty && reopened.replay.tornTailBytes == 0)
         #expect(all(reopened).map(\.id) == Array(1...800))
@@ -100,7 +100,7 @@ import Testing
     @Test func writtenStepsRunDuringTheFlushOnlyWhenTheOwnerAsks() throws {
         for overlapping in [true, false] {
             let dir = temporaryDirectory()
-            let store = try ReportStore(directory: dir, committer: .owner)
+            let store = try RecordLog(directory: dir, committer: .owner)
             // (step, id, receivedAt, reports the store counted as durable at that moment)
             let events = Locked<[(step: String, id: UInt64, at: Timestamp, durable: Int)]>([])
             for n in 0..<5 {
@@ -131,14 +131,14 @@ import Testing
             }
             #expect(store.count(of: .report) == 5 && store.flushes == 1)
             store.close()
-            let reopened = try ReportStore(directory: dir)
+            let reopened = try RecordLog(directory: dir)
             #expect(all(reopened).map(\.id) == Array(1...5))
             reopened.close()
         }
     }
 
     @Test func aRecordThatIsNeverWrittenIsNeverToldWritten() throws {
-        let store = try ReportStore(directory: temporaryDirectory(), committer: .owner)
+        let store = try RecordLog(directory: temporaryDirectory(), committer: .owner)
         store.close()
         let steps = Locked<[String]>([])
         store.append(draft(1)) { step in

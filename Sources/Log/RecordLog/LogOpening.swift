@@ -19,9 +19,9 @@ struct LogOpening {
 
     /// `readFrom`: sealed segments that end at or before it are taken from their indexes; records
     /// from it on are read and shown to `visit`.
-    init(directory: LogDirectory, readFrom: Int, fingerprintAt: Int?, visit: (ReportStore.RecordView) -> Void) throws {
+    init(directory: LogDirectory, readFrom: Int, fingerprintAt: Int?, visit: (RecordLog.RecordView) -> Void) throws {
         try directory.recoverInterruptedRoll()
-        let shown: (ReportStore.RecordView) -> Void = { record in if record.end > readFrom { visit(record) } }
+        let shown: (RecordLog.RecordView) -> Void = { record in if record.end > readFrom { visit(record) } }
         let bases = try directory.sealedBases()
         let expectedStart = try directory.start()
 

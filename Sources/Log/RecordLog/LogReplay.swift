@@ -30,7 +30,7 @@ struct LogReplay {
     var end = 0
     /// Records of each kind, by the kind's number.
     var counts = [Int](repeating: 0, count: 256)
-    /// Each kind's time index: one entry every `ReportStore.indexStride` records of the kind.
+    /// Each kind's time index: one entry every `RecordLog.indexStride` records of the kind.
     var indexes = [[(time: Int64, offset: Int)]](repeating: [], count: 256)
     var tornTailBytes = 0
     /// The next id of each kind (each kind counts its own).
@@ -78,7 +78,7 @@ struct LogReplay {
     /// Reads one segment from its first record. In the active segment a torn tail is cut off the
     /// file (and flushed); in a sealed one, which is never written again, it is reported as damage.
     mutating func read(_ file: LogFile, layout: SegmentLayout, path: String, active: Bool, fingerprintAt: Int?,
-                       visit: (ReportStore.RecordView) -> Void) throws(StoreError) {
+                       visit: (RecordLog.RecordView) -> Void) throws(StoreError) {
         let size = try file.size()
         // Zeros after the last record are free space: preallocated, or blocks a crash kept from
         // being written (never acknowledged ones: those were flushed). The scan stops a little
@@ -98,7 +98,7 @@ struct LogReplay {
             case .record(let at, let kind, let tag, let payload, let size, let checksum):
                 prefix.fold(checksum: checksum, size: size, end: at + size)
                 if prefix.end == fingerprintAt { fingerprinted = prefix }
-                if let record = ReportStore.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: at + size) {
+                if let record = RecordLog.RecordView(kind: kind, tag: tag, payload: payload, start: at, end: at + size) {
                     take(record, at: at)
                     tally.count(kind: kind, time: record.time.millisecondsSinceEpoch)
                     visit(record)
@@ -130,10 +130,10 @@ struct LogReplay {
         segments.append(tally)
     }
 
-    private mutating func take(_ record: ReportStore.RecordView, at offset: Int) {
+    private mutating func take(_ record: RecordLog.RecordView, at offset: Int) {
         let time = record.time.millisecondsSinceEpoch
         let kind = Int(record.kind)
-        if counts[kind] % ReportStore.indexStride == 0 { indexes[kind].append((time, offset)) }
+        if counts[kind] % RecordLog.indexStride == 0 { indexes[kind].append((time, offset)) }
         counts[kind] += 1
         if record.id < UInt64.max { nextIDs[kind] = max(nextIDs[kind], record.id + 1) }
         lastTime = max(lastTime, time)

@@ -1,8 +1,8 @@
 import Primitives
-import ReportStore
+import RecordLog
 
 /// Postbacks in the log: stored ones, and the retries counted against them.
-extension ReportStore {
+extension RecordLog {
     /// Queues a postback; `steps` is told each step of its record's way to disk. Returns the
     /// record's id, known before it is on disk, or nil when the store is closing.
     @discardableResult

@@ -1,10 +1,10 @@
 import Primitives
-import ReportStore
+import RecordLog
 import SiteOwners
 
 /// PCM's records in the log: reports and triggers, encoded and decoded here, kept by the store
 /// without its reading them.
-extension ReportStore {
+extension RecordLog {
     public typealias Completion = @Sendable (Result<StoredReport, StoreError>) -> Void
     public typealias TriggerCompletion = @Sendable (Result<Trigger, StoreError>) -> Void
 
@@ -86,7 +86,7 @@ public struct ReplayedTriggers: Sendable {
 
     public init() {}
 
-    public mutating func take(_ record: ReportStore.RecordView) {
+    public mutating func take(_ record: RecordLog.RecordView) {
         if record.kind == RecordKind.trigger.number, let trigger = StoredTrigger.decode(record) {
             triggers.append(trigger)
         } else if record.kind == RecordKind.report.number, let used = StoredReport.peekTriggerID(record.payload) {
@@ -97,7 +97,7 @@ public struct ReplayedTriggers: Sendable {
 
 extension StoredReport {
     /// The report a draft becomes once the store gave it an id, a time and a place.
-    public init(_ draft: Draft, _ record: ReportStore.AppendedRecord) {
+    public init(_ draft: Draft, _ record: RecordLog.AppendedRecord) {
         self.init(id: record.id, receivedAt: record.time, protocol: draft.protocol, role: draft.role,
                   verdict: draft.verdict, reasons: draft.reasons, body: draft.body, triggerID: draft.triggerID,
                   campaign: draft.campaign, triggerRecordedAt: draft.triggerRecordedAt)
