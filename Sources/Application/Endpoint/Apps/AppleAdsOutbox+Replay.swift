@@ -65,7 +65,7 @@ extension AppleAdsOutbox {
             from = segment.end
             digested += 1
         }
-        state.withLock { $0.segmentsFromDigests = digested }
+        replayed.segmentsFromDigests = digested
         let kinds = (RecordKind.appleAdsToken.number, RecordKind.appleAdsCall.number)
         store.scanEveryRecord(from: from, through: end) { view in
             records &+= 1
