@@ -6,7 +6,7 @@ import Locking
 import Primitives
 import RecordLog
 
-extension AppleAdsOutbox {
+extension AppleAdsOutbox: MetricsSource {
     /// The outbox's series for `/metrics`: what waits, how old the oldest is, what calls came
     /// to, and whether calls are paused.
     func prometheusText(now: Timestamp) -> String {

@@ -1,7 +1,12 @@
+import Primitives
+
 /// The postback ledger's window in `/metrics`: what memory holds, what the key tables hold on
 /// disk, and the deliveries only the tables could tell apart.
-enum PostbackWindowMetrics {
-    static func prometheusText(window: PostbackWindow, rebuild: PostbackRebuild?) -> String {
+struct PostbackWindowMetrics: MetricsSource {
+    let window: PostbackWindow
+    let rebuild: PostbackRebuild?
+
+    func prometheusText(now: Timestamp) -> String {
         let (ledger, archive) = (window.ledger, window.archive)
         var out = MetricSeries.gauge("attribution_postback_window_days", "--postback-window-days: how long a postback's key stays in memory.", window.days)
         out += MetricSeries.gauge("attribution_postback_keys_in_memory",

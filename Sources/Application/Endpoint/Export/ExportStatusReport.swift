@@ -53,3 +53,10 @@ extension ClickHouseExporter.Status {
         return .object(members)
     }
 }
+
+/// The ClickHouse export's series in `/metrics`.
+struct ClickHouseExportMetrics: MetricsSource {
+    let exporter: ClickHouseExporter
+
+    func prometheusText(now: Timestamp) -> String { exporter.status.prometheusText() }
+}

@@ -83,8 +83,7 @@ final class EndpointMetrics: Sendable {
         return counts.withLock { c in c.lastStoreFailure.map { Date().timeIntervalSince($0) < 5 } ?? false }
     }
 
-    func prometheusText(store: RecordLog, rejections: RejectionLog, tokenKeys: TokenKeyBook? = nil, tokenChecks: TokenChecks? = nil,
-                        now: Timestamp = EndpointClock.systemNow()) -> String {
+    func prometheusText(store: RecordLog, rejections: RejectionLog) -> String {
         let c = counts.withLock { $0 }
         var out = "# HELP attribution_reports_stored_total Reports stored since start, by role and verdict.\n"
         out += "# TYPE attribution_reports_stored_total counter\n"
@@ -113,25 +112,6 @@ final class EndpointMetrics: Sendable {
         let answers = c.conversionValueAnswers.map { (app: $0.key.appID.map(String.init) ?? "", outcome: $0.key.outcome, n: $0.value) }
         for row in answers.sorted(by: { ($0.app, $0.outcome) < ($1.app, $1.outcome) }) {
             out += "attribution_conversion_value_answers_total{app_id=\"\(row.app)\",outcome=\"\(row.outcome)\"} \(row.n)\n"
-        }
-        if let tokenChecks {
-            let memory = tokenChecks.memory
-            out += "# HELP attribution_tokens_remembered Verified PCM tokens kept to catch replays (dropped with their key).\n"
-            out += "# TYPE attribution_tokens_remembered gauge\n"
-            out += "attribution_tokens_remembered \(memory.tokens)\n"
-            out += "# HELP attribution_tokens_remembered_approximately Of those, the ones held in a fixed-size Bloom filter, once their key's exact set was full.\n"
-            out += "# TYPE attribution_tokens_remembered_approximately gauge\n"
-            out += "attribution_tokens_remembered_approximately \(memory.approximate)\n"
-            out += "# HELP attribution_token_filter_false_positive_ratio The highest share of fresh tokens a key's filter quarantines as possibly replayed.\n"
-            out += "# TYPE attribution_token_filter_false_positive_ratio gauge\n"
-            out += "attribution_token_filter_false_positive_ratio \(memory.worstFalsePositiveRate)\n"
-        }
-        if let tokenKeys {
-            out += "# HELP attribution_token_key_info The sites' PCM token keys by key id: served (signs now), scheduled, or retired (verifies only).\n"
-            out += "# TYPE attribution_token_key_info gauge\n"
-            for key in tokenKeys.all.sorted(by: { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }) {
-                out += "attribution_token_key_info{site=\"\(key.site)\",key_id=\"\(key.keyID)\",state=\"\(tokenKeys.state(of: key, at: now).rawValue)\"} 1\n"
-            }
         }
         out += "# HELP attribution_requests_rejected_total Requests refused, by rule.\n"
         out += "# TYPE attribution_requests_rejected_total counter\n"

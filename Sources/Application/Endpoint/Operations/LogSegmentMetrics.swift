@@ -3,8 +3,12 @@ import RecordLog
 
 /// The log's segments in `/metrics`: what each takes on disk, which days it holds, the oldest
 /// record kept and what retention removed.
-enum LogSegmentMetrics {
-    static func prometheusText(store: RecordLog, retention: LogRetention?, digests: SegmentDigests? = nil) -> String {
+struct LogSegmentMetrics: MetricsSource {
+    let store: RecordLog
+    let retention: LogRetention?
+    var digests: SegmentDigests? = nil
+
+    func prometheusText(now: Timestamp) -> String {
         let segments = store.segments
         func day(_ time: Timestamp?) -> String { time.map { String($0.rfc3339.prefix(10)) } ?? "" }
         var out = "# HELP attribution_log_bytes Bytes of the log's kept segments on disk (the active one without the zeros kept ahead of it).\n"

@@ -13,18 +13,10 @@ struct OperationsRoutes: Sendable {
     let metrics: EndpointMetrics
     let rejections: RejectionLog
     let clock: EndpointClock
-    let tokenKeys: TokenKeyBook?
-    let tokenChecks: TokenChecks?
-    var appleAds: AppleAdsOutbox? = nil
-    var apps: AppsAggregates? = nil
-    var exporter: ClickHouseExporter? = nil
-    var retention: LogRetention? = nil
-    var tokenKeyRotation: TokenKeyRotation? = nil
-    var postbackWindow: PostbackWindow? = nil
-    var postbackRebuild: PostbackRebuild? = nil
-    var digests: SegmentDigests? = nil
-    /// The trigger ledger's lines (`SiteOwnerBook`), a feature of its own.
-    var triggerMetrics: @Sendable () -> String = { "" }
+    /// Every surface's series after the node's own, in the order they are written.
+    var sources: [any MetricsSource] = []
+    /// The export's state for `/healthz`, when there is an export.
+    var exportHealth: (@Sendable () -> ClickHouseExporter.Status)? = nil
     /// What the request's token may read: a scoped viewer's refusals are those sent to its sites,
     /// and its metrics the series of its sites.
     var scope: ScopeOf = { (_) throws(Problem) in .everything }
@@ -54,9 +46,9 @@ struct OperationsRoutes: Sendable {
         }
         guard detailed else { return JSONResponse.make(200, "{\"status\":\"ok\"}") }
         var body = "{\"status\":\"ok\",\"node\":\"\(node)\",\"reports\":\(store.count(of: .report))"
-        if let exporter {
+        if let exportHealth {
             body += ",\"export\":"
-            exporter.status.healthJSON.write(to: &body)
+            exportHealth().healthJSON.write(to: &body)
         }
         return JSONResponse.make(200, body + "}")
     }
@@ -71,23 +63,9 @@ struct OperationsRoutes: Sendable {
         guard readable.sites == nil else {
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array((nodeInfo + arrivalsText).utf8))
         }
-        return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                            body: Array((nodeInfo + metrics.prometheusText(store: store, rejections: rejections, tokenKeys: tokenKeys,
-                                                                            tokenChecks: tokenChecks, now: clock.now())
-                                         + LogSegmentMetrics.prometheusText(store: store, retention: retention, digests: digests)
-                                         + (postbackWindow.map { PostbackWindowMetrics.prometheusText(window: $0, rebuild: postbackRebuild) } ?? "")
-                                         + (tokenKeys.map { TokenKeyMetrics.prometheusText(keys: $0, rotation: tokenKeyRotation) } ?? "")
-                                         + (appleAds?.prometheusText(now: clock.now()) ?? "")
-                                         + (apps.map(Self.appsText) ?? "")
-                                         + (exporter?.status.prometheusText() ?? "") + triggerMetrics() + arrivalsText).utf8))
-    }
-
-    /// What the Apps view holds: the one thing besides the summary that grows with the days kept.
-    static func appsText(_ apps: AppsAggregates) -> String {
-        let held = apps.held
-        return MetricSeries.gauge("attribution_apps_view_days", "Days (by site) the Apps view counts.", held.days)
-            + MetricSeries.gauge("attribution_apps_view_conversion_rows", "Their conversion rows (ad network, campaign, app).", held.rows)
-            + MetricSeries.gauge("attribution_apps_view_conversion_bytes", "About the bytes those rows take.", held.rowBytes)
+        let now = clock.now()
+        let text = sources.reduce(nodeInfo + metrics.prometheusText(store: store, rejections: rejections)) { $0 + $1.prometheusText(now: now) }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array((text + arrivalsText).utf8))
     }
 
     static let clockRange = Timestamp(rfc3339: "1970-01-01T00:00:00Z")!.millisecondsSinceEpoch...Timestamp(rfc3339: "8999-12-31T23:59:59Z")!.millisecondsSinceEpoch

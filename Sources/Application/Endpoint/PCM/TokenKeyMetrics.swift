@@ -1,9 +1,19 @@
-/// The token keys' times in `/metrics`: when each was made and began to be served, and when each
-/// site's next key comes (with `--token-key-rotation-days`, or one scheduled by hand).
-enum TokenKeyMetrics {
-    static func prometheusText(keys: TokenKeyBook, rotation: TokenKeyRotation?) -> String {
+import Primitives
+
+/// The token keys in `/metrics`: each key's state, when each was made and began to be served, and
+/// when each site's next key comes (with `--token-key-rotation-days`, or one scheduled by hand).
+struct TokenKeyMetrics: MetricsSource {
+    let keys: TokenKeyBook
+    let rotation: TokenKeyRotation?
+
+    func prometheusText(now: Timestamp) -> String {
         let all = keys.all.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
-        var out = "# HELP attribution_token_key_created_timestamp_seconds When each PCM token key was made (Unix seconds).\n"
+        var out = "# HELP attribution_token_key_info The sites' PCM token keys by key id: served (signs now), scheduled, or retired (verifies only).\n"
+        out += "# TYPE attribution_token_key_info gauge\n"
+        for key in all {
+            out += "attribution_token_key_info{site=\"\(key.site)\",key_id=\"\(key.keyID)\",state=\"\(keys.state(of: key, at: now).rawValue)\"} 1\n"
+        }
+        out += "# HELP attribution_token_key_created_timestamp_seconds When each PCM token key was made (Unix seconds).\n"
         out += "# TYPE attribution_token_key_created_timestamp_seconds gauge\n"
         for key in all {
             out += "attribution_token_key_created_timestamp_seconds{site=\"\(key.site)\",key_id=\"\(key.keyID)\"} \(key.createdAt.millisecondsSinceEpoch / 1000)\n"

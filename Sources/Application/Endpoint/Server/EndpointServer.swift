@@ -317,6 +317,18 @@ public final class EndpointServer: Sendable {
                          announce: { EventLog.write($0, $1) })
         }
 
+        // Each surface's series for `/metrics`, in the order they are written.
+        var metricsSources: [any MetricsSource] = [tokenChecks, TokenKeyMetrics(keys: tokenKeys, rotation: tokenKeyRotation),
+                                                   LogSegmentMetrics(store: store, retention: retention, digests: digests),
+                                                   PostbackWindowMetrics(window: postbackWindow, rebuild: postbackRebuild),
+                                                   appleAds, state.apps]
+        var exportHealth: (@Sendable () -> ClickHouseExporter.Status)?
+        if let exporter {
+            metricsSources.append(ClickHouseExportMetrics(exporter: exporter))
+            exportHealth = { exporter.status }
+        }
+        metricsSources.append(book)
+
         // The surfaces, and the route table they make.
         let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
                                    roles: RoleResolver(served: context.served),
@@ -354,10 +366,9 @@ public final class EndpointServer: Sendable {
                              access: access, clock: clock, cluster: clusterScope, workers: readWorkers).routes(gate: bearer)
             + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                            producers: exportProducers, segmentSites: segmentSites, scope: scope).routes(bearer: bearer)
-            + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock, tokenKeys: tokenKeys,
-                               tokenChecks: tokenChecks, appleAds: appleAds, apps: state.apps, exporter: exporter, retention: retention,
-                               tokenKeyRotation: tokenKeyRotation, postbackWindow: postbackWindow, postbackRebuild: postbackRebuild,
-                               digests: digests, triggerMetrics: { [book] in book.prometheusText() }, scope: scope, arrivals: { marketers.report($0) }).routes(bearer: bearer)
+            + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock,
+                               sources: metricsSources, exportHealth: exportHealth, scope: scope,
+                               arrivals: { marketers.report($0) }).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 

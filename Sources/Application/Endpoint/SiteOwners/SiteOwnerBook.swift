@@ -10,7 +10,7 @@ import PCMRecords
 ///
 /// One lock around both, so a report's judgement and the trigger it uses up are one step: two
 /// reports can never both claim a trigger.
-final class SiteOwnerBook: RegistryKeeper {
+final class SiteOwnerBook: RegistryKeeper, MetricsSource {
     let model: TimingModel
     let siteRules: SiteRules
     private let file: DurableJSONFile<Registry>
@@ -43,7 +43,7 @@ final class SiteOwnerBook: RegistryKeeper {
     var triggerCount: Int { state.withLock { $0.ledger.count } }
 
     /// The triggers held to judge reports, for `/metrics`.
-    func prometheusText() -> String {
+    func prometheusText(now: Timestamp) -> String {
         let (held, forgotten) = state.withLock { ($0.ledger.count, $0.ledger.forgottenEarly) }
         return "# HELP attribution_triggers_in_memory Triggers held to judge destination copies (those of the last 7 days + 48 h, 1048576 a site at most).\n"
             + "# TYPE attribution_triggers_in_memory gauge\n"
