@@ -22,7 +22,7 @@ struct AppRegistrationRoutes: Sendable {
             RouteGroup("app registrations", gate: bearer, routes: [
                 Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { request in
                     let readable = try scope(request)
-                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.apps.filter { readable.allows($0.site) }))
+                    return JSONResponse.make(200, JSONResponse.encode(book.registry.apps.filter { readable.allows($0.site) }))
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
                     var added: App?
@@ -31,7 +31,7 @@ struct AppRegistrationRoutes: Sendable {
                         try registry.add(app, siteRules: book.siteRules)
                         try Registrations.requireServed(app.site, field: "site", servedSites: servedSites)
                         added = app
-                        return SiteOwnerRoutes.encode(app)
+                        return JSONResponse.encode(app)
                     }
                     if let added { registered(added) }
                     return response
@@ -41,13 +41,13 @@ struct AppRegistrationRoutes: Sendable {
                 },
                 Route(.exact("/api/ad-networks"), methods: ["GET", "HEAD"]) { request in
                     try requireUnscoped(request, "ad networks")
-                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.adNetworks))
+                    return JSONResponse.make(200, JSONResponse.encode(book.registry.adNetworks))
                 },
                 Route(.exact("/api/ad-networks"), methods: ["POST"]) { request in
                     try register(request) { json, registry throws(RequestProblem) in
                         let network = try AppRegistryInput.adNetwork(from: json)
                         try registry.add(network)
-                        return SiteOwnerRoutes.encode(network)
+                        return JSONResponse.encode(network)
                     }
                 },
                 Route(.exact("/api/ad-networks"), methods: ["DELETE"]) { request in
@@ -55,13 +55,13 @@ struct AppRegistrationRoutes: Sendable {
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["GET", "HEAD"]) { request in
                     try requireUnscoped(request, "Apple Ads campaigns")
-                    return JSONResponse.make(200, SiteOwnerRoutes.encode(book.registry.appleAdsCampaigns))
+                    return JSONResponse.make(200, JSONResponse.encode(book.registry.appleAdsCampaigns))
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["POST"]) { request in
                     try register(request) { json, registry throws(RequestProblem) in
                         let campaign = try AppRegistryInput.appleAdsCampaign(from: json)
                         try registry.add(campaign)
-                        return SiteOwnerRoutes.encode(campaign)
+                        return JSONResponse.encode(campaign)
                     }
                 },
                 Route(.exact("/api/apple-ads/campaigns"), methods: ["DELETE"]) { request in

@@ -22,7 +22,7 @@ struct MarketerRoutes: Sendable {
                 Route(.exact("/api/advertisers"), methods: ["GET", "HEAD"]) { request in
                     let readable = try access.readScope(request)
                     let shown = advertisers.registry.advertisers.filter { readable.isEverything || readable.advertiser?.id == $0.id }
-                    return JSONResponse.make(200, SiteOwnerRoutes.encode(shown))
+                    return JSONResponse.make(200, JSONResponse.encode(shown))
                 },
                 Route(.exact("/api/advertisers"), methods: ["POST"]) { request in
                     try Registrations.register(request, in: advertisers) { json, registry throws(RequestProblem) in
@@ -31,7 +31,7 @@ struct MarketerRoutes: Sendable {
                         for (i, site) in advertiser.sites.enumerated() {
                             try Registrations.requireServed(site, field: "sites[\(i)]", servedSites: Set(servedSites))
                         }
-                        return SiteOwnerRoutes.encode(advertiser)
+                        return JSONResponse.encode(advertiser)
                     }
                 },
                 Route(.exact("/api/advertisers"), methods: ["DELETE"]) { request in

@@ -15,7 +15,7 @@ struct TriggerIntake: Sendable {
     /// (`HandlerContext.answer(refusal:to:)`), so that a misconfigured pixel shows in
     /// `/api/rejections` and `/metrics`.
     func handle(_ request: HTTPRequest, responder: HTTPResponder) throws {
-        let site = try SiteOwnerRoutes.site(of: request, trustedProxies: context.trustedProxies, siteRules: book.siteRules,
+        let site = try RequestedHost.registrableSite(of: request, trustedProxies: context.trustedProxies, siteRules: book.siteRules,
                                             what: "the trigger URL").site
         guard context.served.contains(site) else { throw ServedSites.notServed(what: "the trigger URL", host: site) }
         let path = try TriggerPath.parse(path: request.path, queryItems: request.queryItems, siteRules: book.siteRules)

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 
 /// The one way the endpoint answers with JSON it wrote itself: `application/json`, never cached.
@@ -9,5 +10,12 @@ enum JSONResponse {
     /// `json` is a complete JSON text; a newline is added.
     static func make(_ status: Int, _ json: String) -> HTTPResponse {
         HTTPResponse(status: status, headers: headers, body: Array((json + "\n").utf8))
+    }
+
+    /// A registration as JSON: keys sorted, slashes as they are.
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
 }

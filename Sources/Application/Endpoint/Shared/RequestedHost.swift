@@ -10,6 +10,23 @@ enum RequestedHost {
         try authority(of: request, trustedProxies: trustedProxies)?.name
     }
 
+    /// The registrable domain a pixel or trigger request was sent to (`www.shop.example:443` →
+    /// `shop.example`) and the port the browser named: 400 `invalid_host` when its host is no
+    /// host or names no site.
+    static func registrableSite(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules,
+                                what: String) throws(Problem) -> (site: String, port: Int?) {
+        guard let (host, port) = try authority(of: request, trustedProxies: trustedProxies) else {
+            throw Problem(status: 400, rule: "invalid_host", field: "Host", detail: "\(what) needs the Host header of a site")
+        }
+        switch siteRules.check(host) {
+        case nil: return (host, port)
+        case .subdomain(let registrable)?: return (registrable, port)
+        default:
+            throw Problem(status: 400, rule: "invalid_host", field: "Host",
+                          detail: "\(what) was sent to \"\(host)\", which is not within a registrable domain")
+        }
+    }
+
     /// The host's name (as `of` gives it) and the port the client used, if it named one.
     static func authority(of request: HTTPRequest, trustedProxies: [AddressRange]) throws(Problem) -> (name: String, port: Int?)? {
         if !trustedProxies.isEmpty, request.headers.contains("X-Forwarded-Host"),

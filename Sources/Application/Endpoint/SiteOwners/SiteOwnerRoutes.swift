@@ -48,14 +48,14 @@ struct SiteOwnerRoutes: Sendable {
             Route(.exact(path), methods: ["GET", "HEAD"]) { request in
                 let readable = try scope(request)
                 // What a scope is shown (`NameDisclosure`): a campaign to its destination's owner too.
-                return JSONResponse.make(200, Self.encode(book.registry.within(readable.sites)[keyPath: list]))
+                return JSONResponse.make(200, JSONResponse.encode(book.registry.within(readable.sites)[keyPath: list]))
             },
             Route(.exact(path), methods: ["POST"]) { request in
                 try register(request) { json, registry throws(RequestProblem) in
                     let item = try read(json)
                     try add(&registry, item, book.siteRules)
                     try Registrations.requireServed(site(item), field: keys.0, servedSites: served.sites)
-                    return Self.encode(item)
+                    return JSONResponse.encode(item)
                 }
             },
             Route(.exact(path), methods: ["DELETE"]) { request in try self.remove(request, keys: keys, remove) },
@@ -79,7 +79,7 @@ struct SiteOwnerRoutes: Sendable {
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
     func pixel(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (requestSite, port) = try Self.site(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
+        let (requestSite, port) = try RequestedHost.registrableSite(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
         guard served.contains(requestSite) else { throw ServedSites.notServed(what: "the pixel", host: requestSite) }
         var conversionName: String?, source: String?, site: String?
         for (name, value) in request.queryItems {
@@ -115,30 +115,5 @@ struct SiteOwnerRoutes: Sendable {
         let location = try ConversionPixel.location(site: requestSite, port: port, conversion: conversion, source: source,
                                                     siteRules: book.siteRules)
         return HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: [])
-    }
-
-    // MARK: - Helpers
-
-    /// The registrable domain a pixel or trigger request was sent to (`www.shop.example:443` →
-    /// `shop.example`) and the port the browser named: 400 `invalid_host` when its host is no
-    /// host or names no site.
-    static func site(of request: HTTPRequest, trustedProxies: [AddressRange], siteRules: SiteRules,
-                     what: String) throws(Problem) -> (site: String, port: Int?) {
-        guard let (host, port) = try RequestedHost.authority(of: request, trustedProxies: trustedProxies) else {
-            throw Problem(status: 400, rule: "invalid_host", field: "Host", detail: "\(what) needs the Host header of a site")
-        }
-        switch siteRules.check(host) {
-        case nil: return (host, port)
-        case .subdomain(let registrable)?: return (registrable, port)
-        default:
-            throw Problem(status: 400, rule: "invalid_host", field: "Host",
-                          detail: "\(what) was sent to \"\(host)\", which is not within a registrable domain")
-        }
-    }
-
-    static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
 }
