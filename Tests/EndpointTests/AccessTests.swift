@@ -43,7 +43,7 @@ import Testing
     }
 
     static func token(_ endpoint: LiveEndpoint, advertiser: String?, label: String = "test") throws -> String {
-        try ViewerTokenBook(dataDirectory: endpoint.directory).create(label: label, advertiser: advertiser, now: endpoint.clock.read()).token
+        try ViewerTokenStore(dataDirectory: endpoint.directory).create(label: label, advertiser: advertiser, now: endpoint.clock.read()).token
     }
 
     /// The route table walked with a viewer token: every method but reading is 403 with what the

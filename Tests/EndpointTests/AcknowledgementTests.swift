@@ -13,7 +13,7 @@ import Testing
     @Test(arguments: [ReportRole.source, .destination], [StoredReport.Verdict.accepted, .quarantined])
     func saysWhatWasStored(role: ReportRole, verdict: StoredReport.Verdict) throws {
         let reasons = verdict == .accepted ? [] : ["late", "odd \"reason\"\n"]
-        let response = ReportIntake.acknowledgement(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123),
+        let response = ReportHandler.acknowledgement(id: 9_007, receivedAt: Timestamp(millisecondsSinceEpoch: 1_795_168_800_123),
                                                     role, verdict, reasons)
         #expect(response.status == 201)
         guard case .bytes(let body) = response.body else {
@@ -37,7 +37,7 @@ import Testing
             #expect(body.last == UInt8(ascii: "\n"))
             return try #require(try JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         }
-        let stored = PostbackIntake.acknowledgement(id: 3, retry: false, verdict: .quarantined, signature: .testKey,
+        let stored = PostbackHandler.acknowledgement(id: 3, retry: false, verdict: .quarantined, signature: .testKey,
                                                     reasons: ["test_key", "odd \"reason\""])
         #expect(stored.status == 200)
         let ack = try read(stored)
@@ -45,7 +45,7 @@ import Testing
         #expect(ack["signature"] as? String == SignatureOutcome.testKey.name)
         #expect(ack["reasons"] as? [String] == ["test_key", "odd \"reason\""])
         #expect(Set(ack.keys) == ["id", "verdict", "signature", "reasons"])
-        let retry = try read(PostbackIntake.acknowledgement(id: 3, retry: true, verdict: nil, signature: nil, reasons: []))
+        let retry = try read(PostbackHandler.acknowledgement(id: 3, retry: true, verdict: nil, signature: nil, reasons: []))
         #expect(retry.count == 2 && retry["id"] as? Int == 3 && retry["retry"] as? Bool == true)
     }
 }

@@ -103,7 +103,7 @@ import Testing
 }
 
 extension ArchitectureDocumentTests {
-    /// Every type the document names in backquotes (`RecordLog`, `SiteOwnerBook.judge`) is a
+    /// Every type the document names in backquotes (`RecordLog`, `SiteOwnerStore.judge`) is a
     /// word of the sources: a type renamed or removed fails here until the document follows.
     @Test func everyTypeItNamesExists() throws {
         let document = try Self.document()

@@ -16,7 +16,7 @@ import Testing
     func sharedKeyFile(_ sites: [String]) throws -> String {
         let folder = temporaryDirectory()
         try TestTokenKeys.seed(folder, sites: sites)
-        return folder + "/" + TokenKeyBook.fileName
+        return folder + "/" + TokenKeyStore.fileName
     }
 
     @Test func theAdminAPIReadsRegistrationsButChangesNoneAndSaysWhy() throws {
@@ -83,7 +83,7 @@ import Testing
         let keys = try sharedKeyFile(["news.example", "shop.example"])
         // The rotation, made once into the shared file as `token-keys add --serves-from` makes it.
         let rotation = Timestamp(rfc3339: "2026-12-01T00:00:00Z")!
-        let book = try TokenKeyBook(path: keys, servedSites: [], foreignKeys: [:], clock: { rotation })
+        let book = try TokenKeyStore(path: keys, servedSites: [], foreignKeys: [:], clock: { rotation })
         let successor = try book.schedule(site: "shop.example", servesFrom: rotation)
         let nodes = try (0..<2).map { _ in
             try LiveEndpoint { configuration in
@@ -102,7 +102,7 @@ import Testing
         #expect(after[0] == after[1])
         #expect(after[0].contains(successor.served))
         // No node made a key of its own: the file is as the rotation left it.
-        let file = try DurableJSONFile(path: keys, empty: TokenKeyBook.File()).load()
+        let file = try DurableJSONFile(path: keys, empty: TokenKeyStore.File()).load()
         #expect(file.keys.count == 3)
     }
 }

@@ -93,15 +93,15 @@ enum TestTokenKeys {
 
     /// Writes the test keys for `sites` into a new data directory, as a first start would have.
     static func seed(_ directory: String, sites: [String]) throws {
-        let path = directory + "/" + TokenKeyBook.fileName
+        let path = directory + "/" + TokenKeyStore.fileName
         guard !FileManager.default.fileExists(atPath: path) else { return }
         let then = Timestamp(rfc3339: "2026-01-01T00:00:00Z")!
         let entries = sites.map { site in
-            TokenKeyBook.File.Entry(site: site, privateKey: Data(key(site).derRepresentation).base64EncodedString(),
+            TokenKeyStore.File.Entry(site: site, privateKey: Data(key(site).derRepresentation).base64EncodedString(),
                                     createdAt: then, servesFrom: then)
         }
         guard !entries.isEmpty else { return }
-        try DurableJSONFile(path: path, empty: TokenKeyBook.File(), mode: 0o600).save(TokenKeyBook.File(keys: entries))
+        try DurableJSONFile(path: path, empty: TokenKeyStore.File(), mode: 0o600).save(TokenKeyStore.File(keys: entries))
     }
 }
 

@@ -188,17 +188,17 @@ import Testing
     }
 }
 
-/// The line of postbacks waiting for their signature check, served by a real event loop whose
-/// turns take up the line only when the test says so: what a flood of postbacks gets once the
-/// line is full, and that the rest are stored in order once taken up.
+/// The queue of postbacks waiting for their signature check, served by a real event loop whose
+/// turns take up the queue only when the test says so: what a flood of postbacks gets once the
+/// queue is full, and that the rest are stored in order once taken up.
 @Suite struct PostbackLineTests {
     /// The endpoint's turn, held shut until `open`.
     final class HeldTurns: HTTPHandler, @unchecked Sendable {
-        let intake: PostbackIntake
+        let intake: PostbackHandler
         let store: RecordLog
         let open = Locked(false)
 
-        init(intake: PostbackIntake, store: RecordLog) {
+        init(intake: PostbackHandler, store: RecordLog) {
             self.intake = intake
             self.store = store
         }
@@ -217,14 +217,14 @@ import Testing
         }
     }
 
-    @Test func aFullLineAnswers503AndTheRestAreStoredInOrder() throws {
+    @Test func aFullQueueAnswers503AndTheRestAreStoredInOrder() throws {
         let store = try RecordLog(directory: temporaryDirectory(), committer: .owner)
         defer { store.close() }
         let ledger = PostbackLedger()
         let context = HandlerContext(trustedProxies: [], rejections: RejectionLog(), metrics: EndpointMetrics(),
                                      clock: { EndpointClock.systemNow() }, served: ServedSites(["app.example"], developmentMode: false))
-        let line = PostbackLine(capacity: 2)
-        let intake = PostbackIntake(checks: PostbackChecksOnTheLoop(line: line, ledger: ledger), keyring: try PostbackKeyring(),
+        let queue = PostbackQueue(capacity: 2)
+        let intake = PostbackHandler(checks: PostbackChecksOnTheLoop(queue: queue, ledger: ledger), keyring: try PostbackKeyring(),
                                     ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }),
                                     developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
         let handler = HeldTurns(intake: intake, store: store)
@@ -249,12 +249,12 @@ import Testing
                 answered.signal()
             }
         }
-        // One of the three found the line full: refused at once, with a reason devices act on
+        // One of the three found the queue full: refused at once, with a reason devices act on
         // (they retry); the other two wait for a turn that takes them up.
         answered.wait()
         let refused = try #require(answers.withLock { $0 }.first)
         #expect(refused.value == 503)
-        #expect(line.count == 2)
+        #expect(queue.count == 2)
         handler.open.withLock { $0 = true }
         server.requestTurn()
         answered.wait()

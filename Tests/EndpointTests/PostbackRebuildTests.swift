@@ -62,7 +62,7 @@ import Testing
         // Token keys made a day before the restart, and the late cut-off's month past the first
         // days: what reports need lies in the active segment only. (With keys as old as the log,
         // the report path needs every segment anyway, and the start reads them in one pass.)
-        let keys = DurableJSONFile(path: directory + "/" + TokenKeyBook.fileName, empty: TokenKeyBook.File(), mode: 0o600)
+        let keys = DurableJSONFile(path: directory + "/" + TokenKeyStore.fileName, empty: TokenKeyStore.File(), mode: 0o600)
         var file = try keys.load()
         let made = Timestamp(rfc3339: "2026-12-09T11:00:00Z")!
         for i in file.keys.indices { (file.keys[i].createdAt, file.keys[i].servesFrom) = (made, made) }
@@ -140,14 +140,14 @@ import Testing
             RecordLog.Segment(base: 300, end: 400, bytes: 100, records: 5, firstTime: at(9), lastTime: at(20), sealed: true),
             RecordLog.Segment(base: 400, end: 450, bytes: 50, records: 1, firstTime: at(20), lastTime: at(21), sealed: false),
         ]
-        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(15)) == 300)
+        #expect(RecoveredState.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(15)) == 300)
         // A day's slack for a clock stepped back.
-        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(10)) == 200)
-        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(4), tokensFrom: at(30)) == 0)
+        #expect(RecoveredState.reportStateFrom(segments, triggersFrom: at(12), tokensFrom: at(10)) == 200)
+        #expect(RecoveredState.reportStateFrom(segments, triggersFrom: at(4), tokensFrom: at(30)) == 0)
         // Keys of unknown age: the whole log.
-        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: nil) == 0)
+        #expect(RecoveredState.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: nil) == 0)
         // Nothing needed before now: the active segment only.
-        #expect(RebuiltAtStart.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: at(30)) == 400)
-        #expect(RebuiltAtStart.reportStateFrom([], triggersFrom: at(30), tokensFrom: at(30)) == 0)
+        #expect(RecoveredState.reportStateFrom(segments, triggersFrom: at(30), tokensFrom: at(30)) == 400)
+        #expect(RecoveredState.reportStateFrom([], triggersFrom: at(30), tokensFrom: at(30)) == 0)
     }
 }

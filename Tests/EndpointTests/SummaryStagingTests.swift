@@ -6,7 +6,7 @@ import RecordLog
 import Testing
 @testable import Endpoint
 
-/// The summary counts a batch while its flush is in flight (`SummaryBook.stage`), so that the
+/// The summary counts a batch while its flush is in flight (`SummaryStore.stage`), so that the
 /// event loop does that work while the disk is busy. What a reader of the summary sees must not
 /// change by it: a report shows once it is on disk, never before, and never if its flush fails.
 @Suite struct SummaryStagingTests {
@@ -28,7 +28,7 @@ import Testing
     }
 
     /// What the summary API would answer and what the CSV export would hold; nil while unavailable.
-    private static func seen(_ book: SummaryBook) -> String? {
+    private static func seen(_ book: SummaryStore) -> String? {
         try? book.read(seen).get()
     }
 
@@ -38,7 +38,7 @@ import Testing
     }
 
     @Test func aStagedBatchShowsOnlyOnceItIsStoredAndThenAsIfAddedOneByOne() throws {
-        let staged = SummaryBook(complete: true)
+        let staged = SummaryStore(complete: true)
         var added = SummaryAggregates()
         let empty = try #require(Self.seen(staged))
         let first = try Self.reports(0..<40)
@@ -68,7 +68,7 @@ import Testing
     /// While the summary is rebuilt from the log after a start, stored batches are kept apart
     /// and merged into the rebuilt counts, like reports added one by one.
     @Test func aBatchStoredDuringTheRebuildIsInTheRebuiltSummary() throws {
-        let rebuilding = SummaryBook(complete: false)
+        let rebuilding = SummaryStore(complete: false)
         var added = SummaryAggregates()
         let batch = try Self.reports(0..<25)
         for (report, facts) in batch { rebuilding.stage(report, facts) }

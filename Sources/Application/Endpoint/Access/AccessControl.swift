@@ -13,10 +13,10 @@ enum Caller: Sendable {
 /// nothing) and is refused every write with 403 that says what it may do.
 final class AccessControl: Sendable {
     let adminToken: String
-    let viewers: ViewerTokenBook
-    let advertisers: AdvertiserBook
+    let viewers: ViewerTokenStore
+    let advertisers: AdvertiserRegistryStore
 
-    init(adminToken: String, viewers: ViewerTokenBook, advertisers: AdvertiserBook) {
+    init(adminToken: String, viewers: ViewerTokenStore, advertisers: AdvertiserRegistryStore) {
         self.adminToken = adminToken
         self.viewers = viewers
         self.advertisers = advertisers

@@ -51,13 +51,13 @@ public enum ViewerTokenCommand {
             // The endpoint adds the file's advertisers at its next start.
             configured = configuration.advertisers.map(\.id)
         }
-        let book = ViewerTokenBook(dataDirectory: directory)
+        let book = ViewerTokenStore(dataDirectory: directory)
         do {
             switch verb {
             case "add":
                 guard let label else { return fail("say whom the token is for with --label TEXT") }
                 if let advertiser {
-                    let registry = try AdvertiserBook(dataDirectory: directory, siteRules: SiteRules(developmentMode: true)).registry
+                    let registry = try AdvertiserRegistryStore(dataDirectory: directory, siteRules: SiteRules(developmentMode: true)).registry
                     guard registry.advertiser(id: advertiser) != nil || configured.contains(advertiser) else {
                         return fail("no advertiser \(advertiser) in \(directory)/advertisers.json or the --config file; register it first (POST /api/advertisers, or \"advertisers\" in the config file)")
                     }

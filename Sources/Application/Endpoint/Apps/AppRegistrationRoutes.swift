@@ -9,7 +9,7 @@ import Primitives
 /// their campaigns. The same conventions as the site owners' registrations: the token, JSON in,
 /// problem+json for every refusal, 201 with what was registered.
 struct AppRegistrationRoutes: Sendable {
-    let book: AppBook
+    let book: AppRegistryStore
     let servedSites: Set<String>
     /// What the request's token may read: a scoped viewer sees the apps at its sites, and not the
     /// ad networks' and Apple Ads campaigns' names, which every advertiser shares.
@@ -105,7 +105,7 @@ struct AppsSummaryRoutes: Sendable {
     let aggregates: AppsAggregates
     /// The Apps view's counts are whole once it is ready.
     let rebuild: PostbackRebuild
-    let book: AppBook
+    let book: AppRegistryStore
     let appleAds: AppleAdsOutbox
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.

@@ -7,7 +7,7 @@ struct AppRoutes: Sendable {
     static let skadnetworkPath = "/.well-known/skadnetwork/report-attribution/"
     static let adattributionkitPath = "/.well-known/appattribution/report-attribution/"
 
-    let postbacks: PostbackIntake
+    let postbacks: PostbackHandler
 
     var routes: [RouteGroup] {
         let intake = postbacks

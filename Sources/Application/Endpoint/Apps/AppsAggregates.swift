@@ -32,7 +32,7 @@ final class AppsAggregates: SegmentDigestOwner {
 
     private struct State {
         var days: [DaySite: Day] = [:]
-        var names = NameNumbers()
+        var names = NameTable()
         /// The latest day a postback was counted on: days before it are frozen.
         var newestDay = Int32.min
 

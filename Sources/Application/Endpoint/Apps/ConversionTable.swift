@@ -1,6 +1,6 @@
 import Primitives
 
-/// One day's conversions at one site, by ad network, campaign, app (as numbers, `NameNumbers`) and
+/// One day's conversions at one site, by ad network, campaign, app (as numbers, `NameTable`) and
 /// conversion value (`AppsSummary.ValueCode`), with 32-bit counts: about 7 bytes a row once the day is over (`freeze`), where strings keyed to
 /// a dictionary of kinds took about 400. A top app's day can hold 10,000 campaigns (a four-digit
 /// `source-identifier` per ad network), and a year keeps every day.

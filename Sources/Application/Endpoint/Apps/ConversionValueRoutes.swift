@@ -11,7 +11,7 @@ import Primitives
 struct ConversionValueRoutes: Sendable {
     static let path = "/conversion-value"
 
-    let book: AppBook
+    let book: AppRegistryStore
     let metrics: EndpointMetrics
     let clock: EndpointClock
     /// The app's server asks on the app's site, as the app's Info.plist names it.

@@ -10,9 +10,9 @@ import RecordLog
 /// 15, far more than a report's whole path, so where that happens decides what a burst of
 /// postbacks costs the reports that share the loop.
 protocol PostbackChecks: Sendable {
-    var line: PostbackLine { get }
-    /// Puts a postback whose site and size are fine in line; throws the refusal of a body that
-    /// cannot be one when it is read here. A full line answers 503 itself: that is no refusal of
+    var queue: PostbackQueue { get }
+    /// Puts a postback whose site and size are fine in the queue; throws the refusal of a body that
+    /// cannot be one when it is read here. A full queue answers 503 itself: that is no refusal of
     /// the postback, and is not kept in the rejection ring.
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws
     /// The postbacks this turn takes up, in arrival order; `storeHasQueued` says whether reports
@@ -34,7 +34,7 @@ extension PostbackChecks {
 /// the body and check the signature, and the loop takes up every postback they are done with, a
 /// few microseconds each. The loop itself only finds the site and the size.
 struct PostbackChecksOnWorkers: PostbackChecks {
-    let line: PostbackLine
+    let queue: PostbackQueue
     /// `signature-check-N`, at nice 19: the loop takes its core back the moment it wakes.
     let pool: WorkerPool
     let keyring: PostbackKeyring
@@ -48,10 +48,10 @@ struct PostbackChecksOnWorkers: PostbackChecks {
 
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws {
         let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: nil, ready: false)
-        guard let sequence = line.append(item, checking: true) else {
-            return responder.respond(Self.backlogged(line.capacity).response)
+        guard let sequence = queue.append(item, checking: true) else {
+            return responder.respond(Self.backlogged(queue.capacity).response)
         }
-        let (keyring, line, ledger, store, turns, body) = (self.keyring, self.line, self.ledger, self.store, self.turns, request.body)
+        let (keyring, queue, ledger, store, turns, body) = (self.keyring, self.queue, self.ledger, self.store, self.turns, request.body)
         pool.submit {
             let reading = PostbackReading(proto, body)
             let onDisk = PostbackLedger.LookedUp.lookUp(reading, ledger: ledger, store: store)
@@ -59,16 +59,16 @@ struct PostbackChecksOnWorkers: PostbackChecks {
             if case .postback(let postback, _) = reading, !reading.isKnownRetry(in: ledger) {
                 check = keyring.check(postback)
             }
-            if line.checked(sequence, reading: reading, check: check, onDisk: onDisk) { turns.request() }
+            if queue.checked(sequence, reading: reading, check: check, onDisk: onDisk) { turns.request() }
         }
     }
 
     /// Every postback whose check is done, up to the first that is not.
     func drainForTurn(storeHasQueued: Bool, _ take: (QueuedPostback) -> Void) {
-        while let item = line.takeFirst({ $0 }) { take(item) }
+        while let item = queue.takeFirst({ $0 }) { take(item) }
     }
 
-    var hasReady: Bool { line.firstIsReady }
+    var hasReady: Bool { queue.firstIsReady }
 
     func stop() { pool.stop() }
 }
@@ -78,7 +78,7 @@ struct PostbackChecksOnWorkers: PostbackChecks {
 /// when reports or triggers wait for the same commit and `ownTurnBudget` when none do, so that a
 /// burst spreads over turns instead of holding up the reports that share one.
 struct PostbackChecksOnTheLoop: PostbackChecks {
-    let line: PostbackLine
+    let queue: PostbackQueue
     let ledger: PostbackLedger
     var sharedTurnBudget = 0.001
     var ownTurnBudget = 0.008
@@ -90,8 +90,8 @@ struct PostbackChecksOnTheLoop: PostbackChecks {
         // decides again when its turn comes; should it not be a retry then, it checks it there.)
         let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: reading,
                                   ready: reading.isKnownRetry(in: ledger))
-        guard line.append(item, checking: false) != nil else {
-            return responder.respond(Self.backlogged(line.capacity).response)
+        guard queue.append(item, checking: false) != nil else {
+            return responder.respond(Self.backlogged(queue.capacity).response)
         }
     }
 
@@ -100,7 +100,7 @@ struct PostbackChecksOnTheLoop: PostbackChecks {
         let budget = storeHasQueued ? sharedTurnBudget : ownTurnBudget
         let start = DispatchTime.now().uptimeNanoseconds
         var checkedHere = 0
-        while let item = line.takeFirst({ ready in
+        while let item = queue.takeFirst({ ready in
             if ready { return true }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
             guard checkedHere == 0 || elapsed < budget else { return false }
@@ -111,7 +111,7 @@ struct PostbackChecksOnTheLoop: PostbackChecks {
         }
     }
 
-    var hasReady: Bool { !line.isEmpty }
+    var hasReady: Bool { !queue.isEmpty }
 
     func stop() {}
 }

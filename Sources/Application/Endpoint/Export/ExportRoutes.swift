@@ -15,7 +15,7 @@ struct ExportRoutes: Sendable {
     let postbackRebuild: PostbackRebuild
     /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
     let appleAds: AppleAdsOutbox
-    let apps: AppBook
+    let apps: AppRegistryStore
     /// The threads that read and write every export, off the event loop.
     let producers: BodyProducers
     /// What each sealed segment holds: a scoped export passes over the others unread.

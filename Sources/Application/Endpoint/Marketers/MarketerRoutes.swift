@@ -9,10 +9,10 @@ import Primitives
 /// - `GET /api/whoami`: the role of the token presented, for the page to show;
 /// - `GET /api/arrivals`: when each site and app last received something, and which are silent.
 struct MarketerRoutes: Sendable {
-    let advertisers: AdvertiserBook
+    let advertisers: AdvertiserRegistryStore
     let access: AccessControl
     let arrivals: Arrivals
-    let apps: AppBook
+    let apps: AppRegistryStore
     let servedSites: [String]
     let clock: EndpointClock
 

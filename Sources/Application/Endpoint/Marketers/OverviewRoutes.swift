@@ -6,11 +6,11 @@ import Primitives
 /// token scoped to an advertiser sees that advertiser's alone; the admin token names one, or sees
 /// every site together. `scope=cluster`: every node's, counted in ClickHouse as each view's is.
 struct OverviewRoutes: Sendable {
-    let summary: SummaryBook
+    let summary: SummaryStore
     let aggregates: AppsAggregates
     let rebuild: PostbackRebuild
     let appleAds: AppleAdsOutbox
-    let apps: AppBook
+    let apps: AppRegistryStore
     let access: AccessControl
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.

@@ -9,8 +9,8 @@ struct PCMRoutes: Sendable {
     static let tokenKeyPath = "/.well-known/private-click-measurement/get-token-public-key/"
     static let signTokenPath = "/.well-known/private-click-measurement/sign-unlinkable-token/"
 
-    let reports: ReportIntake
-    let triggers: TriggerIntake
+    let reports: ReportHandler
+    let triggers: TriggerHandler
     let tokens: TokenSigning
 
     var routes: [RouteGroup] {

@@ -25,12 +25,12 @@ import Signatures
 /// signatures, so each key's set is bounded (`RememberedTokens`: exact, then a Bloom filter of
 /// fixed size). The sets hold 64-bit SHA-256 prefixes, rebuilt at start from the segments' digests
 /// and the log written since (`take`, `TokenChecks+Digest`); a key's set is dropped once the key
-/// is retired for good (`TokenKeyBook.isExpired`).
+/// is retired for good (`TokenKeyStore.isExpired`).
 final class TokenChecks: Sendable {
     /// The same two sides a token is signed for.
     typealias Side = UnlinkableTokenRequest.Side
 
-    let keys: TokenKeyBook
+    let keys: TokenKeyStore
     let requireTokens: Bool
     private struct Remembered {
         /// By key id: what each key signed and was seen.
@@ -42,7 +42,7 @@ final class TokenChecks: Sendable {
     /// Each new key's set (tests make it small).
     private let emptySet: RememberedTokens
 
-    init(keys: TokenKeyBook, requireTokens: Bool, clock: @escaping @Sendable () -> Timestamp,
+    init(keys: TokenKeyStore, requireTokens: Bool, clock: @escaping @Sendable () -> Timestamp,
          emptySet: RememberedTokens = RememberedTokens()) {
         self.keys = keys
         self.requireTokens = requireTokens

@@ -3,7 +3,7 @@ import Primitives
 /// The token keys in `/metrics`: each key's state, when each was made and began to be served, and
 /// when each site's next key comes (with `--token-key-rotation-days`, or one scheduled by hand).
 struct TokenKeyMetrics: MetricsSource {
-    let keys: TokenKeyBook
+    let keys: TokenKeyStore
     let rotation: TokenKeyRotation?
 
     func prometheusText(now: Timestamp) -> String {

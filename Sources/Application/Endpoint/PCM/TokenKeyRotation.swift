@@ -10,16 +10,16 @@ import Signatures
 /// The successor is made ahead of its turn (RSA-4096 takes seconds; the thread runs at nice 19)
 /// and kept in `token-keys.json` as a scheduled key, served from its time on, never sooner than a
 /// day after it is kept. The old key goes on verifying what it signed; nine days after the switch
-/// (`TokenKeyBook.verificationWindow`) it is retired for good and its set of tokens is dropped, and
-/// nine days later still it is forgotten (`TokenKeyBook.forgetOldKeys`). What a rotation costs is
+/// (`TokenKeyStore.verificationWindow`) it is retired for good and its set of tokens is dropped, and
+/// nine days later still it is forgotten (`TokenKeyStore.forgetOldKeys`). What a rotation costs is
 /// WebKit's rule, not ours: the browser fetches the key again before it sends a report and drops
 /// the report if the key changed since the click, so the reports of clicks made before the switch
 /// and sent after it are lost (docs/DEPLOYMENT.md, "Token keys"). Hence a period of months.
 final class TokenKeyRotation: Sendable {
     let days: Int
-    private let keys: TokenKeyBook
+    private let keys: TokenKeyStore
     private let clock: EndpointClock
-    private let announce: @Sendable (TokenKeyBook.Key) -> Void
+    private let announce: @Sendable (TokenKeyStore.Key) -> Void
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
     private let stopping = Locked(false)
@@ -30,7 +30,7 @@ final class TokenKeyRotation: Sendable {
     /// How long before its time a successor is kept, at least.
     static let lead: Int64 = 86_400_000
 
-    init(days: Int, keys: TokenKeyBook, clock: EndpointClock, announce: @escaping @Sendable (TokenKeyBook.Key) -> Void) {
+    init(days: Int, keys: TokenKeyStore, clock: EndpointClock, announce: @escaping @Sendable (TokenKeyStore.Key) -> Void) {
         self.days = days
         self.keys = keys
         self.clock = clock
@@ -86,9 +86,9 @@ final class TokenKeyRotation: Sendable {
     /// turn passed while the endpoint was down (or that had an old key when rotation was turned on)
     /// is served its successor a day after it is kept: the switch is always announced a day ahead.
     @discardableResult
-    func rotateDue() -> [TokenKeyBook.Key] {
+    func rotateDue() -> [TokenKeyStore.Key] {
         making.withLock { unsaved in
-            var made: [TokenKeyBook.Key] = []
+            var made: [TokenKeyStore.Key] = []
             for site in keys.servedSites {
                 guard !stopping.withLock({ $0 }), let served = keys.servedKey(for: site) else { continue }
                 let now = clock.now()

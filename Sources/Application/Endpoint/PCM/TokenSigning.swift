@@ -12,7 +12,7 @@ import Primitives
 /// Serving the key needs no signature, but the key may still be being made on first start, so it
 /// too is answered from the pool when it is not ready.
 struct TokenSigning: Sendable {
-    let keys: TokenKeyBook
+    let keys: TokenKeyStore
     let pool: WorkerPool
     let context: HandlerContext
 
@@ -55,7 +55,7 @@ struct TokenSigning: Sendable {
         Problem(status: 503, rule: "signing_backlogged", detail: "\(pool.maxWaiting ?? 0) token signatures are waiting; ask again later")
     }
 
-    static func publicKeyAnswer(_ key: TokenKeyBook.Key) -> HTTPResponse {
+    static func publicKeyAnswer(_ key: TokenKeyStore.Key) -> HTTPResponse {
         JSONResponse.make(200, "{\"token_public_key\":\"\(key.served)\"}")
     }
 

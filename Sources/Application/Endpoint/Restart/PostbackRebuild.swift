@@ -9,7 +9,7 @@ import RecordLog
 /// chain, or of another log, as beside a restored `log/`; or a key table not of this log) and the
 /// report path can do with fewer segments. What reports need, the triggers and the verified
 /// tokens, is read before listening from the segments recent enough to hold it
-/// (`RebuiltAtStart.reportStateFrom`); then the endpoint listens and takes reports, which browsers
+/// (`RecoveredState.reportStateFrom`); then the endpoint listens and takes reports, which browsers
 /// never send again.
 ///
 /// Until the ledger is whole a postback cannot be told from a repeat, so the postback paths answer

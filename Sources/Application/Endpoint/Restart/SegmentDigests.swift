@@ -5,7 +5,7 @@ import Primitives
 import RecordLog
 
 /// The digests of sealed segments (`SegmentDigest`, in DATA/digests/): what each owner of state a
-/// start rebuilds (`RebuiltAtStart`) took from a segment, written by a thread of their own
+/// start rebuilds (`RecoveredState`) took from a segment, written by a thread of their own
 /// (`segment-digests`, at nice 19) soon after the segment is sealed, once a minute and whenever a
 /// manual clock is set. The next start takes the digests instead of the segments, and reads only
 /// the log written since the last digested seal; a digest that is missing or damaged makes it read

@@ -6,7 +6,7 @@ import Primitives
 /// the registry yet; apps, ad networks and Apple Ads campaigns replacing what is registered under
 /// their ids. One that clashes with what is there stops the start, with the reason.
 enum ConfiguredRegistrations {
-    static func ensure(_ configuration: EndpointConfiguration, in book: SiteOwnerBook) throws {
+    static func ensure(_ configuration: EndpointConfiguration, in book: SiteOwnerStore) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 for c in configuration.conversions where !registry.conversions.contains(c) {
@@ -23,7 +23,7 @@ enum ConfiguredRegistrations {
         }
     }
 
-    static func ensure(_ configuration: EndpointConfiguration, in book: AppBook) throws {
+    static func ensure(_ configuration: EndpointConfiguration, in book: AppRegistryStore) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 for app in configuration.apps where registry.app(id: app.appID) != app {
@@ -45,7 +45,7 @@ enum ConfiguredRegistrations {
         }
     }
 
-    static func ensure(_ configuration: EndpointConfiguration, in book: AdvertiserBook) throws {
+    static func ensure(_ configuration: EndpointConfiguration, in book: AdvertiserRegistryStore) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 // Every changed one out first, then in: a site that moves from one to another in the
@@ -67,8 +67,8 @@ enum ConfiguredRegistrations {
     /// With `--cluster`, the config file is the only source: a node whose registry holds more
     /// (registered through its admin API before, or taken out of the file since) would count
     /// otherwise than the others, and is refused at start with what to remove.
-    static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerBook, apps: AppBook,
-                                      advertisers: AdvertiserBook) throws {
+    static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerStore, apps: AppRegistryStore,
+                                      advertisers: AdvertiserRegistryStore) throws {
         let registry = sites.registry, appRegistry = apps.registry
         var extra: [String] = []
         extra += registry.conversions.filter { !configuration.conversions.contains($0) }.map { "conversion \($0.site)/\($0.name)" }

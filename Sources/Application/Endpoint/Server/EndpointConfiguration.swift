@@ -281,7 +281,7 @@ public struct EndpointConfiguration: Sendable {
 
     /// Refuses configurations that would silently lose reports: each option's own check (its
     /// range, or what its value must be), then what needs several.
-    var tokenKeysPath: String { tokenKeys ?? dataDirectory + "/" + TokenKeyBook.fileName }
+    var tokenKeysPath: String { tokenKeys ?? dataDirectory + "/" + TokenKeyStore.fileName }
 
     /// The ClickHouse to export to, with its credentials; nil without `--clickhouse`.
     public func resolvedClickHouse() throws -> ClickHouseTarget? {

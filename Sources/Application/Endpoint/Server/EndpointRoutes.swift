@@ -14,11 +14,11 @@ struct EndpointRoutes: HTTPHandler {
     /// Takes the summary's checkpoint when one is due, at the end of a turn (after its commit).
     let checkpointer: SummaryCheckpointer?
     /// Postbacks waiting for their signature check: each turn takes up its share.
-    let postbacks: PostbackIntake?
+    let postbacks: PostbackHandler?
     let context: HandlerContext
 
     init(surfaces: [RouteGroup], store: RecordLog, publicDirectory: String?, checkpointer: SummaryCheckpointer?,
-         postbacks: PostbackIntake? = nil, context: HandlerContext) {
+         postbacks: PostbackHandler? = nil, context: HandlerContext) {
         let publicFiles = publicDirectory.map { StaticFiles(directory: $0) }
         router = Router(surfaces, methodNotAllowed: Problem.methodNotAllowed, refused: { context.answer(refusal: $1, to: $0) },
                         fallback: { request, responder in

@@ -30,7 +30,7 @@ public final class EndpointServer: Sendable {
     let routes: EndpointRoutes
     /// Apple Ads tokens and the calls to Apple each still needs.
     let appleAds: AppleAdsOutbox
-    let tokenKeys: TokenKeyBook
+    let tokenKeys: TokenKeyStore
     let summaryRebuild: SummaryRebuild
     /// The ClickHouse export, with `--clickhouse`.
     let exporter: ClickHouseExporter?
@@ -55,9 +55,9 @@ public final class EndpointServer: Sendable {
     /// Segments this start took from their digests instead of reading them (0 when it read the
     /// whole log again, having found a digest or key table not of this log).
     let startedFromDigests: Int
-    private let book: SiteOwnerBook
+    private let book: SiteOwnerStore
     private let checkpointer: SummaryCheckpointer
-    private let postbacks: PostbackIntake
+    private let postbacks: PostbackHandler
     private let signingPool: WorkerPool
     /// The threads that read the log for the exports, below the loop's priority.
     private let exportProducers: BodyProducers
@@ -102,7 +102,7 @@ public final class EndpointServer: Sendable {
         // The log, and what replay rebuilds from it on the way: the trigger ledger, the postback
         // ledger, the verified tokens. The summary's checkpoint names the log prefix it was
         // built from; replay fingerprints the log there, so that it is checked without a second pass.
-        let tokenKeys = try TokenKeyBook(path: configuration.tokenKeysPath, makesKeys: !configuration.cluster, servedSites: configuration.sites,
+        let tokenKeys = try TokenKeyStore(path: configuration.tokenKeysPath, makesKeys: !configuration.cluster, servedSites: configuration.sites,
                                          foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
                                          announce: { key in
                                              EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
@@ -121,10 +121,10 @@ public final class EndpointServer: Sendable {
         let claimed = SummaryCheckpoint.claimedPrefix(atPath: configuration.dataDirectory + "/" + SummaryCheckpoint.fileName)
         let archive = try PostbackArchive(directory: configuration.dataDirectory + "/postback-keys")
         for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
-        let keepTriggersFrom = SiteOwnerBook.oldestUseful(now: clock.now(), model: configuration.timingModel)
-        func rebuilt() -> RebuiltAtStart {
+        let keepTriggersFrom = SiteOwnerStore.oldestUseful(now: clock.now(), model: configuration.timingModel)
+        func rebuilt() -> RecoveredState {
             let ledger = PostbackLedger(archive: archive)
-            return RebuiltAtStart(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: ledger,
+            return RecoveredState(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: ledger,
                                   tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
                                   apps: AppsAggregates(originOf: { ledger.origin(of: $0) }))
         }
@@ -168,7 +168,7 @@ public final class EndpointServer: Sendable {
         var seconds: [String: Double] = [:]
         // The first segment a report's triggers and tokens can be in; and where the ledger and the
         // Apps view must read from when the digests taken stop before the last sealed segment.
-        let reportsFrom = RebuiltAtStart.reportStateFrom(store.segments, triggersFrom: keepTriggersFrom,
+        let reportsFrom = RecoveredState.reportStateFrom(store.segments, triggersFrom: keepTriggersFrom,
                                                          tokensFrom: tokenKeys.oldestVerifiableSignature)
         let sealedEnd = store.segments.last(where: \.sealed)?.end ?? 0
         var postbacksFrom: Int?
@@ -246,38 +246,38 @@ public final class EndpointServer: Sendable {
         startSeconds = seconds
         let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
-        let summary = SummaryBook(complete: store.bytesOnDisk == 0)
+        let summary = SummaryStore(complete: store.bytesOnDisk == 0)
         checkpointer = SummaryCheckpointer(directory: configuration.dataDirectory, store: store, summary: summary,
                                            interval: configuration.summaryCheckpointInterval)
         summaryRebuild = SummaryRebuild(summary: summary, store: store, checkpointer: checkpointer, claimed: claimed)
 
         // The registrations.
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
-        book = try SiteOwnerBook(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
+        book = try SiteOwnerStore(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
                                  siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
-        let apps = try AppBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: apps)
-        let advertisers = try AdvertiserBook(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: advertisers)
         if configuration.cluster {
             try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers)
         }
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
-        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenBook(dataDirectory: configuration.dataDirectory),
+        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenStore(dataDirectory: configuration.dataDirectory),
                                    advertisers: advertisers)
         let scope: ScopeOf = { (request) throws(Problem) in try access.readScope(request) }
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
-        let line = PostbackLine(capacity: 4096)
+        let postbackQueue = PostbackQueue(capacity: 4096)
         // One keyring for the workers and the loop: it remembers which key verified last.
         let keyring = try PostbackKeyring(testKeys: configuration.postbackKeys)
         let checks: any PostbackChecks = checkThreads > 0
-            ? PostbackChecksOnWorkers(line: line, pool: WorkerPool(named: "signature-check", threads: checkThreads, priority: .background),
+            ? PostbackChecksOnWorkers(queue: postbackQueue, pool: WorkerPool(named: "signature-check", threads: checkThreads, priority: .background),
                                       keyring: keyring, ledger: ledger, store: store, turns: turns)
-            : PostbackChecksOnTheLoop(line: line, ledger: ledger)
+            : PostbackChecksOnTheLoop(queue: postbackQueue, ledger: ledger)
         let signingThreads = WorkerPool.allowedCores()
         signingPool = WorkerPool(named: "token-signing", threads: signingThreads, priority: .idle, maxWaiting: 64 * signingThreads)
         exportProducers = BodyProducers(named: "export", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), maxStreams: 16)
@@ -330,11 +330,11 @@ public final class EndpointServer: Sendable {
         metricsSources.append(book)
 
         // The surfaces, and the route table they make.
-        let reports = ReportIntake(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
+        let reports = ReportHandler(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
                                    roles: RoleResolver(served: context.served),
                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
                                    tokens: tokenChecks, context: context)
-        postbacks = PostbackIntake(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
+        postbacks = PostbackHandler(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
                                    developmentMode: configuration.developmentMode,
                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = access.gate()
@@ -346,7 +346,7 @@ public final class EndpointServer: Sendable {
         let marketers = MarketerRoutes(advertisers: advertisers, access: access, arrivals: arrivals, apps: apps,
                                        servedSites: configuration.sites, clock: clock)
         let surfaces = PCMRoutes(reports: reports,
-                                 triggers: TriggerIntake(book: book, store: store, context: context),
+                                 triggers: TriggerHandler(book: book, store: store, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
             + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope, registered: { app in

@@ -4,11 +4,11 @@ import Foundation
 import HTTPServer
 
 /// What site owners use: the registries' admin API and the conversion pixel (the well-known
-/// trigger URL it redirects to is PCM's, `TriggerIntake`). Never sets or reads a cookie.
+/// trigger URL it redirects to is PCM's, `TriggerHandler`). Never sets or reads a cookie.
 struct SiteOwnerRoutes: Sendable {
     static let pixelPath = "/conversion-pixel"
 
-    let book: SiteOwnerBook
+    let book: SiteOwnerStore
     let trustedProxies: [AddressRange]
     /// Registrations and pixels must name a served site; empty (a development server without
     /// `--site`) takes any.

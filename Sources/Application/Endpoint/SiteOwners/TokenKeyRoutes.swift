@@ -11,7 +11,7 @@ import Primitives
 struct TokenKeyRoutes: Sendable {
     static let path = "/api/token-keys"
 
-    let keys: TokenKeyBook
+    let keys: TokenKeyStore
     /// Making an RSA-4096 key takes seconds: never on the event loop.
     let pool: WorkerPool
     let clock: EndpointClock
@@ -45,7 +45,7 @@ struct TokenKeyRoutes: Sendable {
         return JSONResponse.make(200, json + "}}")
     }
 
-    static func describe(_ key: TokenKeyBook.Key, state: TokenKeyBook.State) -> String {
+    static func describe(_ key: TokenKeyStore.Key, state: TokenKeyStore.State) -> String {
         var json = "{\"site\":"
         JSONValue.writeString(key.site, to: &json)
         json += ",\"key_id\":\"\(key.keyID)\",\"state\":\"\(state.rawValue)\",\"created_at\":\"\(key.createdAt.rfc3339)\""

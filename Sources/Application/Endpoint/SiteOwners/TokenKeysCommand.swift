@@ -39,7 +39,7 @@ public enum TokenKeysCommand {
         }
         guard let file else { return fail("name the key file with --file FILE") }
         do {
-            let book = try TokenKeyBook(path: file, servedSites: [], foreignKeys: [:], clock: { EndpointClock.systemNow() })
+            let book = try TokenKeyStore(path: file, servedSites: [], foreignKeys: [:], clock: { EndpointClock.systemNow() })
             if verb == "add" {
                 guard let site else { return fail("name the site whose key to add") }
                 if let problem = SiteRules(developmentMode: dev).check(site) { return fail("\(site): \(problem.detail)") }

@@ -14,7 +14,7 @@ import RecordLog
 final class SummaryCheckpointer: Sendable {
     let path: String
     private let store: RecordLog
-    private let summary: SummaryBook
+    private let summary: SummaryStore
     private let interval: UInt64
 
     private struct State {
@@ -28,7 +28,7 @@ final class SummaryCheckpointer: Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
 
-    init(directory: String, store: RecordLog, summary: SummaryBook, interval: Double = 60) {
+    init(directory: String, store: RecordLog, summary: SummaryStore, interval: Double = 60) {
         path = directory + "/" + SummaryCheckpoint.fileName
         self.store = store
         self.summary = summary

@@ -8,7 +8,7 @@ import RecordLog
 /// its progress until it is ready. It starts from the checkpoint when that still describes the
 /// log (`SummaryCheckpoint.restore`), and reads the rest of the log up to its size at start.
 final class SummaryRebuild: Sendable {
-    private let summary: SummaryBook
+    private let summary: SummaryStore
     private let store: RecordLog
     private let checkpointer: SummaryCheckpointer
     /// The log prefix the checkpoint claimed (read from its header before replay).
@@ -19,7 +19,7 @@ final class SummaryRebuild: Sendable {
     private let outcome = Locked<String?>(nil)
     private let stopping = Locked(false)
 
-    init(summary: SummaryBook, store: RecordLog, checkpointer: SummaryCheckpointer, claimed: LogPrefix?) {
+    init(summary: SummaryStore, store: RecordLog, checkpointer: SummaryCheckpointer, claimed: LogPrefix?) {
         self.summary = summary
         self.store = store
         self.checkpointer = checkpointer

@@ -4,8 +4,8 @@ import Primitives
 /// The marketers' summary: the aggregates as JSON and CSV (the page itself is served from its
 /// folder by the route table's fallback). Needs the token.
 struct SummaryRoutes: Sendable {
-    let summary: SummaryBook
-    let book: SiteOwnerBook
+    let summary: SummaryStore
+    let book: SiteOwnerStore
     let rejections: RejectionLog
     let clock: EndpointClock
     /// With `--clickhouse`: `?scope=cluster`.
@@ -61,7 +61,7 @@ struct SummaryRoutes: Sendable {
     func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool, crosstab: Bool = false) throws -> HTTPResponse {
         let query = try self.query(request, items)
         let registry = book.registry.within(query.within)
-        func rebuilding(_ progress: SummaryBook.RebuildProgress) -> Problem {
+        func rebuilding(_ progress: SummaryStore.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
         }

@@ -12,7 +12,7 @@ import Signatures
 /// `viewer-token` command writes the file while the endpoint runs; the endpoint sees a change at
 /// the next request that presents a viewer token (a `stat` of the file), so a revoked token stops
 /// working at once, without a restart.
-final class ViewerTokenBook: Sendable {
+final class ViewerTokenStore: Sendable {
     static let fileName = "viewer-tokens.json"
 
     let path: String

@@ -10,7 +10,7 @@ import PCMRecords
 ///
 /// One lock around both, so a report's judgement and the trigger it uses up are one step: two
 /// reports can never both claim a trigger.
-final class SiteOwnerBook: RegistryKeeper, MetricsSource {
+final class SiteOwnerStore: RegistryKeeper, MetricsSource {
     let model: TimingModel
     let siteRules: SiteRules
     private let file: DurableJSONFile<Registry>

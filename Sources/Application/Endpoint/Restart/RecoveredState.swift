@@ -10,7 +10,7 @@ import RecordLog
 /// They come in two parts. Reports need the triggers and the tokens, and browsers never send a
 /// report again, so those are whole before the endpoint listens. The ledger and the Apps view
 /// can follow on a thread (`PostbackRebuild`) when digests did not cover the sealed segments.
-struct RebuiltAtStart {
+struct RecoveredState {
     let triggers: TriggerReplay
     let ledger: PostbackLedger
     let tokens: TokenChecks

@@ -7,7 +7,7 @@ import RecordLog
 /// The aggregates behind a lock: each report is staged while its batch is flushed and merged
 /// once it is stored, by its steps on the event loop, and the summary API reads them. At start they are rebuilt from the log on a thread of their own while the endpoint
 /// already takes reports: those go to `live` and are merged in when the rebuild is done.
-final class SummaryBook: Sendable {
+final class SummaryStore: Sendable {
     private struct State {
         var main = SummaryAggregates()
         var live = SummaryAggregates()

@@ -8,9 +8,9 @@ import RecordLog
 ///
 /// Everything up to the store runs inline on the event loop (validation is pure and takes
 /// microseconds). The summary counts the report while its flush is in flight, apart
-/// (`SummaryBook.stage`); it and the metrics show the report only once it is on disk, and if the
+/// (`SummaryStore.stage`); it and the metrics show the report only once it is on disk, and if the
 /// flush fails the staged counts are dropped and what the report claimed is given back.
-struct ReportIntake: Sendable {
+struct ReportHandler: Sendable {
     /// The wire rules: fields, types, ranges, sites.
     let validator: PCMReportValidator
     /// Which copy a report is, from the site it was sent to.
@@ -18,8 +18,8 @@ struct ReportIntake: Sendable {
     let maxReportBytes: Int
     let store: RecordLog
     /// The registrations and the trigger ledger, for the verdict.
-    let book: SiteOwnerBook
-    let summary: SummaryBook
+    let book: SiteOwnerStore
+    let summary: SummaryStore
     let tokens: TokenChecks
     let context: HandlerContext
 
@@ -43,9 +43,9 @@ struct ReportIntake: Sendable {
         let draft: StoredReport.Draft
         let facts: ReportFacts
         let tokenOutcome: TokenChecks.Outcome
-        let summary: SummaryBook
+        let summary: SummaryStore
         let metrics: EndpointMetrics
-        let book: SiteOwnerBook
+        let book: SiteOwnerStore
         let tokens: TokenChecks
         /// Notes an accepted report's arrival (`Arrivals`): a quarantined one only reached the path.
         let accepted: (@Sendable (Timestamp) -> Void)?
@@ -53,7 +53,7 @@ struct ReportIntake: Sendable {
         func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse {
             // Counted while the flush is in flight, shown once it succeeds.
             summary.stage(StoredReport(draft, record), facts)
-            return ReportIntake.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
+            return ReportHandler.acknowledgement(id: record.id, receivedAt: record.time, draft.role, draft.verdict, draft.reasons)
         }
 
         func stored(_ record: RecordLog.AppendedRecord) {

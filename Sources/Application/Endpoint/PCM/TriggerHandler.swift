@@ -6,8 +6,8 @@ import RecordLog
 
 /// The well-known trigger URL the conversion pixel redirects to: the trigger goes to the log and
 /// then to the site owners' ledger, and the browser gets a 1×1 GIF once it is on disk.
-struct TriggerIntake: Sendable {
-    let book: SiteOwnerBook
+struct TriggerHandler: Sendable {
+    let book: SiteOwnerStore
     let store: RecordLog
     let context: HandlerContext
 

@@ -14,7 +14,7 @@ import RecordLog
 /// postback, the verdict, the append, or a refusal) happens on the event loop at the end of a
 /// turn, in arrival order. A copy of a postback already stored is not checked at all. Past the
 /// line's capacity the answer is 503 with Retry-After, and devices retry.
-struct PostbackIntake: Sendable {
+struct PostbackHandler: Sendable {
     let checks: any PostbackChecks
     let keyring: PostbackKeyring
     let ledger: PostbackLedger
@@ -133,7 +133,7 @@ struct PostbackIntake: Sendable {
     }
 }
 
-extension PostbackIntake {
+extension PostbackHandler {
     /// `{"id":3,"verdict":"accepted","signature":"apple","reasons":[]}`, or for a retry
     /// `{"id":3,"retry":true}`. Devices read only the status; the body is for people testing.
     static func acknowledgement(id: UInt64, retry: Bool, verdict: PostbackVerdict?, signature: SignatureOutcome?,

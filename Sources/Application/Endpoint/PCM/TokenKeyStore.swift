@@ -16,7 +16,7 @@ import Signatures
 /// (`schedule`): from its `serves_from` on, the successor is served and signs, and the old key
 /// only verifies (reports signed with it before the switch are lost by the browser anyway, which
 /// is why a rotation is chosen, not routine).
-final class TokenKeyBook: Sendable {
+final class TokenKeyStore: Sendable {
     struct Key: Sendable {
         let site: String
         let signing: TokenSigningKey

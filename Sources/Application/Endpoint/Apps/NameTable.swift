@@ -1,5 +1,5 @@
 /// Names as numbers, each name kept once: what `ConversionTable` rows point at.
-struct NameNumbers {
+struct NameTable {
     private(set) var names: [String] = []
     private var numbers: [String: UInt32] = [:]
 

@@ -5,10 +5,10 @@ import Marketers
 import Primitives
 
 /// A registry kept in memory behind a lock and saved whole to its JSON file in the data directory
-/// after every change: the app developers' (`AppBook`, `apps.json`) and the advertisers'
-/// (`AdvertiserBook`, `advertisers.json`). The site owners' registry shares its lock with the
-/// trigger ledger, so it has a book of its own (`SiteOwnerBook`).
-final class RegistryBook<Contents: Codable & Sendable & Equatable>: RegistryKeeper {
+/// after every change: the app developers' (`AppRegistryStore`, `apps.json`) and the advertisers'
+/// (`AdvertiserRegistryStore`, `advertisers.json`). The site owners' registry shares its lock with the
+/// trigger ledger, so it has a book of its own (`SiteOwnerStore`).
+final class RegistryStore<Contents: Codable & Sendable & Equatable>: RegistryKeeper {
     let siteRules: SiteRules
     /// What the registry holds, for the refusal when it cannot be saved: "the app registry".
     private let what: String
@@ -41,17 +41,17 @@ final class RegistryBook<Contents: Codable & Sendable & Equatable>: RegistryKeep
 }
 
 /// The app developers' apps and ad networks, in `apps.json`.
-typealias AppBook = RegistryBook<AppRegistry>
+typealias AppRegistryStore = RegistryStore<AppRegistry>
 /// The advertisers and their sites, in `advertisers.json`.
-typealias AdvertiserBook = RegistryBook<AdvertiserRegistry>
+typealias AdvertiserRegistryStore = RegistryStore<AdvertiserRegistry>
 
-extension RegistryBook where Contents == AppRegistry {
+extension RegistryStore where Contents == AppRegistry {
     convenience init(dataDirectory: String, siteRules: SiteRules) throws {
         try self.init(path: dataDirectory + "/apps.json", empty: AppRegistry(), what: "the app registry", siteRules: siteRules)
     }
 }
 
-extension RegistryBook where Contents == AdvertiserRegistry {
+extension RegistryStore where Contents == AdvertiserRegistry {
     convenience init(dataDirectory: String, siteRules: SiteRules) throws {
         try self.init(path: dataDirectory + "/advertisers.json", empty: AdvertiserRegistry(), what: "the advertisers", siteRules: siteRules)
     }
