@@ -8,12 +8,10 @@ import Primitives
 /// Only a counter per app and outcome is kept, for `/metrics`.
 ///
 /// Open without the token, as the app calls it. Never sets or reads a cookie.
-struct ConversionValueRoutes: Sendable {
+struct ConversionValueRoutes: SurfaceRoutes {
     static let path = "/conversion-value"
 
     let book: AppRegistryStore
-    let metrics: EndpointMetrics
-    let clock: EndpointClock
     /// The app's server asks on the app's site, as the app's Info.plist names it.
     let context: HandlerContext
 
@@ -39,22 +37,22 @@ struct ConversionValueRoutes: Sendable {
             }
             counters = try AppCounters.read(json)
         } catch {
-            metrics.conversionValueAnswered(appID: appID, outcome: error.rule)
+            context.metrics.conversionValueAnswered(appID: appID, outcome: error.rule)
             throw error
         }
         guard let app = registry.app(id: counters.appID) else {
-            // Not counted per id: that would let anyone grow /metrics.
-            metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
+            // Not counted per id: that would let anyone grow /context.metrics.
+            context.metrics.conversionValueAnswered(appID: nil, outcome: "unknown_app")
             throw Problem(status: 404, rule: "unknown_app", field: "app_id",
                           detail: "app \(counters.appID) is not registered here; register it and its schema with POST /api/apps")
         }
         do throws(RequestProblem) {
-            let answer = try NextConversionValue.answer(for: counters, schema: app.schema, now: clock.now())
+            let answer = try NextConversionValue.answer(for: counters, schema: app.schema, now: now)
             let outcome = answer.status == .windowClosed ? "window_closed" : answer.window.map { "window_\($0)" } ?? "single_window"
-            metrics.conversionValueAnswered(appID: app.appID, outcome: outcome)
+            context.metrics.conversionValueAnswered(appID: app.appID, outcome: outcome)
             return JSONResponse.make(200, answer.json)
         } catch {
-            metrics.conversionValueAnswered(appID: app.appID, outcome: error.rule)
+            context.metrics.conversionValueAnswered(appID: app.appID, outcome: error.rule)
             throw error
         }
     }

@@ -4,15 +4,10 @@ import HTTPServer
 /// `POST /api/plist-check` (token): the body is an Info.plist, XML or binary, as the page's form
 /// or `curl --data-binary @Info.plist` sends it; the answer is `check-plist --json` against the
 /// sites this endpoint serves. A plist with errors is still a 200: the check worked.
-struct PlistCheckRoutes: Sendable {
+struct PlistCheckRoutes: SurfaceRoutes {
+    let context: HandlerContext
     static let path = "/api/plist-check"
 
-    let servedSites: Set<String>
-    /// A viewer token scoped to an advertiser checks against that advertiser's sites: the others
-    /// served here are not its to know.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
-    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
-    var workers: WorkerPool? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -28,7 +23,7 @@ struct PlistCheckRoutes: Sendable {
         guard !request.body.isEmpty else {
             throw Problem(status: 400, rule: "empty_body", field: "body", detail: "send the Info.plist file as the body (XML or binary)")
         }
-        let sites = try scope(request).sites.map { $0.intersection(servedSites) } ?? servedSites
+        let sites = try scope(request).sites.map { $0.intersection(context.served.sites) } ?? context.served.sites
         do throws(PropertyList.NotAPropertyList) {
             return JSONResponse.make(200, try InfoPlistCheck(servedSites: sites).check(bytes: request.body).json)
         } catch {

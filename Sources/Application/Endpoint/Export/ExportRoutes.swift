@@ -8,7 +8,8 @@ import RecordLog
 /// Every stored report, postback and Apple Ads token, as NDJSON or CSV, filtered by receive time.
 /// Needs the token. Each export of the log is its kind's `RecordCodec`; the Apple Ads one joins
 /// the outbox's memory and its final calls' records (`AppleAdsExport.rows`).
-struct ExportRoutes: Sendable {
+struct ExportRoutes: SurfaceRoutes {
+    let context: HandlerContext
     let store: RecordLog
     let ledger: PostbackLedger
     /// Postbacks' retry counts are whole once it is ready.
@@ -20,8 +21,6 @@ struct ExportRoutes: Sendable {
     let producers: BodyProducers
     /// What each sealed segment holds: a scoped export passes over the others unread.
     let segmentSites: SegmentSites
-    /// What the request's token may read: a scoped viewer's exports hold its sites' records.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         let logExports: [(path: String, codec: any RecordCodec)] = [

@@ -8,13 +8,14 @@ import Primitives
 ///   DELETE for the admin token);
 /// - `GET /api/whoami`: the role of the token presented, for the page to show;
 /// - `GET /api/arrivals`: when each site and app last received something, and which are silent.
-struct MarketerRoutes: Sendable {
+struct MarketerRoutes: SurfaceRoutes {
+    let context: HandlerContext
+    /// The `--site`s in the order they were configured: the arrivals list them so.
+    let servedSites: [String]
     let advertisers: AdvertiserRegistryStore
     let access: AccessControl
     let arrivals: Arrivals
     let apps: AppRegistryStore
-    let servedSites: [String]
-    let clock: EndpointClock
 
     func routes(gate: @escaping RouteGroup.Gate, registrationGate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -29,7 +30,7 @@ struct MarketerRoutes: Sendable {
                         let advertiser = try AdvertiserInput.advertiser(from: json)
                         try registry.add(advertiser, siteRules: advertisers.siteRules)
                         for (i, site) in advertiser.sites.enumerated() {
-                            try Registrations.requireServed(site, field: "sites[\(i)]", servedSites: Set(servedSites))
+                            try Registrations.requireServed(site, field: "sites[\(i)]", servedSites: context.served.sites)
                         }
                         return JSONResponse.encode(advertiser)
                     }
@@ -65,6 +66,6 @@ struct MarketerRoutes: Sendable {
     }
 
     func report(_ scope: ReadScope) -> ArrivalsReport {
-        ArrivalsReport(arrivals.book, servedSites: servedSites, apps: apps.registry.apps, scope: scope, now: clock.now())
+        ArrivalsReport(arrivals.book, servedSites: servedSites, apps: apps.registry.apps, scope: scope, now: now)
     }
 }

@@ -5,18 +5,14 @@ import Primitives
 /// `GET /api/overview?advertiser=&from=&to=&scope=`: the page's first view (`Overview`). A viewer
 /// token scoped to an advertiser sees that advertiser's alone; the admin token names one, or sees
 /// every site together. `scope=cluster`: every node's, counted in ClickHouse as each view's is.
-struct OverviewRoutes: Sendable {
+struct OverviewRoutes: SurfaceRoutes {
+    let context: HandlerContext
     let summary: SummaryStore
     let aggregates: AppsAggregates
     let rebuild: PostbackRebuild
     let appleAds: AppleAdsOutbox
     let apps: AppRegistryStore
     let access: AccessControl
-    let clock: EndpointClock
-    /// With `--clickhouse`: `?scope=cluster`.
-    var cluster: ClusterScope? = nil
-    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
-    var workers: WorkerPool? = nil
 
     func routes(gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], workers: workers, handler: overview)])]
@@ -34,7 +30,7 @@ struct OverviewRoutes: Sendable {
                               detail: "unknown query parameter \"\(item.name)\"; use advertiser, from, to and scope")
             }
         }
-        let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: now)).get()
         let readable = try access.readScope(request)
         let advertiser = readable.advertiser
         let within = readable.sites

@@ -6,20 +6,16 @@ import RecordLog
 
 /// What operators and their tools call: health (open to load balancers), metrics, the refusals,
 /// and the manual clock (which exists only with `--manual-clock`).
-struct OperationsRoutes: Sendable {
+struct OperationsRoutes: SurfaceRoutes {
+    let context: HandlerContext
     /// This node's name (`--node`), checked to need no escaping.
     let node: String
     let store: RecordLog
-    let metrics: EndpointMetrics
-    let rejections: RejectionLog
     let clock: EndpointClock
     /// Every surface's series after the node's own, in the order they are written.
     var sources: [any MetricsSource] = []
     /// The export's state for `/healthz`, when there is an export.
     var exportHealth: (@Sendable () -> ClickHouseExporter.Status)? = nil
-    /// What the request's token may read: a scoped viewer's refusals are those sent to its sites,
-    /// and its metrics the series of its sites.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
     /// When each site and app in a scope last received something.
     var arrivals: (@Sendable (ReadScope) -> ArrivalsReport)? = nil
 
@@ -40,7 +36,7 @@ struct OperationsRoutes: Sendable {
     /// that reads every site.
     func health(_ request: HTTPRequest) throws -> HTTPResponse {
         let detailed = (try? scope(request))?.isEverything == true
-        if metrics.storeIsFailing(store), let error = store.writeError {
+        if context.metrics.storeIsFailing(store), let error = store.writeError {
             let problem = Problem.storeFailed(error, "reports cannot be stored right now")
             throw detailed ? problem : Problem(status: 503, rule: problem.rule, detail: "reports cannot be stored right now")
         }
@@ -64,7 +60,7 @@ struct OperationsRoutes: Sendable {
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array((nodeInfo + arrivalsText).utf8))
         }
         let now = clock.now()
-        let text = sources.reduce(nodeInfo + metrics.prometheusText(store: store, rejections: rejections)) { $0 + $1.prometheusText(now: now) }
+        let text = sources.reduce(nodeInfo + context.metrics.prometheusText(store: store, rejections: context.rejections)) { $0 + $1.prometheusText(now: now) }
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array((text + arrivalsText).utf8))
     }
 
@@ -89,12 +85,12 @@ struct OperationsRoutes: Sendable {
     func rejectionsResponse(_ request: HTTPRequest) throws -> HTTPResponse {
         let within = try scope(request).sites
         var json = "{\"counts\":{"
-        for (i, (rule, count)) in rejections.counts(within: within).sorted(by: { $0.key < $1.key }).enumerated() {
+        for (i, (rule, count)) in context.rejections.counts(within: within).sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { json += "," }
             json += "\"\(rule)\":\(count)"
         }
         json += "},\"recent\":["
-        for (i, entry) in rejections.recent.filter({ entry in within.map { sites in entry.site.map(sites.contains) ?? false } ?? true }).enumerated() {
+        for (i, entry) in context.rejections.recent.filter({ entry in within.map { sites in entry.site.map(sites.contains) ?? false } ?? true }).enumerated() {
             if i > 0 { json += "," }
             json += "{\"time\":\"\(entry.time.rfc3339)\",\"status\":\(entry.status),\"rule\":\"\(entry.rule)\",\"field\":"
             if let field = entry.field { JSONValue.writeString(field, to: &json) } else { json += "null" }

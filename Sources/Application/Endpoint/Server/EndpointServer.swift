@@ -83,7 +83,6 @@ public final class EndpointServer: Sendable {
          makeTokenKey: @escaping @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }) throws {
         try configuration.check()
         self.configuration = configuration
-        let sites = Set(configuration.sites)
         publicDirectory = try configuration.resolvedPublicDirectory()
         // The data are the operator's alone (an agency's client list, the registrations, the
         // log): 0700 folders and 0600 files, whatever the umask or an earlier version left.
@@ -340,35 +339,37 @@ public final class EndpointServer: Sendable {
         let bearer = access.gate()
         // In a cluster, what every node must agree on comes from the files they share.
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
-        let keptFrom: @Sendable () -> Timestamp? = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
-        let summaryRoutes = SummaryRoutes(summary: summary, book: book, rejections: context.rejections, clock: clock,
-                                          cluster: clusterScope, recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers)
-        let marketers = MarketerRoutes(advertisers: advertisers, access: access, arrivals: arrivals, apps: apps,
-                                       servedSites: configuration.sites, clock: clock)
+        // The one context every surface's routes are built from: the handlers' own, with what a
+        // token may read, the threads reads run on, the cluster, and how far back records are kept.
+        var shared = context
+        shared.scope = scope
+        shared.reads = readWorkers
+        shared.cluster = clusterScope
+        shared.recordsKeptFrom = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
+        let marketers = MarketerRoutes(context: shared, servedSites: configuration.sites, advertisers: advertisers, access: access,
+                                       arrivals: arrivals, apps: apps)
         let surfaces = PCMRoutes(reports: reports,
                                  triggers: TriggerHandler(book: book, store: store, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes
             + AppRoutes(postbacks: postbacks).routes
-            + AppRegistrationRoutes(book: apps, servedSites: sites, scope: scope, registered: { app in
+            + AppRegistrationRoutes(context: shared, book: apps, registered: { app in
                 arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
             }).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds, clock: clock, cluster: clusterScope,
-                                recordsKeptFrom: keptFrom, scope: scope, workers: readWorkers).routes(bearer: bearer)
+            + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds).routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
-            + PlistCheckRoutes(servedSites: sites, scope: scope, workers: readWorkers).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
-            + ConversionValueRoutes(book: apps, metrics: context.metrics, clock: clock, context: context).routes
+            + PlistCheckRoutes(context: shared).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
+            + ConversionValueRoutes(book: apps, context: context).routes
             + AppleAdsRoutes(outbox: appleAds, context: context).routes
-            + SiteOwnerRoutes(book: book, trustedProxies: context.trustedProxies, served: context.served, scope: scope).routes(bearer: registrationGate)
-            + TokenKeyRoutes(keys: tokenKeys, pool: signingPool, clock: clock, rotation: tokenKeyRotation, scope: scope).routes(bearer: registrationGate)
-            + summaryRoutes.routes(bearer: bearer)
+            + SiteOwnerRoutes(context: shared, book: book).routes(bearer: registrationGate)
+            + TokenKeyRoutes(context: shared, keys: tokenKeys, pool: signingPool, rotation: tokenKeyRotation).routes(bearer: registrationGate)
+            + SummaryRoutes(context: shared, summary: summary, book: book).routes(bearer: bearer)
             + marketers.routes(gate: bearer, registrationGate: registrationGate)
-            + OverviewRoutes(summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                             access: access, clock: clock, cluster: clusterScope, workers: readWorkers).routes(gate: bearer)
-            + ExportRoutes(store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                           producers: exportProducers, segmentSites: segmentSites, scope: scope).routes(bearer: bearer)
-            + OperationsRoutes(node: configuration.node, store: store, metrics: context.metrics, rejections: context.rejections, clock: clock,
-                               sources: metricsSources, exportHealth: exportHealth, scope: scope,
-                               arrivals: { marketers.report($0) }).routes(bearer: bearer)
+            + OverviewRoutes(context: shared, summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                             access: access).routes(gate: bearer)
+            + ExportRoutes(context: shared, store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
+                           producers: exportProducers, segmentSites: segmentSites).routes(bearer: bearer)
+            + OperationsRoutes(context: shared, node: configuration.node, store: store, clock: clock, sources: metricsSources,
+                               exportHealth: exportHealth, arrivals: { marketers.report($0) }).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
                                     postbacks: postbacks, context: context)
 

@@ -3,7 +3,9 @@ import PCM
 import Primitives
 
 /// What the handlers of every surface share: whose `X-Forwarded-Host` to believe, where refusals
-/// are counted and kept, the metrics and the clock. One value, made once by the server.
+/// are counted and kept, the metrics and the clock, what a token may read, the threads reads run
+/// on, the cluster. One value, made once by the server, and the one context every surface's
+/// routes are built from (`SurfaceRoutes`).
 struct HandlerContext: Sendable {
     let trustedProxies: [AddressRange]
     let rejections: RejectionLog
@@ -13,6 +15,14 @@ struct HandlerContext: Sendable {
     var served = ServedSites([], developmentMode: false)
     /// When each site last received something on each path.
     var arrivals: Arrivals? = nil
+    /// What the request's token may read (`AccessControl.readScope`).
+    var scope: ScopeOf = { (_) throws(Problem) in .everything }
+    /// The threads reads that compute their answer run on, off the event loop (nil: the loop).
+    var reads: WorkerPool? = nil
+    /// With `--clickhouse`: `?scope=cluster`.
+    var cluster: ClusterScope? = nil
+    /// The oldest record kept once retention has removed some; nil while the log holds everything.
+    var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
 
     /// The one place a refusal becomes an answer: what a gate or a handler threw, as the router
     /// hands it over. Refusals on the paths devices and browsers send to (`/.well-known/…`) are

@@ -5,16 +5,11 @@ import HTTPServer
 
 /// What site owners use: the registries' admin API and the conversion pixel (the well-known
 /// trigger URL it redirects to is PCM's, `TriggerHandler`). Never sets or reads a cookie.
-struct SiteOwnerRoutes: Sendable {
+struct SiteOwnerRoutes: SurfaceRoutes {
+    let context: HandlerContext
     static let pixelPath = "/conversion-pixel"
 
     let book: SiteOwnerStore
-    let trustedProxies: [AddressRange]
-    /// Registrations and pixels must name a served site; empty (a development server without
-    /// `--site`) takes any.
-    let served: ServedSites
-    /// What the request's token may read: a scoped viewer sees the registrations of its sites.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     /// The pixel faces every browser; the registrations need the token.
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
@@ -54,7 +49,7 @@ struct SiteOwnerRoutes: Sendable {
                 try register(request) { json, registry throws(RequestProblem) in
                     let item = try read(json)
                     try add(&registry, item, book.siteRules)
-                    try Registrations.requireServed(site(item), field: keys.0, servedSites: served.sites)
+                    try Registrations.requireServed(site(item), field: keys.0, servedSites: context.served.sites)
                     return JSONResponse.encode(item)
                 }
             },
@@ -79,8 +74,8 @@ struct SiteOwnerRoutes: Sendable {
 
     /// `GET /conversion-pixel?conversion=purchase[&source=https://news.example][&site=shop.example]`
     func pixel(_ request: HTTPRequest) throws -> HTTPResponse {
-        let (requestSite, port) = try RequestedHost.registrableSite(of: request, trustedProxies: trustedProxies, siteRules: book.siteRules, what: "the pixel")
-        guard served.contains(requestSite) else { throw ServedSites.notServed(what: "the pixel", host: requestSite) }
+        let (requestSite, port) = try RequestedHost.registrableSite(of: request, trustedProxies: context.trustedProxies, siteRules: book.siteRules, what: "the pixel")
+        guard context.served.contains(requestSite) else { throw ServedSites.notServed(what: "the pixel", host: requestSite) }
         var conversionName: String?, source: String?, site: String?
         for (name, value) in request.queryItems {
             switch name {
@@ -97,7 +92,7 @@ struct SiteOwnerRoutes: Sendable {
         }
         // Anyone can ask: the refusals say what is wrong with the request, never which sites are
         // served or which conversions a site registered.
-        if let site, !served.contains(site) {
+        if let site, !context.served.contains(site) {
             throw Problem(status: 422, rule: "site_not_served", field: "site",
                           detail: "site \(site) is not served by this endpoint; its trigger could not be recorded here")
         }

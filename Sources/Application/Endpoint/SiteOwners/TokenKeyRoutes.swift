@@ -8,17 +8,15 @@ import Primitives
 /// Rotating drops every report still in flight for the old key: before it sends a report the
 /// browser fetches the key again and drops the report if the key id changed. So a rotation is
 /// scheduled for a chosen time, and the old key stays to verify what it signed before.
-struct TokenKeyRoutes: Sendable {
+struct TokenKeyRoutes: SurfaceRoutes {
+    let context: HandlerContext
     static let path = "/api/token-keys"
 
     let keys: TokenKeyStore
     /// Making an RSA-4096 key takes seconds: never on the event loop.
     let pool: WorkerPool
-    let clock: EndpointClock
     /// With `--token-key-rotation-days`.
     var rotation: TokenKeyRotation? = nil
-    /// What the request's token may read: a scoped viewer sees its sites' keys.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -30,8 +28,7 @@ struct TokenKeyRoutes: Sendable {
     }
 
     func list(_ request: HTTPRequest) throws -> HTTPResponse {
-        let now = clock.now()
-        let readable = try scope(request)
+                let readable = try scope(request)
         let rows = keys.all.filter { readable.allows($0.site) }.sorted { ($0.site, $0.servesFrom.millisecondsSinceEpoch) < ($1.site, $1.servesFrom.millisecondsSinceEpoch) }
         var json = "{\"keys\":[" + rows.map { Self.describe($0, state: keys.state(of: $0, at: now)) }.joined(separator: ",") + "]"
         // When each served site's next key comes: on the rotation's schedule, or as scheduled by hand.
@@ -65,8 +62,7 @@ struct TokenKeyRoutes: Sendable {
         guard keys.servedSites.contains(site) else {
             throw invalid("site_not_served", "site", "site \"\(site)\" is not served by this endpoint (it serves \(keys.servedSites.joined(separator: ", ")))")
         }
-        let now = clock.now()
-        var servesFrom = now
+                var servesFrom = now
         if let value = fields.value("serves_from") {
             guard case .string(let text) = value, let time = Timestamp(rfc3339: text) else {
                 throw invalid("invalid_time", "serves_from", "serves_from must be an RFC 3339 time")

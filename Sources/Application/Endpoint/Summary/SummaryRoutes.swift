@@ -3,19 +3,10 @@ import Primitives
 
 /// The marketers' summary: the aggregates as JSON and CSV (the page itself is served from its
 /// folder by the route table's fallback). Needs the token.
-struct SummaryRoutes: Sendable {
+struct SummaryRoutes: SurfaceRoutes {
+    let context: HandlerContext
     let summary: SummaryStore
     let book: SiteOwnerStore
-    let rejections: RejectionLog
-    let clock: EndpointClock
-    /// With `--clickhouse`: `?scope=cluster`.
-    let cluster: ClusterScope?
-    /// The oldest record kept once retention has removed some; nil while the log holds everything.
-    var recordsKeptFrom: @Sendable () -> Timestamp? = { nil }
-    /// What the request's token may read.
-    var scope: ScopeOf = { (_) throws(Problem) in .everything }
-    /// The threads the reads that compute their answer run on, off the event loop (nil: the loop).
-    var workers: WorkerPool? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -51,7 +42,7 @@ struct SummaryRoutes: Sendable {
 
     /// The query, within the token's scope: a site outside it is refused.
     func query(_ request: HTTPRequest, _ items: [(name: String, value: String)]) throws -> SummaryQuery {
-        var query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: clock.now())).get()
+        var query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: now)).get()
         let readable = try scope(request)
         try readable.require(query.site)
         query.within = readable.sites
@@ -74,7 +65,7 @@ struct SummaryRoutes: Sendable {
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
         return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
-                                                  report.json(registry: registry, rejections: rejections.counts(within: query.within))))
+                                                  report.json(registry: registry, rejections: context.rejections.counts(within: query.within))))
     }
 
     /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:
