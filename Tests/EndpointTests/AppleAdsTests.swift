@@ -205,8 +205,7 @@ import Testing
         // Calls are under way (held by the stand-in) when the process dies.
         // Bounded waits, generous for ThreadSanitizer on a busy machine; they end when the condition holds.
         let deadline = Date().addingTimeInterval(120)
-        while standIn.callLog.count < 6 && Date() < deadline { usleep(10_000) }  // polling the stand-in's log, bounded
-        #expect(standIn.callLog.count >= 6)
+        #expect(standIn.waitForCalls(atLeast: 6, within: 120))
         server.signal(SIGKILL)
         _ = server.wait()
         standIn.answerUnscripted(.answer(200, Self.attributed))

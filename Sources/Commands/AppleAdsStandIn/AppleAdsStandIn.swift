@@ -22,6 +22,8 @@ public final class AppleAdsStandIn: @unchecked Sendable {
     public let port: UInt16
     private let listener: Int32
     private let lock = NSLock()
+    /// Broadcast whenever a call comes: what `waitForCalls` waits on.
+    private let callCame = NSCondition()
     private var scripts: [String: [Step]]
     private var otherwise: Step
     private var calls: [String] = []
@@ -88,6 +90,18 @@ public final class AppleAdsStandIn: @unchecked Sendable {
 
     public func calls(for token: String) -> Int { callLog.filter { $0 == token }.count }
 
+    /// Waits until at least `count` calls have come, or `seconds` pass; returns whether they came.
+    /// Woken by each call, not by a timer.
+    public func waitForCalls(atLeast count: Int, within seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        callCame.lock()
+        defer { callCame.unlock() }
+        while callLog.count < count {
+            guard callCame.wait(until: deadline) else { return callLog.count >= count }
+        }
+        return true
+    }
+
     public func stop() {
         lock.lock()
         stopped = true
@@ -122,6 +136,11 @@ public final class AppleAdsStandIn: @unchecked Sendable {
         let step = steps.isEmpty ? otherwise : steps[min(index, steps.count - 1)]
         if step == .hold { holding += 1 }
         lock.unlock()
+        // Under the condition's lock: a waiter holds it from its count to its wait, so this
+        // broadcast cannot fall between them.
+        callCame.lock()
+        callCame.broadcast()
+        callCame.unlock()
         switch step {
         case .drop: return
         case .hold: held.wait()
