@@ -191,7 +191,7 @@ import Testing
 /// The queue of postbacks waiting for their signature check, served by a real event loop whose
 /// turns take up the queue only when the test says so: what a flood of postbacks gets once the
 /// queue is full, and that the rest are stored in order once taken up.
-@Suite struct PostbackLineTests {
+@Suite struct PostbackQueueTests {
     /// The endpoint's turn, held shut until `open`.
     final class HeldTurns: HTTPHandler, @unchecked Sendable {
         let intake: PostbackHandler
