@@ -62,15 +62,16 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
 
         // The stop's checkpoint covers every sealed segment, so retention may take the old ones.
         let second = try retained(directory)
+        let limits = "tabled through \(second.server.postbackWindow.tabledThrough), digested through \(second.server.digests.digestedThrough)"
         second.server.retention!.sweep()
         let cutoff = Timestamp(rfc3339: "2026-11-10T10:00:00Z")!
         let kept = second.server.store.segments
-        #expect(kept.count < segmentsBefore.count)
+        #expect(kept.count < segmentsBefore.count, "\(limits); segments \(segmentsBefore.map { ($0.base, $0.end, $0.lastTime!.rfc3339) })")
         // Every segment removed ended before the cutoff; the oldest kept one does not.
         for segment in segmentsBefore where segment.end <= kept[0].base {
             #expect(segment.lastTime! < cutoff)
         }
-        #expect(kept[0].lastTime! >= cutoff)
+        #expect(kept[0].lastTime! >= cutoff, "\(limits); kept from \(kept[0].base); segments \(segmentsBefore.map { ($0.base, $0.end, $0.lastTime!.rfc3339) })")
         let keptFrom = kept[0].firstTime!
         // The PCM summary counts every report still: from its checkpoint; the Apps view every
         // postback, from its days' counts.

@@ -169,6 +169,9 @@ extension LiveEndpoint {
         server.waitUntilAppleAdsReady()
         server.digests.waitUntilStartSwept()
         server.postbackWindow.waitUntilStartSwept()
+        // The sites of each segment are read once after a start: until then the segment being
+        // read is pinned, and retention leaves it and every later one for its next sweep.
+        server.segmentSites.waitUntilStartSwept()
         return self
     }
 }
