@@ -225,8 +225,8 @@ import Testing
                                      clock: { EndpointClock.systemNow() }, served: ServedSites(["app.example"], developmentMode: false))
         let queue = PostbackQueue(capacity: 2)
         let intake = PostbackHandler(checks: PostbackChecksOnTheLoop(queue: queue, ledger: ledger), keyring: try PostbackKeyring(),
-                                    ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }),
-                                    developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
+                                     ledger: ledger, aggregates: AppsAggregates(), rebuild: PostbackRebuild(store: store, range: nil, take: { _ in }),
+                                     developmentMode: false, maxPostbackBytes: 16384, store: store, context: context)
         let handler = HeldTurns(intake: intake, store: store)
         var configuration = HTTPServerConfiguration()
         configuration.port = 0

@@ -26,7 +26,7 @@ import Testing
 
     static func checks(exactBound: Int, filterBits: Int) throws -> TokenChecks {
         let book = try TokenKeyStore(path: temporaryDirectory() + "/token-keys.json", makesKeys: false, servedSites: [],
-                                    foreignKeys: ["news.example": signer.publicKey], clock: { Timestamp(millisecondsSinceEpoch: 1_795_000_000_000) })
+                                     foreignKeys: ["news.example": signer.publicKey], clock: { Timestamp(millisecondsSinceEpoch: 1_795_000_000_000) })
         return TokenChecks(keys: book, requireTokens: false, clock: { Timestamp(millisecondsSinceEpoch: 1_795_000_000_000) },
                            emptySet: RememberedTokens(exactBound: exactBound, filterBits: filterBits))
     }

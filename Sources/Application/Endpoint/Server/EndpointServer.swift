@@ -102,11 +102,11 @@ public final class EndpointServer: Sendable {
         // ledger, the verified tokens. The summary's checkpoint names the log prefix it was
         // built from; replay fingerprints the log there, so that it is checked without a second pass.
         let tokenKeys = try TokenKeyStore(path: configuration.tokenKeysPath, makesKeys: !configuration.cluster, servedSites: configuration.sites,
-                                         foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
-                                         announce: { key in
-                                             EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
-                                                                                  "serves_from": .string(key.servesFrom.rfc3339)])
-                                         }, makeKey: makeTokenKey)
+                                          foreignKeys: try configuration.resolvedTokenPublicKeys(), clock: { clock.now() },
+                                          announce: { key in
+                                              EventLog.write("token_key_created", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                                                   "serves_from": .string(key.servesFrom.rfc3339)])
+                                          }, makeKey: makeTokenKey)
         self.tokenKeys = tokenKeys
         if configuration.cluster, let site = tokenKeys.missingSites.first {
             throw EndpointConfiguration.ParseError(description: "--cluster: \(configuration.tokenKeysPath) has no token key for \(site). Every node must serve the same key: make it once with `attribution-endpoint token-keys add \(site) --file FILE` and give every node that file with --token-keys FILE (docs/DEPLOYMENT.md)")
@@ -138,13 +138,13 @@ public final class EndpointServer: Sendable {
         let readWhileOpening = chain.digests.isEmpty
             && ((try? FileManager.default.contentsOfDirectory(atPath: digestsDirectory)) ?? []).allSatisfy { !$0.hasSuffix(".digest") }
         let store = try RecordLog(directory: configuration.dataDirectory, committer: .owner,
-                                    preallocation: configuration.logPreallocationMB << 20,
-                                    segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
-                                    clock: { clock.now() },
-                                    // Otherwise every sealed segment is taken from its index: what the owners
-                                    // need of it is read below, from digests or the log, and only once.
-                                    replayFrom: readWhileOpening ? 0 : .max,
-                                    replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
+                                  preallocation: configuration.logPreallocationMB << 20,
+                                  segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
+                                  clock: { clock.now() },
+                                  // Otherwise every sealed segment is taken from its index: what the owners
+                                  // need of it is read below, from digests or the log, and only once.
+                                  replayFrom: readWhileOpening ? 0 : .max,
+                                  replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
         self.store = store
         let turns = TurnRequester()
         self.turns = turns
@@ -253,7 +253,7 @@ public final class EndpointServer: Sendable {
         // The registrations.
         let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerStore(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
-                                 siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
+                                  siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: apps)
@@ -330,12 +330,12 @@ public final class EndpointServer: Sendable {
 
         // The surfaces, and the route table they make.
         let reports = ReportHandler(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
-                                   roles: RoleResolver(served: context.served),
-                                   maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
-                                   tokens: tokenChecks, context: context)
+                                    roles: RoleResolver(served: context.served),
+                                    maxReportBytes: configuration.maxReportBytes, store: store, book: book, summary: summary,
+                                    tokens: tokenChecks, context: context)
         postbacks = PostbackHandler(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
-                                   developmentMode: configuration.developmentMode,
-                                   maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
+                                    developmentMode: configuration.developmentMode,
+                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
         let bearer = access.gate()
         // In a cluster, what every node must agree on comes from the files they share.
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
