@@ -8,6 +8,15 @@ import Testing
 /// The one way an answer waits for the disk, through a real event loop and a real log: a kept
 /// record is answered after its flush, what others see follows the flush, and a record not kept
 /// gives back what it claimed and is answered 503.
+extension AnswerOnCommitTests.Traced {
+    func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse {
+        trace.add("answer \(record.id)")
+        return HTTPResponse(status: 201, body: Array("kept \(record.id)".utf8))
+    }
+    func stored(_ record: RecordLog.AppendedRecord) { trace.add("stored \(record.id)") }
+    func undo() { trace.add("undo") }
+}
+
 @Suite struct AnswerOnCommitTests {
     /// What the steps did, in order.
     final class Trace: Sendable {
@@ -15,26 +24,19 @@ import Testing
         func add(_ event: String) { events.withLock { $0.append(event) } }
     }
 
-    struct Kept: CommittedAnswer {
-        let trace: Trace
-        static var answersWhileFlushing: Bool { false }
-        func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse {
-            trace.add("answer \(record.id)")
-            return HTTPResponse(status: 201, body: Array("kept \(record.id)".utf8))
-        }
-        func stored(_ record: RecordLog.AppendedRecord) { trace.add("stored \(record.id)") }
-        func undo() { trace.add("undo") }
+    /// An answer that writes each step it is told into the trace.
+    protocol Traced: CommittedAnswer {
+        var trace: Trace { get }
     }
 
-    struct KeptWhileFlushing: CommittedAnswer {
+    struct Kept: Traced {
+        let trace: Trace
+        static var answersWhileFlushing: Bool { false }
+    }
+
+    struct KeptWhileFlushing: Traced {
         let trace: Trace
         static var answersWhileFlushing: Bool { true }
-        func answer(_ record: RecordLog.AppendedRecord) -> HTTPResponse {
-            trace.add("answer \(record.id)")
-            return HTTPResponse(status: 201, body: Array("kept \(record.id)".utf8))
-        }
-        func stored(_ record: RecordLog.AppendedRecord) { trace.add("stored \(record.id)") }
-        func undo() { trace.add("undo") }
     }
 
     /// Appends one record per request with the answer's steps; commits at the turn's end, as the endpoint does.

@@ -6,13 +6,3 @@ protocol MetricsSource: Sendable {
     func prometheusText(now: Timestamp) -> String
 }
 
-/// A source made of a closure: for series that are a feature's lines and nothing more.
-struct MetricsText: MetricsSource {
-    let text: @Sendable (Timestamp) -> String
-
-    init(_ text: @escaping @Sendable (Timestamp) -> String) {
-        self.text = text
-    }
-
-    func prometheusText(now: Timestamp) -> String { text(now) }
-}
