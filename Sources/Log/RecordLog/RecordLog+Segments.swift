@@ -20,6 +20,11 @@ extension RecordLog {
         public var lastTime: Timestamp?
         /// Only the active segment is written; sealed ones can be removed.
         public var sealed: Bool
+
+        public init(base: Int, end: Int, bytes: Int, records: Int, firstTime: Timestamp?, lastTime: Timestamp?, sealed: Bool) {
+            (self.base, self.end, self.bytes, self.records) = (base, end, bytes, records)
+            (self.firstTime, self.lastTime, self.sealed) = (firstTime, lastTime, sealed)
+        }
     }
 
     /// Every kept segment, oldest first; the last is the active one.

@@ -129,120 +129,34 @@ public final class EndpointServer: Sendable {
         }
         // The sealed segments' digests, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
-        var state = rebuilt()
-        let chain = SegmentDigests.chain(dataDirectory: configuration.dataDirectory, directory: digestsDirectory, owners: state.owners)
-        // Without digests (a log written before them, or with them removed) the owners take the
-        // records as the log is opened, in one pass; with them, after the digests, on a thread of
-        // their own (below), even when the first is damaged.
-        let replaying = state
-        let readWhileOpening = chain.digests.isEmpty
-            && ((try? FileManager.default.contentsOfDirectory(atPath: digestsDirectory)) ?? []).allSatisfy { !$0.hasSuffix(".digest") }
-        let store = try RecordLog(directory: configuration.dataDirectory, committer: .owner,
-                                  preallocation: configuration.logPreallocationMB << 20,
-                                  segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
-                                  clock: { clock.now() },
-                                  // Otherwise every sealed segment is taken from its index: what the owners
-                                  // need of it is read below, from digests or the log, and only once.
-                                  replayFrom: readWhileOpening ? 0 : .max,
-                                  replaying: readWhileOpening ? { replaying.take($0) } : { _ in })
-        self.store = store
         let turns = TurnRequester()
         self.turns = turns
-        // The outbox takes the digests of segments more than a day old, and reads the log from the
-        // first it misses: when they do not cover the sealed segments but the newest, it does so
-        // on its own thread while the endpoint serves, and its paths answer 503 meanwhile.
-        let sealedCount = store.segments.filter(\.sealed).count
-        let outboxCovered = chain.describes(store.segments) && chain.digests.count >= sealedCount - 1
-            && chain.digests.prefix(max(0, sealedCount - 1)).allSatisfy { chain.sectionNames[$0.base]?.contains(AppleAdsOutbox.digestSection) == true }
-        let outboxInBackground = sealedCount > 1 && !outboxCovered
-        let makeOutbox = {
-            AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
-                                                               timeout: configuration.appleAdsTimeout,
-                                                               connections: AppleAdsOutbox.maxInFlight),
-                           clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
-                           digestsDirectory: digestsDirectory, replayInBackground: outboxInBackground,
-                           beforeReplay: beforeBackgroundRebuild)
-        }
-        var restored = SegmentDigests.Restored()
-        var seconds: [String: Double] = [:]
-        // The first segment a report's triggers and tokens can be in; and where the ledger and the
-        // Apps view must read from when the digests taken stop before the last sealed segment.
-        let reportsFrom = RecoveredState.reportStateFrom(store.segments, triggersFrom: keepTriggersFrom,
-                                                         tokensFrom: tokenKeys.oldestVerifiableSignature)
-        let sealedEnd = store.segments.last(where: \.sealed)?.end ?? 0
-        var postbacksFrom: Int?
-        if chain.describes(store.segments) && archive.describes(store.segments) {
-            // Two threads: the owners take the digests and the log after them while the Apple Ads
-            // outbox reads its last day (neither touches the other's state; the log is only read).
-            let owners = state, taken = Locked((SegmentDigests.Restored(), 0.0, true, Int?.none))
-            let taking = DispatchGroup()
-            taking.startThread(named: "start-digests") {
-                let started = Date()
-                // (Also what removed segments' digests keep, when no sealed segment has one.)
-                let restored = SegmentDigests.take(chain, directory: digestsDirectory, owners: owners.owners)
-                var whole = true
-                var postbacksFrom: Int?
-                if !readWhileOpening {
-                    let end = store.bytesOnDisk
-                    // Only the active segment, or a report path that needs every segment after the
-                    // digests anyway (token keys never rotated): one pass for everyone, as the
-                    // background could only read the same bytes again and refuse postbacks meanwhile.
-                    if restored.replayFrom >= sealedEnd || reportsFrom <= restored.replayFrom {
-                        whole = store.scanEveryRecord(from: restored.replayFrom, through: end) { owners.take($0); return true } >= end
-                    } else {
-                        // A digest missing or damaged before the last seal: the ledger reads from it on
-                        // in the background, the report path only what it needs, now.
-                        postbacksFrom = max(restored.replayFrom, store.segments.first?.base ?? 0)
-                        whole = store.scanEveryRecord(from: max(restored.replayFrom, reportsFrom), through: end) {
-                            owners.takeForReports($0)
-                            return true
-                        } >= end
-                    }
-                }
-                taken.withLock { $0 = (restored, Date().timeIntervalSince(started), whole, postbacksFrom) }
-            }
-            let started = Date()
-            appleAds = makeOutbox()
-            seconds["apple_ads"] = Date().timeIntervalSince(started)
-            taking.wait()
-            let whole: Bool
-            (restored, seconds["digests"], whole, postbacksFrom) = taken.withLock { $0 }
-            // A segment that could not be read (EIO, EMFILE) would leave the ledgers short of it:
-            // no start rather than one that counts a postback twice.
-            guard whole else {
-                throw StoreError(operation: "read the log after its digests, from offset \(restored.replayFrom)", errno: EIO)
-            }
-            startedFromDigests = restored.digests.count
-        } else {
-            // Digests or key tables of another log (a restored log/ beside newer ones): never
-            // trusted. The tables go, and everything is read again from the log itself: what
-            // reports need now, the ledger and the Apps view in the background.
-            EventLog.write("start_rebuilt_from_log", ["digests": .number(String(chain.digests.count)),
-                                                      "postback_key_tables": .number(String(archive.tables.count))])
-            if !archive.describes(store.segments) { archive.removeAll() }
-            state = rebuilt()
-            let everyone = state
-            var removedOnly = SegmentDigests.Restored()
-            removedOnly.removed = chain.removed
-            _ = SegmentDigests.take(removedOnly, directory: digestsDirectory, owners: everyone.owners)
-            let end = store.bytesOnDisk, first = store.segments.first?.base ?? 0
-            // As above: in the background only when the report path can skip segments.
-            let skips = reportsFrom > first
-            guard store.scanEveryRecord(from: reportsFrom, through: end, {
-                if skips { everyone.takeForReports($0) } else { everyone.take($0) }
-                return true
-            }) >= end else {
-                throw StoreError(operation: "read the log from offset \(reportsFrom)", errno: EIO)
-            }
-            if skips { postbacksFrom = first }
-            appleAds = makeOutbox()
-            restored.digests = chain.digests
-            startedFromDigests = 0
-        }
-        let everyone = state
-        postbackRebuild = PostbackRebuild(store: store, range: postbacksFrom.map { $0..<store.bytesOnDisk },
-                                          take: { everyone.takeForPostbacks($0) }, beforeReading: beforeBackgroundRebuild)
-        startSeconds = seconds
+        let recovered = try LogRecovery(
+            dataDirectory: configuration.dataDirectory, digestsDirectory: digestsDirectory, archive: archive, rebuilt: rebuilt,
+            openLog: { replayFrom, replaying in
+                try RecordLog(directory: configuration.dataDirectory, committer: .owner,
+                              preallocation: configuration.logPreallocationMB << 20,
+                              segments: SegmentPolicy(maxBytes: configuration.logSegmentMB << 20), fingerprintAt: claimed?.end,
+                              clock: { clock.now() }, replayFrom: replayFrom, replaying: replaying)
+            },
+            reportsFrom: { segments in
+                RecoveredState.reportStateFrom(segments, triggersFrom: keepTriggersFrom, tokensFrom: tokenKeys.oldestVerifiableSignature)
+            },
+            makeOutbox: { store, inBackground in
+                AppleAdsOutbox(store: store, client: AppleAdsClient(url: URL(string: configuration.appleAdsAPI)!,
+                                                                   timeout: configuration.appleAdsTimeout,
+                                                                   connections: AppleAdsOutbox.maxInFlight),
+                               clock: clock, maxPending: configuration.appleAdsMaxPending, turns: turns,
+                               digestsDirectory: digestsDirectory, replayInBackground: inBackground,
+                               beforeReplay: beforeBackgroundRebuild)
+            }).run()
+        let (store, state, restored) = (recovered.store, recovered.state, recovered.restored)
+        self.store = store
+        appleAds = recovered.appleAds
+        startedFromDigests = recovered.startedFromDigests
+        postbackRebuild = PostbackRebuild(store: store, range: recovered.postbacksFrom.map { $0..<store.bytesOnDisk },
+                                          take: { state.takeForPostbacks($0) }, beforeReading: beforeBackgroundRebuild)
+        startSeconds = recovered.seconds
         let (ledger, tokenChecks) = (state.ledger, state.tokens)
         // A new log has nothing to rebuild: its summary is complete, and empty, from the start.
         let summary = SummaryStore(complete: store.bytesOnDisk == 0)
