@@ -62,16 +62,16 @@ struct AppsSummaryRoutes: SurfaceRoutes {
             // The node's Apps view is whole once the postback ledger is (the cluster's is ClickHouse's).
             if needsLedger { try rebuild.requireReady("the Apps summary") }
             if needsAppleAds { try appleAds.requireReady() }
-            if let csv { return responder.respond(SummaryRoutes.csv(node(query), name: csv)) }
+            if let csv { return responder.respond(CSVResponse.make(node(query), name: csv)) }
             let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
-            return responder.respond(JSONResponse.make(200, SummaryRoutes.scoped("node", available: self.cluster != nil,
+            return responder.respond(JSONResponse.make(200, JSONResponse.scoped("node", available: self.cluster != nil,
                                                                                  recordsKeptFrom: keptFrom, node(query))))
         }
         guard let scopeOfCluster = self.cluster else { throw ClusterScope.unavailable }
         let registry = book.registry
         scopeOfCluster.answer(responder) {
-            if let csv { return SummaryRoutes.csv(try cluster(scopeOfCluster, query, registry), name: csv) }
-            return JSONResponse.make(200, SummaryRoutes.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
+            if let csv { return CSVResponse.make(try cluster(scopeOfCluster, query, registry), name: csv) }
+            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
         }
     }
 

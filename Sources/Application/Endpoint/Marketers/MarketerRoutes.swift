@@ -17,7 +17,7 @@ struct MarketerRoutes: SurfaceRoutes {
     let arrivals: Arrivals
     let apps: AppRegistryStore
 
-    func routes(gate: @escaping RouteGroup.Gate, registrationGate: @escaping RouteGroup.Gate) -> [RouteGroup] {
+    func routes(bearer gate: @escaping RouteGroup.Gate, registrationGate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("advertisers", gate: registrationGate, routes: [
                 Route(.exact("/api/advertisers"), methods: ["GET", "HEAD"]) { request in

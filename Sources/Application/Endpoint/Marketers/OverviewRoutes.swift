@@ -14,7 +14,7 @@ struct OverviewRoutes: SurfaceRoutes {
     let apps: AppRegistryStore
     let access: AccessControl
 
-    func routes(gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
+    func routes(bearer gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], workers: workers, handler: overview)])]
     }
 

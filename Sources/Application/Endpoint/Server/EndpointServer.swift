@@ -277,9 +277,9 @@ public final class EndpointServer: Sendable {
             + SiteOwnerRoutes(context: shared, book: book).routes(bearer: registrationGate)
             + TokenKeyRoutes(context: shared, keys: tokenKeys, pool: signingPool, rotation: tokenKeyRotation).routes(bearer: registrationGate)
             + SummaryRoutes(context: shared, summary: summary, book: book).routes(bearer: bearer)
-            + marketers.routes(gate: bearer, registrationGate: registrationGate)
+            + marketers.routes(bearer: bearer, registrationGate: registrationGate)
             + OverviewRoutes(context: shared, summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                             access: access).routes(gate: bearer)
+                             access: access).routes(bearer: bearer)
             + ExportRoutes(context: shared, store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                            producers: exportProducers, segmentSites: segmentSites).routes(bearer: bearer)
             + OperationsRoutes(context: shared, node: configuration.node, store: store, clock: clock, sources: metricsSources,

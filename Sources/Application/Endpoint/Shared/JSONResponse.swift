@@ -18,4 +18,12 @@ enum JSONResponse {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(value)) ?? Data("null".utf8), as: UTF8.self)
     }
+
+    /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:
+    /// which numbers the page shows, whether it can switch, and from which day records can still
+    /// be exported one by one (null: every day; ClickHouse keeps every record).
+    static func scoped(_ scope: String, available: Bool, recordsKeptFrom: String? = nil, _ json: String) -> String {
+        let kept = recordsKeptFrom.map { "\"\($0)\"" } ?? "null"
+        return "{\"scope\":\"\(scope)\",\"cluster_available\":\(available),\"records_kept_from\":\(kept)," + json.dropFirst()
+    }
 }

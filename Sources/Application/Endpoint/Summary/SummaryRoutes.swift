@@ -28,16 +28,11 @@ struct SummaryRoutes: SurfaceRoutes {
         let registry = book.registry.within(query.within)
         cluster.answer(responder) {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
-            if crosstab { return Self.csv(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
-            if csv { return Self.csv(SummaryReport.csv(aggregates, query, registry: registry)) }
-            return JSONResponse.make(200, Self.scoped("cluster", available: true,
+            if crosstab { return CSVResponse.make(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
+            if csv { return CSVResponse.make(SummaryReport.csv(aggregates, query, registry: registry)) }
+            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true,
                                                       SummaryReport(aggregates, query).json(registry: registry, rejections: [:])))
         }
-    }
-
-    static func csv(_ text: String, name: String = "summary") -> HTTPResponse {
-        HTTPResponse(status: 200, headers: ["Content-Type": "text/csv; charset=utf-8; header=present", "Cache-Control": "no-store",
-                                           "Content-Disposition": "attachment; filename=\"\(name).csv\""], body: Array(text.utf8))
     }
 
     /// The query, within the token's scope: a site outside it is refused.
@@ -57,22 +52,14 @@ struct SummaryRoutes: SurfaceRoutes {
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
         }
         if crosstab {
-            return Self.csv(try summary.read({ SummaryReport($0, query).crosstabCSV(registry: registry) }).mapError(rebuilding).get(), name: "crosstab")
+            return CSVResponse.make(try summary.read({ SummaryReport($0, query).crosstabCSV(registry: registry) }).mapError(rebuilding).get(), name: "crosstab")
         }
         if csv {
-            return Self.csv(try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get())
+            return CSVResponse.make(try summary.read({ SummaryReport.csv($0, query, registry: registry) }).mapError(rebuilding).get())
         }
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
-        return JSONResponse.make(200, Self.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
+        return JSONResponse.make(200, JSONResponse.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
                                                   report.json(registry: registry, rejections: context.rejections.counts(within: query.within))))
-    }
-
-    /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:
-    /// which numbers the page shows, whether it can switch, and from which day records can still
-    /// be exported one by one (null: every day; ClickHouse keeps every record).
-    static func scoped(_ scope: String, available: Bool, recordsKeptFrom: String? = nil, _ json: String) -> String {
-        let kept = recordsKeptFrom.map { "\"\($0)\"" } ?? "null"
-        return "{\"scope\":\"\(scope)\",\"cluster_available\":\(available),\"records_kept_from\":\(kept)," + json.dropFirst()
     }
 }
