@@ -106,7 +106,7 @@ let targets: [Target] = [
     // The endpoint: its surfaces (a folder each), configuration, access, restart, operations.
     layered(.application, "Endpoint", ["HTTPServer", "Lifecycle", "Primitives", "PCM", "SiteOwners", "RecordLog", "PCMRecords", "Locking",
                                        "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds",
-                                       "Marketers", "AppleAdsRecords", "Signatures", "RawHTTPClient", "DurableFiles", "ClickHouseExport",
+                                       "Marketers", "AppleAdsRecords", "Signatures", "RawHTTPClient", "DurableFiles", "ClickHouseExport", "LogConsumer",
                                        "CSystemShims"]),
 
     // MARK: Commands

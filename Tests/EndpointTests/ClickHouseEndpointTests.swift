@@ -48,13 +48,11 @@ import Testing
         defer { endpoint.stop() }
         #expect(try endpoint.post(reportBody(), host: "news.example").status == 201)
         var health: [String: Any] = [:]
-        // The exporter's thread first tries within a fraction of a second.
-        let deadline = Date().addingTimeInterval(60)
-        repeat {
+        // The exporter's thread first tries within a fraction of a second; each failed turn signals.
+        #expect(try endpoint.exportTurns.until {
             health = json(try endpoint.get("/healthz"))
-            if (health["export"] as? [String: Any])?["last_error"] != nil { break }
-            usleep(10_000)  // polling the exporter's own report, bounded by the deadline
-        } while Date() < deadline
+            return (health["export"] as? [String: Any])?["last_error"] != nil
+        })
         let export = try #require(health["export"] as? [String: Any])
         #expect(health["status"] as? String == "ok")
         #expect(export["state"] as? String == "behind")

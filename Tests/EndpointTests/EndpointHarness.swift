@@ -105,12 +105,31 @@ enum TestTokenKeys {
     }
 }
 
+/// Signalled by a background thread at each step of its own: a test waits for a condition
+/// step by step, never on a timer.
+final class TurnSignal: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+
+    func signal() { semaphore.signal() }
+
+    /// Waits step after step until `condition` holds, for at most `seconds`.
+    func until(within seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        while try !condition() {
+            guard semaphore.wait(timeout: deadline) == .success else { return try condition() }
+        }
+        return true
+    }
+}
+
 /// The real endpoint, in process, on port 0.
 final class LiveEndpoint: Sendable {
     let server: EndpointServer
     let port: UInt16
     let directory: String
     let clock = ManualClock()
+    /// The ClickHouse export's turns, as they end (with `--clickhouse`).
+    let exportTurns = TurnSignal()
 
     init(sites: [String] = ["news.example", "shop.example"], dev: Bool = false, trustedProxies: [String] = [],
          token: String? = "test-token", directory: String = temporaryDirectory(), startingAt: String? = nil,
@@ -130,8 +149,10 @@ final class LiveEndpoint: Sendable {
         configure(&configuration)
         self.directory = directory
         try TestTokenKeys.seed(directory, sites: configuration.sites)
-        server = try EndpointServer(configuration: configuration, systemClock: clock.read, beforeBackgroundRebuild: beforeBackgroundRebuild,
-                                    makeTokenKey: TestTokenKeys.spare)
+        let exportTurns = self.exportTurns
+        server = try EndpointServer(configuration: configuration, systemClock: clock.read,
+                                    hooks: .init(beforeBackgroundRebuild: beforeBackgroundRebuild, makeTokenKey: TestTokenKeys.spare,
+                                                 exportTurnEnded: { _ in exportTurns.signal() }))
         port = try server.start()
     }
 

@@ -13,6 +13,7 @@ import RawHTTPClient
         let directory = temporaryDirectory()
         let arguments = ["--data", directory, "--site", "news.example", "--site", "shop.example", "--token", "t"]
         let acknowledged = Locked<Set<Int>>([])
+        let acknowledgements = TurnSignal()
         var nextNumber = 0
         for round in 0..<3 {
             let server = try EndpointProcess(arguments: arguments)
@@ -33,20 +34,18 @@ import RawHTTPClient
                         let body = reportBody(sourceID: n % 256, extra: ",\"n\":\(n)")
                         let request = "POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
                         guard (try? client.send(request)) != nil, let response = try? client.readResponse() else { return }
-                        if response.status == 201 { acknowledged.withLock { _ = $0.insert(n) } }
+                        if response.status == 201 {
+                            acknowledged.withLock { _ = $0.insert(n) }
+                            acknowledgements.signal()
+                        }
                     }
                 }
             }
             // Kill once this round has had a few hundred acknowledgements, or fail if the server
             // stops acknowledging: a minute is far past what a few hundred reports take.
             let target = acknowledged.withLock { $0.count } + 200 + round * 100
-            let deadline = Date().addingTimeInterval(60)
-            while acknowledged.withLock({ $0.count }) < target {
-                guard Date() < deadline else {
-                    Issue.record("round \(round): \(acknowledged.withLock { $0.count }) acknowledgements of \(target) after 60 s")
-                    break
-                }
-                Thread.sleep(forTimeInterval: 0.005)  // polling a counter, not waiting for an effect
+            if !acknowledgements.until(within: 60, { acknowledged.withLock { $0.count } >= target }) {
+                Issue.record("round \(round): \(acknowledged.withLock { $0.count }) acknowledgements of \(target) after 60 s")
             }
             server.signal(SIGKILL)
             _ = server.wait()

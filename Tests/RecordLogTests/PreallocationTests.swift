@@ -12,13 +12,12 @@ private func fileSize(_ dir: String) throws -> Int {
     (try FileManager.default.attributesOfItem(atPath: dir + "/reports.log")[.size] as? NSNumber)?.intValue ?? -1
 }
 
-/// Waits (bounded) until the preallocator has written at least `size` bytes: it works on a thread of its own.
-private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
-    for _ in 0..<500 {
-        if try fileSize(dir) >= size { return true }
-        usleep(10_000)
-    }
-    return false
+/// Waits (bounded) until the preallocator, on a thread of its own, has written the file to at
+/// least `size` bytes: each piece it writes wakes the wait.
+private func waitForFile(_ store: RecordLog, _ dir: String, atLeast size: Int) throws -> Bool {
+    guard let preallocator = store.committing.withLock({ $0.writer.preallocator }) else { return false }
+    guard preallocator.waitUntilZeroed(through: size, seconds: 60) else { return false }
+    return try fileSize(dir) >= size
 }
 
 /// Zeros kept ahead of the log's end (`LogPreallocator`): never where a record is, free space on
@@ -29,7 +28,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         var store = try RecordLog(directory: dir, preallocation: 256 << 10)
         for n in 0..<20 { try appendAndWait(store, draft(n)) }
         let dataEnd = store.bytesOnDisk
-        #expect(try waitForFile(dir, atLeast: dataEnd + 128 << 10))
+        #expect(try waitForFile(store, dir, atLeast: dataEnd + 128 << 10))
         store.close()
         #expect(try fileSize(dir) > dataEnd)
 
@@ -55,7 +54,7 @@ private func waitForFile(_ dir: String, atLeast size: Int) throws -> Bool {
         let lastStart = store.bytesOnDisk
         try appendAndWait(store, draft(3))
         let dataEnd = store.bytesOnDisk
-        #expect(try waitForFile(dir, atLeast: dataEnd + 64 << 10))
+        #expect(try waitForFile(store, dir, atLeast: dataEnd + 64 << 10))
         store.close()
         // The crash wrote the last record's first half: the rest of it is still zeros.
         let path = dir + "/reports.log"

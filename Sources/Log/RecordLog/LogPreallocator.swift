@@ -77,6 +77,18 @@ final class LogPreallocator: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Waits until every byte of the file below `fileOffset` is on disk, records or zeros, or
+    /// `seconds` pass: each piece the thread writes wakes it (tests wait on it).
+    func waitUntilZeroed(through fileOffset: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while zeroedEnd < fileOffset {
+            guard condition.wait(until: deadline) else { return zeroedEnd >= fileOffset }
+        }
+        return true
+    }
+
     /// Waits for the piece being written, if any, and stops the thread.
     func stop() {
         condition.lock()

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Lifecycle
 import Locking
+import LogConsumer
 import PCM
 import PCMRecords
 import Postbacks
@@ -71,16 +72,23 @@ public final class EndpointServer: Sendable {
     private let services = Locked<ServiceGroup?>(nil)
 
     public convenience init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp = { EndpointClock.systemNow() }) throws {
-        try self.init(configuration: configuration, systemClock: systemClock, beforeBackgroundRebuild: {})
+        try self.init(configuration: configuration, systemClock: systemClock, hooks: Hooks())
     }
 
-    /// `beforeBackgroundRebuild`: run on the threads that read the log again in the background (the
-    /// postback ledger's, the Apple Ads outbox's) before they read (tests hold them there).
-    /// `makeTokenKey`: how a new PCM token key is made (tests hand out fixture keys instead of
-    /// spending seconds on each RSA-4096 key).
-    init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp,
-         beforeBackgroundRebuild: @escaping @Sendable () -> Void,
-         makeTokenKey: @escaping @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }) throws {
+    /// Where tests reach into what the server does on its own threads.
+    struct Hooks: Sendable {
+        /// Run on the threads that read the log again in the background (the postback ledger's,
+        /// the Apple Ads outbox's) before they read: tests hold them there.
+        var beforeBackgroundRebuild: @Sendable () -> Void = {}
+        /// How a new PCM token key is made: tests hand out fixture keys instead of spending
+        /// seconds on each RSA-4096 key.
+        var makeTokenKey: @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }
+        /// Told each turn of the ClickHouse export as it ends: tests wait on it.
+        var exportTurnEnded: (@Sendable (LogTurn) -> Void)?
+    }
+
+    init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp, hooks: Hooks) throws {
+        let (beforeBackgroundRebuild, makeTokenKey) = (hooks.beforeBackgroundRebuild, hooks.makeTokenKey)
         try configuration.check()
         self.configuration = configuration
         publicDirectory = try configuration.resolvedPublicDirectory()
@@ -206,7 +214,7 @@ public final class EndpointServer: Sendable {
         exporter = clickhouse.map { target in
             ClickHouseExporter(store: store, schema: ClickHouseTables.schema, client: ClickHouseClient(target: target),
                                node: configuration.node, dataDirectory: configuration.dataDirectory, clock: { clock.now() },
-                               announce: { EventLog.write($0, $1) })
+                               announce: { EventLog.write($0, $1) }, observer: hooks.exportTurnEnded)
         }
 
         let digests = try SegmentDigests(directory: digestsDirectory, owners: state.owners + [appleAds], store: store, restored: restored, clock: clock,
