@@ -6,8 +6,8 @@ import Primitives
 /// 0  u16  magic 0xA77E
 /// 2  u8   kind, the owner's (`RecordKind`: 1 report, 2 trigger, 3 postback, 4 postback retry,
 ///         5 Apple Ads token, 6 Apple Ads call)
-/// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in records written
-///         before 2026-11-23, all PCM). The store keeps it and hands it back, nothing more.
+/// 3  u8   protocol tag, the owner's (`AttributionProtocol`: 1 PCM, …; 0 in the first
+///         version's records, all PCM). The store keeps it and hands it back, nothing more.
 /// 4  u32  payload length
 /// 8  u32  CRC-32C of bytes 0..<8 and of the payload
 /// 12 ...  payload

@@ -53,7 +53,7 @@ public struct StoredAppleAdsToken: Sendable, Equatable {
 /// Payload after the envelope: u8 format (1), u64 token record id, u8 called (0: the token
 /// expired before a call), u16 HTTP status (0: no answer), u8 status (`AppleAdsCallPolicy.Status`),
 /// u64 next attempt (ms, 0 when final), u16 + the record's JSON (empty unless 200); then, on a
-/// final call since 2026-11-26, the token's summary: u8 1, 16 bytes public id, u16 + site, i64
+/// final call (earlier versions wrote none), the token's summary: u8 1, 16 bytes public id, u16 + site, i64
 /// received at (ms), u32 calls, u16 last HTTP status (0: none).
 ///
 /// The call that makes a token final carries its token's summary, so that the outcome stands

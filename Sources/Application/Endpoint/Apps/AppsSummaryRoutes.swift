@@ -20,12 +20,12 @@ struct AppsSummaryRoutes: SurfaceRoutes {
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsLedger: true, node: { summary($0) }) { cluster, query, registry in
-                        try ClusterAppsSummary.summary(cluster, query: query).json(registry.within(query.within), query: query)
+                        try ClusterAppsSummary.summary(cluster, query: query).json(registry.scoped(to: query.readableSites), query: query)
                     }
                 }),
                 Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
-                    try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry.within($0.within)) }) {
-                        cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry.within(query.within))
+                    try scoped(request, responder, needsLedger: true, csv: "apps-crosstab", node: { aggregates.summary($0).crosstabCSV(book.registry.scoped(to: $0.readableSites)) }) {
+                        cluster, query, registry in try ClusterAppsSummary.summary(cluster, query: query).crosstabCSV(registry.scoped(to: query.readableSites))
                     }
                 }),
                 Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
@@ -38,7 +38,7 @@ struct AppsSummaryRoutes: SurfaceRoutes {
     }
 
     func summary(_ query: AppsSummary.Query) -> String {
-        aggregates.summary(query).json(book.registry.within(query.within), query: query)
+        aggregates.summary(query).json(book.registry.scoped(to: query.readableSites), query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
@@ -56,7 +56,7 @@ struct AppsSummaryRoutes: SurfaceRoutes {
         var asked = try query(items).get()
         let readable = try self.scope(request)
         try readable.require(asked.site)
-        asked.within = readable.sites
+        asked.readableSites = readable.sites
         let query = asked
         guard scope == .cluster else {
             // The node's Apps view is whole once the postback ledger is (the cluster's is ClickHouse's).

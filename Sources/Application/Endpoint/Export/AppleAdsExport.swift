@@ -8,7 +8,7 @@ import RecordLog
 /// lists it: one line (or CSV row) per token, every column on every line (null when absent),
 /// Apple's fields under Apple's names, and the registered names beside the ids.
 ///
-/// First the tokens settled by records written before 2026-11-26 (which do not carry their
+/// First the tokens settled by an earlier version's final calls (which do not carry their
 /// token), from the outbox, by id; then the other final tokens, from their final calls' records,
 /// in the order they were answered, read from the log as the socket drains (a final call carries
 /// its token's summary); last the tokens still waiting, from the outbox, by id.

@@ -14,7 +14,7 @@ struct ExportRoutes: SurfaceRoutes {
     let ledger: PostbackLedger
     /// Postbacks' retry counts are whole once it is ready.
     let postbackRebuild: PostbackRebuild
-    /// Apple Ads tokens: those waiting, and those settled by records from before 2026-11-26.
+    /// Apple Ads tokens: those waiting, and those settled by an earlier version's final calls, which do not carry their token.
     let appleAds: AppleAdsOutbox
     let apps: AppRegistryStore
     /// The threads that read and write every export, off the event loop.

@@ -33,11 +33,11 @@ struct OverviewRoutes: SurfaceRoutes {
         let period = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: now)).get()
         let readable = try access.readScope(request)
         let advertiser = readable.advertiser
-        let within = readable.sites
+        let readableSites = readable.sites
         var overview = Overview(advertiser: advertiser, from: period.from, to: period.to)
-        let registry = apps.registry.within(within)
-        let pcm = SummaryQuery(site: nil, from: period.from, to: period.to, role: nil, within: within)
-        let appsQuery = AppsSummary.Query(site: nil, from: period.from, to: period.to, within: within)
+        let registry = apps.registry.scoped(to: readableSites)
+        let pcm = SummaryQuery(site: nil, from: period.from, to: period.to, role: nil, readableSites: readableSites)
+        let appsQuery = AppsSummary.Query(site: nil, from: period.from, to: period.to, readableSites: readableSites)
 
         if scope == .cluster {
             guard let cluster else { throw ClusterScope.unavailable }

@@ -83,14 +83,14 @@ struct OperationsRoutes: SurfaceRoutes {
     }
 
     func rejectionsResponse(_ request: HTTPRequest) throws -> HTTPResponse {
-        let within = try scope(request).sites
+        let readableSites = try scope(request).sites
         var json = "{\"counts\":{"
-        for (i, (rule, count)) in context.rejections.counts(within: within).sorted(by: { $0.key < $1.key }).enumerated() {
+        for (i, (rule, count)) in context.rejections.counts(readableSites: readableSites).sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { json += "," }
             json += "\"\(rule)\":\(count)"
         }
         json += "},\"recent\":["
-        for (i, entry) in context.rejections.recent.filter({ entry in within.map { sites in entry.site.map(sites.contains) ?? false } ?? true }).enumerated() {
+        for (i, entry) in context.rejections.recent.filter({ entry in readableSites.map { sites in entry.site.map(sites.contains) ?? false } ?? true }).enumerated() {
             if i > 0 { json += "," }
             json += "{\"time\":\"\(entry.time.rfc3339)\",\"status\":\(entry.status),\"rule\":\"\(entry.rule)\",\"field\":"
             if let field = entry.field { JSONValue.writeString(field, to: &json) } else { json += "null" }

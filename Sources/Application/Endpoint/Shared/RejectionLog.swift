@@ -52,7 +52,7 @@ final class RejectionLog: Sendable {
     var counts: [String: Int] { state.withLock { $0.counts } }
 
     /// Rejections so far by rule, of those sent to one of `sites` (nil: all of them).
-    func counts(within sites: Set<String>?) -> [String: Int] {
+    func counts(readableSites sites: Set<String>?) -> [String: Int] {
         guard let sites else { return counts }
         return state.withLock { s in
             var counts: [String: Int] = [:]

@@ -43,7 +43,7 @@ struct SiteOwnerRoutes: SurfaceRoutes {
             Route(.exact(path), methods: ["GET", "HEAD"]) { request in
                 let readable = try scope(request)
                 // What a scope is shown (`NameDisclosure`): a campaign to its destination's owner too.
-                return JSONResponse.make(200, JSONResponse.encode(book.registry.within(readable.sites)[keyPath: list]))
+                return JSONResponse.make(200, JSONResponse.encode(book.registry.scoped(to: readable.sites)[keyPath: list]))
             },
             Route(.exact(path), methods: ["POST"]) { request in
                 try register(request) { json, registry throws(RequestProblem) in

@@ -18,7 +18,7 @@ extension AppleAdsOutbox: MetricsSource {
                                      isReady ? 0 : 1)
         out += "# HELP attribution_apple_ads_pending Apple Ads tokens without a final answer (the limit is attribution_apple_ads_max_pending).\n"
         out += "# TYPE attribution_apple_ads_pending gauge\nattribution_apple_ads_pending \(pending)\n"
-        out += "# HELP attribution_apple_ads_tokens_in_memory Tokens the outbox holds: waiting, answered in the last day, or settled by records from before 2026-11-26.\n"
+        out += "# HELP attribution_apple_ads_tokens_in_memory Tokens the outbox holds: waiting, answered in the last day, or settled by an earlier version's final calls, which do not carry their token.\n"
         out += "# TYPE attribution_apple_ads_tokens_in_memory gauge\nattribution_apple_ads_tokens_in_memory \(entriesInMemory)\n"
         out += "# HELP attribution_apple_ads_max_pending Tokens that may wait for Apple at once; past it new ones are answered 503.\n"
         out += "# TYPE attribution_apple_ads_max_pending gauge\nattribution_apple_ads_max_pending \(maxPending)\n"

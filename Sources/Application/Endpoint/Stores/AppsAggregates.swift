@@ -113,7 +113,7 @@ final class AppsAggregates: SegmentDigestOwner {
             var sites: Set<String> = []
             var total = AppsSummary(sites: [])
             for (key, day) in s.days where key.day >= query.from && key.day <= query.to {
-                if !key.site.isEmpty, query.within?.contains(key.site) ?? true { sites.insert(key.site) }
+                if !key.site.isEmpty, query.readableSites?.contains(key.site) ?? true { sites.insert(key.site) }
                 guard query.reads(key.site) else { continue }
                 total.merge(day.counts)
                 var installs = AppsSummary.ConversionCounts()
@@ -169,10 +169,9 @@ final class AppsAggregates: SegmentDigestOwner {
         var summary: AppsSummary
     }
 
-    /// A removed segment's digest may hold `apps-2` (written before 2026-11-26 10:00): the same
-    /// counts, with each conversion's counts by their kind's name.
-    ///
-    /// `apps-3` (written before 2026-11-27) reads as it is: its days have no campaign × value cells.
+    /// A removed segment's digest may hold an earlier version's section. `apps-2`: the same
+    /// counts, with each conversion's counts by their kind's name. `apps-3` reads as it is: its
+    /// days have no campaign × value cells.
     func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
         if let bytes = sections[digestName] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
         return sections["apps-2"].flatMap(Self.fromApps2).flatMap { readDigest($0, of: digest) }

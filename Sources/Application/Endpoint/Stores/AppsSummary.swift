@@ -19,17 +19,17 @@ struct AppsSummary: Codable {
         var from: Int32
         var to: Int32
         /// The sites a viewer token may read; nil: every site.
-        var within: Set<String>? = nil
+        var readableSites: Set<String>? = nil
 
         /// Whether counts of `site` belong in the answer.
         func reads(_ site: String) -> Bool {
-            (self.site.map { $0 == site } ?? true) && (within?.contains(site) ?? true)
+            (self.site.map { $0 == site } ?? true) && (readableSites?.contains(site) ?? true)
         }
 
         /// The same, as a ClickHouse condition on `site` (empty: every site).
         var sqlSiteCondition: String {
             var out = site.map { " AND site = " + ClickHouseClient.quoted($0) } ?? ""
-            if let within { out += " AND site IN (" + (within.isEmpty ? "''" : within.sorted().map(ClickHouseClient.quoted).joined(separator: ", ")) + ")" }
+            if let readableSites { out += " AND site IN (" + (readableSites.isEmpty ? "''" : readableSites.sorted().map(ClickHouseClient.quoted).joined(separator: ", ")) + ")" }
             return out
         }
     }

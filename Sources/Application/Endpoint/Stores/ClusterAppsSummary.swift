@@ -38,7 +38,7 @@ enum ClusterAppsSummary {
     static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
         let statements = sql(database: scope.database, query: query)
         let grouped = try scope.rows(statements[0])
-        var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }.filter { query.within?.contains($0) ?? true }))
+        var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }.filter { query.readableSites?.contains($0) ?? true }))
         for row in grouped where query.reads(row.string("site") ?? "") {
             let facts = AppsSummary.Facts(skadnetwork: row.string("protocol") == "skadnetwork", accepted: row.string("verdict") == "accepted",
                                           reasons: row.strings("reasons"), signature: row.string("signature") ?? "",

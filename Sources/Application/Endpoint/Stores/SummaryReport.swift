@@ -13,7 +13,7 @@ struct SummaryQuery: Sendable, Equatable {
     var to: Int32
     var role: ReportRole?
     /// The sites a viewer token may read; nil: every site.
-    var within: Set<String>? = nil
+    var readableSites: Set<String>? = nil
 
     /// `?site=&from=YYYY-MM-DD&to=YYYY-MM-DD&role=source|destination`; the period defaults to
     /// the 30 days up to `today`.
@@ -107,20 +107,20 @@ struct SummaryReport: Sendable {
 
     init(_ aggregates: SummaryAggregates, _ query: SummaryQuery) {
         self.query = query
-        sites = aggregates.sites.map(aggregates.name).filter { query.within?.contains($0) ?? true }.sorted()
+        sites = aggregates.sites.map(aggregates.name).filter { query.readableSites?.contains($0) ?? true }.sorted()
         // A site with no reports yet matches nothing; nil means every site.
         let site: SummaryAggregates.Name?? = query.site.map { aggregates.id(of: $0) }
-        let within: Set<SummaryAggregates.Name>? = query.within.map { Set($0.compactMap(aggregates.id(of:))) }
+        let readable: Set<SummaryAggregates.Name>? = query.readableSites.map { Set($0.compactMap(aggregates.id(of:))) }
         func matches(_ owner: SummaryAggregates.SiteRole) -> Bool {
             if let site, owner.site != site { return false }
-            if let within, !within.contains(owner.site) { return false }
+            if let readable, !readable.contains(owner.site) { return false }
             return query.role == nil || query.role == owner.role
         }
         /// The campaign's name if the reader is shown it on a report sent to `site` (`NameDisclosure`).
         func campaignName(_ campaign: SummaryAggregates.Name?, of sourceSite: SummaryAggregates.Name,
                           sentTo site: SummaryAggregates.Name) -> SummaryAggregates.Name? {
             guard let campaign, NameDisclosure.campaign(sourceSite: aggregates.name(sourceSite), onReportSentTo: aggregates.name(site),
-                                                        to: query.within) else { return nil }
+                                                        to: query.readableSites) else { return nil }
             return campaign
         }
         // Summed by interned keys first, named once at the end.
@@ -226,7 +226,7 @@ struct SummaryReport: Sendable {
             "{\"from\":\(bucket.from),\"to\":\(bucket.to.map(String.init) ?? "null"),\"count\":\(n)}"
         }.joined(separator: ",") + "]"
         out += ",\"tokens\":{\"with_tokens\":\(withTokens.json()),\"verified\":\(verifiedTokens.json())}"
-        func shown(_ site: String) -> Bool { (query.site == nil || site == query.site) && (query.within?.contains(site) ?? true) }
+        func shown(_ site: String) -> Bool { (query.site == nil || site == query.site) && (query.readableSites?.contains(site) ?? true) }
         out += ",\"registered\":{\"conversions\":\(registry.conversions.filter { shown($0.site) }.count),"
         out += "\"campaigns\":\(registry.campaigns.filter { shown($0.sourceSite) || shown($0.destination) }.count)}}"
         return out
@@ -292,11 +292,11 @@ struct SummaryReport: Sendable {
         for (d, day) in aggregates.days(in: query.from...query.to) {
             var rows: [[String]] = []
             for (g, n) in day.groups where (query.site == nil || query.site == name(g.site)) && (query.role == nil || query.role == g.role)
-                && (query.within?.contains(name(g.site)) ?? true) {
+                && (query.readableSites?.contains(name(g.site)) ?? true) {
                 let conversion = registry.conversions(site: name(g.destination), triggerData: g.triggerData).first?.name ?? ""
                 rows.append([SummaryQuery.text(d), name(g.site), g.role.rawValue, g.accepted ? "accepted" : "quarantined", name(g.sourceSite),
                              String(g.sourceID),
-                             NameDisclosure.campaign(sourceSite: name(g.sourceSite), onReportSentTo: name(g.site), to: query.within) ? g.campaign.map(name) ?? "" : "",
+                             NameDisclosure.campaign(sourceSite: name(g.sourceSite), onReportSentTo: name(g.site), to: query.readableSites) ? g.campaign.map(name) ?? "" : "",
                              name(g.destination), String(g.triggerData), conversion,
                              g.late ? "true" : "false", String(n)])
             }

@@ -25,7 +25,7 @@ struct SummaryRoutes: SurfaceRoutes {
         guard scope == .cluster else { return responder.respond(try summary(request, items: items, csv: csv, crosstab: crosstab)) }
         guard let cluster else { throw ClusterScope.unavailable }
         let query = try self.query(request, items)
-        let registry = book.registry.within(query.within)
+        let registry = book.registry.scoped(to: query.readableSites)
         cluster.answer(responder) {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
             if crosstab { return CSVResponse.make(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
@@ -40,13 +40,13 @@ struct SummaryRoutes: SurfaceRoutes {
         var query = try SummaryQuery.parse(items, today: SummaryAggregates.day(of: now)).get()
         let readable = try scope(request)
         try readable.require(query.site)
-        query.within = readable.sites
+        query.readableSites = readable.sites
         return query
     }
 
     func summary(_ request: HTTPRequest, items: [(name: String, value: String)], csv: Bool, crosstab: Bool = false) throws -> HTTPResponse {
         let query = try self.query(request, items)
-        let registry = book.registry.within(query.within)
+        let registry = book.registry.scoped(to: query.readableSites)
         func rebuilding(_ progress: SummaryStore.RebuildProgress) -> Problem {
             Problem(status: 503, rule: "summary_rebuilding",
                     detail: "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done); reports are being accepted meanwhile")
@@ -60,6 +60,6 @@ struct SummaryRoutes: SurfaceRoutes {
         let report = try summary.read({ SummaryReport($0, query) }).mapError(rebuilding).get()
         let keptFrom = recordsKeptFrom().map { String($0.rfc3339.prefix(10)) }
         return JSONResponse.make(200, JSONResponse.scoped("node", available: cluster != nil, recordsKeptFrom: keptFrom,
-                                                  report.json(registry: registry, rejections: context.rejections.counts(within: query.within))))
+                                                  report.json(registry: registry, rejections: context.rejections.counts(readableSites: query.readableSites))))
     }
 }

@@ -5,7 +5,7 @@ extension Registry {
     /// The registrations a scope is shown (`NameDisclosure`): the conversions of its sites, and
     /// the campaigns whose source site or destination is one of them. A report sent to one
     /// advertiser names another's conversion only by its trigger data.
-    func within(_ sites: Set<String>?) -> Registry {
+    func scoped(to sites: Set<String>?) -> Registry {
         guard let sites else { return self }
         var copy = self
         for c in conversions where !NameDisclosure.conversion(site: c.site, to: sites) { copy.removeConversion(site: c.site, name: c.name) }
@@ -19,7 +19,7 @@ extension Registry {
 extension AppRegistry {
     /// The apps a scope may read, with their names and schemas; ad networks and Apple Ads
     /// campaigns are every advertiser's.
-    func within(_ sites: Set<String>?) -> AppRegistry {
+    func scoped(to sites: Set<String>?) -> AppRegistry {
         guard let sites else { return self }
         var copy = self
         for app in apps where !NameDisclosure.app(site: app.site, to: sites) { copy.removeApp(appID: app.appID) }
