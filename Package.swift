@@ -82,6 +82,8 @@ let targets: [Target] = [
     layered(.rules, "Marketers", ["Primitives"]),
     // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.
     layered(.rules, "SiteOwners", ["Primitives", "PCM"]),
+    // Relays: destinations and their rules, the URL and the address they may reach, what an answer means.
+    layered(.rules, "Relays", ["Primitives"]),
 
     // MARK: The log and its consumers
     // The append-only, checksummed log of records with group commit, and the rejection ring.
@@ -144,7 +146,7 @@ let package = Package(
     targets: targets + [
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Locking"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
-        .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners"],
+        .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners", "Relays"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "RecordLog"],
                     resources: [.copy("Resources/vectors")]),
