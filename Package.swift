@@ -94,6 +94,10 @@ let targets: [Target] = [
     // The log's records in ClickHouse, over its HTTP interface with Foundation: tables, batches,
     // the consumer that sends them. Knows the store and the codecs, no protocol.
     layered(.log, "ClickHouseExport", ["RecordLog", "LogConsumer", "Primitives", "Locking", "DurableFiles", "RawHTTPClient"]),
+    // Relays: each destination a consumer of the log with its own cursor and thread, its copies
+    // sent with URLSession, headers and signatures as receivers check them. Knows no protocol:
+    // the endpoint picks the copies out of the records.
+    layered(.log, "Relaying", ["RecordLog", "LogConsumer", "Primitives", "Locking", "DurableFiles", "Relays", "Signatures"]),
 
     // MARK: Records
     // PCM's records in the log: reports and triggers, encoded and decoded above the store.
@@ -144,6 +148,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: targets + [
+        .testTarget(name: "RelayingTests", dependencies: ["Relaying", "Relays", "RecordLog", "LogConsumer", "HTTPServer", "Locking",
+                                                         "Primitives", "Signatures"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Locking"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
         .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners", "Relays"],

@@ -22,4 +22,7 @@ public enum LogTurn: Sendable, Equatable {
     case sentFull
     /// The destination failed (noted on the follower): the next turn waits the retry schedule.
     case failed
+    /// The destination failed and asked to be tried again in this many seconds (`Retry-After`):
+    /// the next turn waits that, or the retry schedule if it is longer.
+    case retryAfter(Double)
 }

@@ -31,7 +31,7 @@ public final class LogFollower: Sendable {
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let observer: (@Sendable (LogTurn) -> Void)?
     private let state = Locked(State())
-    private let wake = DispatchSemaphore(value: 0)
+    private let wakeUp = DispatchSemaphore(value: 0)
     private let finished = DispatchGroup()
 
     /// `observer` sees every turn's outcome as it ends, before the wait that follows: for tests,
@@ -59,6 +59,8 @@ public final class LogFollower: Sendable {
                 case .sent, .idle: pause(interval)
                 case .failed:
                     pause(retry.delay(afterFailures: health.failuresInARow, jitter: Double.random(in: 0..<1)))
+                case .retryAfter(let seconds):
+                    pause(max(seconds, retry.delay(afterFailures: health.failuresInARow, jitter: Double.random(in: 0..<1))))
                 }
             }
         }
@@ -68,12 +70,15 @@ public final class LogFollower: Sendable {
     /// and waits until it has. Safe to call when it never started.
     public func stop(cancel: () -> Void = {}) {
         state.withLock { $0.stopping = true }
-        wake.signal()
+        wakeUp.signal()
         cancel()
         finished.wait()
     }
 
     public var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Ends the wait in progress, if any: the next turn starts now (a destination resumed).
+    public func wake() { wakeUp.signal() }
 
     public var health: Health { state.withLock { $0.health } }
 
@@ -81,7 +86,7 @@ public final class LogFollower: Sendable {
     /// destination that signals nothing, polled) end with the follower.
     public func pause(_ seconds: Double) {
         guard seconds > 0, !isStopping else { return }
-        _ = wake.wait(timeout: .now() + seconds)
+        _ = wakeUp.wait(timeout: .now() + seconds)
     }
 
     /// A batch was accepted. Announces the recovery, with `fields`, when failures came before it.

@@ -1,0 +1,27 @@
+/// One attempt to hand a copy to a destination.
+public struct RelayRequest: Sendable {
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(url: String, headers: [(String, String)], body: [UInt8]) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// What came back: an answer (its status, `Retry-After`, and the start of its body, no more),
+/// or no answer at all, with why.
+public enum RelayExchange: Sendable, Equatable {
+    case answered(status: Int, retryAfter: String?, bodyStart: String)
+    case failed(String)
+}
+
+/// How copies leave: URLSession in production (`URLSessionRelayTransport`), a script in tests.
+/// `post` blocks its caller, a destination's own thread, for at most the transport's time-out.
+public protocol RelayTransport: Sendable {
+    func post(_ request: RelayRequest) -> RelayExchange
+    /// Ends what is in flight at once (a stop).
+    func cancelAll()
+}
