@@ -23,9 +23,13 @@ public struct StoredPostback: Sendable, Equatable {
         /// `PostbackContent.fingerprint` of the body: equal for a device's retries.
         public var contentHash: UInt64
         public var body: [UInt8]
+        /// The request's `Content-Type`, as sent (nil: none, or a record written before it was kept):
+        /// what a relay sends the copy with.
+        public var contentType: String?
 
         public init(protocol: AttributionProtocol, site: String, verdict: PostbackVerdict, reasons: [String],
-                    signature: SignatureOutcome, keyName: String?, duplicateKey: String, contentHash: UInt64, body: [UInt8]) {
+                    signature: SignatureOutcome, keyName: String?, duplicateKey: String, contentHash: UInt64, body: [UInt8],
+                    contentType: String? = nil) {
             self.protocol = `protocol`
             self.site = site
             self.verdict = verdict
@@ -35,6 +39,7 @@ public struct StoredPostback: Sendable, Equatable {
             self.duplicateKey = duplicateKey
             self.contentHash = contentHash
             self.body = body
+            self.contentType = contentType
         }
     }
 
@@ -49,7 +54,10 @@ public struct StoredPostback: Sendable, Equatable {
     //
     // After the store's id and time: u8 format (1), u8 verdict, u8 signature outcome, u64 content
     // hash, then site, duplicate key and test-key name (empty for none) each as u16 length +
-    // UTF-8, u8 reason count with each reason as u8 length + UTF-8, and u32 body length + body.
+    // UTF-8, u8 reason count with each reason as u8 length + UTF-8, and u32 body length + body;
+    // then the Content-Type as u16 length + UTF-8 (at most 256 bytes; empty for none). The
+    // Content-Type comes after everything an earlier version reads, which stops before it: the
+    // format stays 1, and a log written now is still read by an older binary.
 
     static func encodePayload(_ draft: Draft, into out: inout [UInt8]) {
         out.append(1)
@@ -64,7 +72,11 @@ public struct StoredPostback: Sendable, Equatable {
         for reason in reasons { appendText(reason, lengthBytes: 1, into: &out) }
         out.appendLE(UInt32(draft.body.count))
         out.append(contentsOf: draft.body)
+        appendText(String((draft.contentType ?? "").utf8.prefix(maxContentType)) ?? "", lengthBytes: 2, into: &out)
     }
+
+    /// A `Content-Type` longer than this is kept cut: no device sends one near it.
+    static let maxContentType = 256
 
     /// `text`'s UTF-8 after its length, in `lengthBytes` bytes (1 or 2), cut to what that can say.
     private static func appendText(_ text: String, lengthBytes: Int, into out: inout [UInt8]) {
@@ -98,9 +110,12 @@ public struct StoredPostback: Sendable, Equatable {
             reasons.append(reason)
         }
         guard let bodyLength = r.u32(), let body = r.bytes(Int(bodyLength)) else { return nil }
+        // Absent from records written before it was kept.
+        let contentType = r.text16()
         return StoredPostback(id: record.id, receivedAt: record.time, draft: Draft(
             protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
-            keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body))
+            keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body,
+            contentType: contentType.flatMap { $0.isEmpty ? nil : $0 }))
     }
 }
 

@@ -47,7 +47,8 @@ struct PostbackChecksOnWorkers: PostbackChecks {
     let turns: TurnRequester
 
     func enqueue(_ proto: AttributionProtocol, site: String, _ request: HTTPRequest, responder: HTTPResponder) throws {
-        let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: nil, ready: false)
+        let item = QueuedPostback(proto: proto, site: site, body: request.body, contentType: request.headers["Content-Type"],
+                                  responder: responder, reading: nil, ready: false)
         guard let sequence = queue.append(item, checking: true) else {
             return responder.respond(Self.backlogged(queue.capacity).response)
         }
@@ -88,8 +89,8 @@ struct PostbackChecksOnTheLoop: PostbackChecks {
         if case .refused(let problem) = reading { throw problem }
         // A copy of a postback already stored needs no check: the loop will count it. (The loop
         // decides again when its turn comes; should it not be a retry then, it checks it there.)
-        let item = QueuedPostback(proto: proto, site: site, body: request.body, responder: responder, reading: reading,
-                                  ready: reading.isKnownRetry(in: ledger))
+        let item = QueuedPostback(proto: proto, site: site, body: request.body, contentType: request.headers["Content-Type"],
+                                  responder: responder, reading: reading, ready: reading.isKnownRetry(in: ledger))
         guard queue.append(item, checking: false) != nil else {
             return responder.respond(Self.backlogged(queue.capacity).response)
         }

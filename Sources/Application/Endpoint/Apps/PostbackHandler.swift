@@ -85,7 +85,8 @@ struct PostbackHandler: Sendable {
                                                        conflictsWithEarlier: claim == .conflict)
         let draft = StoredPostback.Draft(protocol: proto, site: item.site, verdict: verdict, reasons: reasons,
                                          signature: check.outcome, keyName: check.keyName,
-                                         duplicateKey: duplicateKey, contentHash: contentHash, body: item.body)
+                                         duplicateKey: duplicateKey, contentHash: contentHash, body: item.body,
+                                         contentType: item.contentType)
         let answer = AnswerOnCommit(responder: responder, metrics: metrics, failure: "the postback")
         let queued = store.appendPostback(draft, steps: answer.steps(
             answer: { record in

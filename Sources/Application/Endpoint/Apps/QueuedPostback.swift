@@ -10,6 +10,8 @@ final class QueuedPostback: @unchecked Sendable {
     let proto: AttributionProtocol
     let site: String
     let body: [UInt8]
+    /// As sent: kept with the postback, for the relays.
+    let contentType: String?
     let responder: HTTPResponder
     /// What reading the body gave: set on arrival on the loop, or by a worker thread.
     var reading: PostbackReading?
@@ -21,10 +23,12 @@ final class QueuedPostback: @unchecked Sendable {
     /// These three are read and written under the line's lock only.
     var ready: Bool
 
-    init(proto: AttributionProtocol, site: String, body: [UInt8], responder: HTTPResponder, reading: PostbackReading?, ready: Bool) {
+    init(proto: AttributionProtocol, site: String, body: [UInt8], contentType: String?, responder: HTTPResponder,
+         reading: PostbackReading?, ready: Bool) {
         self.proto = proto
         self.site = site
         self.body = body
+        self.contentType = contentType
         self.responder = responder
         self.reading = reading
         self.ready = ready
