@@ -112,7 +112,7 @@ let targets: [Target] = [
     // The endpoint: its surfaces (a folder each), configuration, access, restart, operations.
     layered(.application, "Endpoint", ["HTTPServer", "Lifecycle", "Primitives", "PCM", "SiteOwners", "RecordLog", "PCMRecords", "Locking",
                                        "Postbacks", "AdAttributionKit", "SKAdNetwork", "AppDevelopers", "AppConfiguration", "AppleAds",
-                                       "Marketers", "AppleAdsRecords", "Signatures", "RawHTTPClient", "DurableFiles", "ClickHouseExport", "LogConsumer",
+                                       "Marketers", "AppleAdsRecords", "Signatures", "RawHTTPClient", "DurableFiles", "ClickHouseExport", "LogConsumer", "Relays", "Relaying",
                                        "CSystemShims"]),
 
     // MARK: Commands

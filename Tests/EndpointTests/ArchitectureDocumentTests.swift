@@ -47,10 +47,13 @@ import Testing
     }
 
     /// Every name given to a thread in Sources/ (`startThread(named:)`, `PeriodicSweep`, a log
-    /// consumer's `LogFollower`, and the pools, whose threads are `name-N`).
+    /// consumer's `LogFollower`, a relay destination's, which is `relay-NAME`, and the pools,
+    /// whose threads are `name-N`).
     static func threadNamesInSources() throws -> Set<String> {
         let patterns = [#"startThread\(named: "([a-z0-9-]+)""#: "", #"PeriodicSweep\(named: "([a-z0-9-]+)""#: "",
-                        #"LogFollower\(thread: "([a-z0-9-]+)""#: "",
+                        #"LogFollower\(thread: "([a-z0-9-]+)","#: "",
+                        // One per relay destination, named after it.
+                        #"LogFollower\(thread: "([a-z0-9-]+)" \+ name"#: "NAME",
                         #"WorkerPool\(named: "([a-z0-9-]+)""#: "-N", #"BodyProducers\(named: "([a-z0-9-]+)""#: "-N"]
         var names: Set<String> = []
         let sources = root.appendingPathComponent("Sources")

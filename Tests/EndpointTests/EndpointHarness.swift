@@ -130,6 +130,8 @@ final class LiveEndpoint: Sendable {
     let clock = ManualClock()
     /// The ClickHouse export's turns, as they end (with `--clickhouse`).
     let exportTurns = TurnSignal()
+    /// Every relay destination's turns, as they end.
+    let relayTurns = TurnSignal()
 
     init(sites: [String] = ["news.example", "shop.example"], dev: Bool = false, trustedProxies: [String] = [],
          token: String? = "test-token", directory: String = temporaryDirectory(), startingAt: String? = nil,
@@ -149,10 +151,11 @@ final class LiveEndpoint: Sendable {
         configure(&configuration)
         self.directory = directory
         try TestTokenKeys.seed(directory, sites: configuration.sites)
-        let exportTurns = self.exportTurns
+        let (exportTurns, relayTurns) = (self.exportTurns, self.relayTurns)
         server = try EndpointServer(configuration: configuration, systemClock: clock.read,
                                     hooks: .init(beforeBackgroundRebuild: beforeBackgroundRebuild, makeTokenKey: TestTokenKeys.spare,
-                                                 exportTurnEnded: { _ in exportTurns.signal() }))
+                                                 exportTurnEnded: { _ in exportTurns.signal() },
+                                                 relayTurnEnded: { _, _ in relayTurns.signal() }))
         port = try server.start()
     }
 

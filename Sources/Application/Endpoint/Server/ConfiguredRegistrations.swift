@@ -1,6 +1,7 @@
 import AppDevelopers
 import Marketers
 import Primitives
+import Relays
 
 /// The config file's registrations, added at start: conversions and campaigns that are not in
 /// the registry yet; apps, ad networks and Apple Ads campaigns replacing what is registered under
@@ -64,11 +65,27 @@ enum ConfiguredRegistrations {
         }
     }
 
+    /// Relay destinations: the file's version of one replaces the registered one.
+    static func ensure(_ configuration: EndpointConfiguration, in book: RelayRegistryStore, apps: AppRegistryStore) throws {
+        let context = RelayRegistry.Context(servedSites: Set(configuration.sites), apps: Set(apps.registry.apps.map(\.appID)),
+                                            allowHTTP: configuration.relayAllowHTTP)
+        do {
+            try book.update { (registry) throws(RequestProblem) in
+                for destination in configuration.relays where registry.destination(named: destination.name) != destination {
+                    registry.remove(name: destination.name)
+                    try registry.add(destination, in: context)
+                }
+            }
+        } catch {
+            throw EndpointConfiguration.ParseError(description: "config file relay destination refused: \(error.detail)")
+        }
+    }
+
     /// With `--cluster`, the config file is the only source: a node whose registry holds more
     /// (registered through its admin API before, or taken out of the file since) would count
     /// otherwise than the others, and is refused at start with what to remove.
     static func requireOnlyConfigured(_ configuration: EndpointConfiguration, sites: SiteOwnerStore, apps: AppRegistryStore,
-                                      advertisers: AdvertiserRegistryStore) throws {
+                                      advertisers: AdvertiserRegistryStore, relays: RelayRegistryStore) throws {
         let registry = sites.registry, appRegistry = apps.registry
         var extra: [String] = []
         extra += registry.conversions.filter { !configuration.conversions.contains($0) }.map { "conversion \($0.site)/\($0.name)" }
@@ -76,12 +93,14 @@ enum ConfiguredRegistrations {
         extra += appRegistry.apps.filter { !configuration.apps.contains($0) }.map { "app \($0.appID)" }
         extra += appRegistry.adNetworks.filter { !configuration.adNetworks.contains($0) }.map { "ad network \($0.id)" }
         extra += advertisers.registry.advertisers.filter { !configuration.advertisers.contains($0) }.map { "advertiser \($0.id)" }
+        extra += relays.registry.destinations.filter { destination in !configuration.relays.contains { $0.name == destination.name } }
+            .map { "relay destination \($0.name)" }
         extra += appRegistry.appleAdsCampaigns.filter { !configuration.appleAdsCampaigns.contains($0) }.map { "Apple Ads campaign \($0.campaignID)" }
         guard extra.isEmpty else {
             throw EndpointConfiguration.ParseError(description: """
                 --cluster: this node's registrations hold what the config file does not (\(extra.prefix(5).joined(separator: ", "))\(extra.count > 5 ? ", …" : "")). \
                 Every node must count alike: add them to the config file every node has, or remove them from \(configuration.dataDirectory) \
-                (registry.json, apps.json, advertisers.json) before starting with --cluster
+                (registry.json, apps.json, advertisers.json, relays.json) before starting with --cluster
                 """)
         }
     }

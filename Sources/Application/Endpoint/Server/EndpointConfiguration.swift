@@ -2,6 +2,7 @@ import ClickHouseExport
 import DurableFiles
 import Signatures
 import Primitives
+import Relays
 import SiteOwners
 import AppDevelopers
 import Marketers
@@ -101,6 +102,13 @@ public struct EndpointConfiguration: Sendable {
     public var appleAdsCampaigns: [AppleAdsCampaign] = []
     /// Advertisers and their sites, as `advertisers`.
     public var advertisers: [Advertiser] = []
+    /// Relay destinations, as `relays`; the file's version replaces the registered one at start.
+    public var relays: [RelayDestination] = []
+    /// Seconds a relay waits for a destination's whole answer (whole seconds: Foundation on
+    /// Linux drops a fraction).
+    public var relayTimeout: Double = 10
+    /// Lets a relay destination be plain `http://` beyond loopback.
+    public var relayAllowHTTP = false
 
     public init() {}
 

@@ -3,6 +3,7 @@ import AppDevelopers
 import Foundation
 import Postbacks
 import Primitives
+import Relays
 import SiteOwners
 
 extension EndpointConfiguration {
@@ -27,7 +28,7 @@ extension EndpointConfiguration {
                       return configuration.sites.lazy.compactMap { site in rules.check(site).map { "\(site): \($0.detail)" } }.first
                   }),
             EndpointOption(flag: "--config", key: nil, placeholder: "FILE",
-                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\", \"apple_ads_campaigns\" and \"advertisers\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
+                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\", \"apple_ads_campaigns\", \"advertisers\" and \"relays\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
             .list("--trusted-proxy", "trusted_proxies", \.trustedProxies, placeholder: "ADDR",
                   "A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose X-Forwarded-Host names the site a report was sent to. Repeatable. From any other peer only Host is used.",
                   check: { configuration in
@@ -83,6 +84,10 @@ extension EndpointConfiguration {
                   }),
             .number("--apple-ads-timeout", "apple_ads_timeout", \.appleAdsTimeout, 1.5...300,
                     "Time to wait for Apple's answer: Apple holds a 404 for about a second before answering it."),
+            .number("--relay-timeout", "relay_timeout", \.relayTimeout, 1...300,
+                    "Seconds a relay waits for a destination's whole answer before trying the copy again later (whole seconds)."),
+            .toggle("--relay-allow-http", "relay_allow_http", \.relayAllowHTTP,
+                    "Let relay destinations be plain http:// beyond loopback: copies then travel readable and changeable, signature header included. Only for a collector on a network you trust."),
             .integer("--apple-ads-max-pending", "apple_ads_max_pending", \.appleAdsMaxPending, 1...10_000_000,
                      "Apple Ads tokens that may wait for Apple's final answer at once; past it a new token is answered 503 apple_ads_backlogged with Retry-After, and the app posts it again later."),
             .toggle("--manual-clock", "manual_clock", \.manualClock,
@@ -127,6 +132,9 @@ extension EndpointConfiguration {
             },
             .registrations("apple_ads_campaigns", "Apple Ads campaigns' names, as POST /api/apple-ads/campaigns takes them.") { configuration, json in
                 configuration.appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
+            },
+            .registrations("relays", "Relay destinations, as POST /api/relays takes them; the file's version replaces the registered one at start.") { configuration, json in
+                configuration.relays.append(try RelayDestinationInput.destination(from: json))
             },
             .registrations("advertisers", "Advertisers and the sites each owns, as POST /api/advertisers takes them; the file's version replaces the registered one at start.") { configuration, json in
                 configuration.advertisers.append(try AdvertiserInput.advertiser(from: json))

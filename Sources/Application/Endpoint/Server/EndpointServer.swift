@@ -68,6 +68,8 @@ public final class EndpointServer: Sendable {
     /// Which sites each sealed segment holds: a scoped export opens only those that concern it.
     let segmentSites: SegmentSites
     private let turns: TurnRequester
+    /// The relay destinations' deliveries.
+    let relays: RelayService
     /// What runs (`makeServices`), once `start` has made it.
     private let services = Locked<ServiceGroup?>(nil)
 
@@ -85,6 +87,8 @@ public final class EndpointServer: Sendable {
         var makeTokenKey: @Sendable () throws -> TokenSigningKey = { try TokenSigningKey.generate() }
         /// Told each turn of the ClickHouse export as it ends: tests wait on it.
         var exportTurnEnded: (@Sendable (LogTurn) -> Void)?
+        /// Told each turn of a relay destination's delivery as it ends, with its name.
+        var relayTurnEnded: (@Sendable (String, LogTurn) -> Void)?
     }
 
     init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp, hooks: Hooks) throws {
@@ -181,9 +185,16 @@ public final class EndpointServer: Sendable {
         try ConfiguredRegistrations.ensure(configuration, in: apps)
         let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: advertisers)
+        let relayBook = try RelayRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        try ConfiguredRegistrations.ensure(configuration, in: relayBook, apps: apps)
         if configuration.cluster {
-            try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers)
+            try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers,
+                                                              relays: relayBook)
         }
+        let relays = try RelayService(store: store, node: configuration.node, dataDirectory: configuration.dataDirectory,
+                                      registry: relayBook, timeout: configuration.relayTimeout, clock: { clock.now() },
+                                      observer: hooks.relayTurnEnded)
+        self.relays = relays
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
         let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenStore(dataDirectory: configuration.dataDirectory),
@@ -249,6 +260,7 @@ public final class EndpointServer: Sendable {
             exportHealth = { exporter.status }
         }
         metricsSources.append(book)
+        metricsSources.append(RelayMetrics(service: relays))
 
         // The surfaces, and the route table they make.
         let reports = ReportHandler(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
@@ -283,6 +295,8 @@ public final class EndpointServer: Sendable {
             + ConversionValueRoutes(book: apps, context: context).routes
             + AppleAdsRoutes(outbox: appleAds, context: context).routes
             + SiteOwnerRoutes(context: shared, book: book).routes(bearer: registrationGate)
+            + RelayRoutes(context: shared, book: relayBook, apps: apps, service: relays, allowHTTP: configuration.relayAllowHTTP)
+                .routes(bearer: bearer, registrationGate: registrationGate)
             + TokenKeyRoutes(context: shared, keys: tokenKeys, pool: signingPool, rotation: tokenKeyRotation).routes(bearer: registrationGate)
             + SummaryRoutes(context: shared, summary: summary, book: book).routes(bearer: bearer)
             + marketers.routes(bearer: bearer, registrationGate: registrationGate)
@@ -359,7 +373,7 @@ public final class EndpointServer: Sendable {
         let (digests, postbackWindow, retention, segmentSites) = (self.digests, self.postbackWindow, self.retention, self.segmentSites)
         let (exporter, postbackRebuild, summaryRebuild, tokenKeys, tokenKeyRotation) = (self.exporter, self.postbackRebuild, self.summaryRebuild, self.tokenKeys, self.tokenKeyRotation)
         let (readWorkers, exportProducers, signingPool, postbacks, appleAds) = (self.readWorkers, self.exportProducers, self.signingPool, self.postbacks, self.appleAds)
-        let (http, turns) = (self.http, self.turns)
+        let (http, turns, relays) = (self.http, self.turns, self.relays)
         return ServiceGroup([
             Service("summary-checkpoint", stop: { checkpointer.finish() }),
             Service("log", stop: { store.close() }),
@@ -378,6 +392,8 @@ public final class EndpointServer: Sendable {
             Service("log-retention", stop: { retention?.stop() }),
             // What it had not sent goes after the restart.
             Service("clickhouse-export", start: { exporter?.start() }, stop: { exporter?.stop() }),
+            // Each destination's copies since its cursor; what it had not taken goes after the restart.
+            Service("relays", start: { relays.start() }, stop: { relays.stop() }),
             Service("postback-rebuild", start: {
                 postbackRebuild.start {
                     digests.start()

@@ -1,0 +1,34 @@
+import Foundation
+import Primitives
+import Relaying
+
+/// Each relay destination's series for `/metrics`, labelled by its name.
+struct RelayMetrics: MetricsSource {
+    let service: RelayService
+
+    func prometheusText(now: Timestamp) -> String {
+        let statuses = service.statuses
+        guard !statuses.isEmpty else { return "" }
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ value: (RelayDelivery.Status) -> String?) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for status in statuses {
+                if let value = value(status) { out += "\(name){destination=\"\(MetricSeries.label(status.name))\"} \(value)\n" }
+            }
+        }
+        family("attribution_relay_copies_delivered_total", "counter",
+               "Copies a relay destination answered with a 2xx, since its cursor began.") { String($0.delivered) }
+        family("attribution_relay_copies_refused_total", "counter",
+               "Copies a relay destination refused (a 3xx or a 4xx other than 408 and 429): never sent again.") { String($0.refused) }
+        family("attribution_relay_retrying", "gauge",
+               "1 while a relay destination's next copy waits to be tried again (no answer, 408, 429 or 5xx).") { $0.retrying ? "1" : "0" }
+        family("attribution_relay_paused", "gauge", "1 while an admin has paused a relay destination.") { $0.paused ? "1" : "0" }
+        family("attribution_relay_lag_seconds", "gauge",
+               "How long the oldest copy a relay destination has not taken yet has waited.") { String(format: "%.3f", $0.lagSeconds) }
+        family("attribution_relay_failures_in_a_row", "gauge",
+               "Attempts in a row a relay destination did not take.") { String($0.failuresInARow) }
+        family("attribution_relay_last_error_timestamp_seconds", "gauge",
+               "When a relay destination last failed to take a copy.") { $0.lastErrorAt.map { String($0.millisecondsSinceEpoch / 1000) } }
+        return out
+    }
+}

@@ -1,0 +1,185 @@
+import Dispatch
+import Foundation
+import HTTPServer
+import Locking
+import RawHTTPClient
+import Testing
+@testable import Demo
+@testable import Endpoint
+
+/// Relays through the whole endpoint: destinations registered through the admin API, postbacks
+/// sent to the real paths, and a real receiver on loopback that keeps what it is sent.
+@Suite struct RelayEndpointTests {
+    static let admin = [("Authorization", "Bearer test-token")]
+    static let appID = DemoPostbacks.appID
+    static func app(_ id: Int) -> String {
+        #"{"app_id":\#(id),"site":"app.example","name":"Relayed","schema":{"fine":[{"from":0,"to":63,"meaning":"levels","events":["level"]}]}}"#
+    }
+
+    /// An HTTP receiver on loopback that answers 200 and keeps every request's body and headers.
+    final class Receiver: HTTPHandler, Sendable {
+        struct Delivery: Sendable {
+            var body: [UInt8]
+            var headers: [String: String]
+        }
+        let received = Locked<[Delivery]>([])
+        private let server = Locked<HTTPServer?>(nil)
+        private let address = Locked("")
+        var url: String { address.withLock { $0 } }
+
+        init() throws {
+            var configuration = HTTPServerConfiguration()
+            configuration.host = "127.0.0.1"
+            configuration.port = 0
+            configuration.accessLog = nil
+            let server = HTTPServer(configuration: configuration, handler: Forward(receiver: self))
+            let port = try server.start()
+            self.server.withLock { $0 = server }
+            address.withLock { $0 = "http://127.0.0.1:\(port)/copies" }
+        }
+
+        func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.lowercased()] = field.value }
+            received.withLock { $0.append(Delivery(body: request.body, headers: headers)) }
+            responder.respond(HTTPResponse(status: 200))
+        }
+
+        func stop() {
+            let server = server.withLock { $0 }
+            server?.shutdown()
+            server?.waitUntilStopped()
+        }
+
+        /// Holds the receiver weakly: the server must not keep it alive.
+        private struct Forward: HTTPHandler {
+            weak var receiver: Receiver?
+            func handle(_ request: HTTPRequest, responder: HTTPResponder) { receiver?.handle(request, responder: responder) }
+        }
+    }
+
+    static func start(_ directory: String = temporaryDirectory()) throws -> LiveEndpoint {
+        try LiveEndpoint(sites: ["app.example"], directory: directory) { c in
+            c.postbackKeys = [(DemoPostbacks.keyName, DemoPostbacks.keySPKI)]
+        }
+    }
+
+    static func register(_ endpoint: LiveEndpoint, name: String, url: String, appID: Int, extra: String = "") -> RawResponse {
+        endpoint.request("POST", "/api/relays", headers: admin, body: Array(
+            #"{"name":"\#(name)","url":"\#(url)","app_id":\#(appID),"protocols":["adattributionkit"],"internal":true\#(extra)}"#.utf8))
+    }
+
+    static func send(_ endpoint: LiveEndpoint, _ body: [UInt8], contentType: String = "application/json; charset=utf-8") -> RawResponse {
+        endpoint.request("POST", PostbackWindowTests.path, host: "app.example", headers: [("Content-Type", contentType)], body: body)
+    }
+
+    @Test func acceptedCopiesReachTheirAppsDestinationByteForByteAndNoOther() throws {
+        let partner = try Receiver(), other = try Receiver()
+        defer { partner.stop(); other.stop() }
+        let endpoint = try Self.start()
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(111).utf8)).status == 201)
+        let registered = Self.register(endpoint, name: "partner", url: partner.url, appID: Self.appID,
+                                       extra: #","secret":"0123456789abcdef0123456789abcdef""#)
+        #expect(registered.status == 201, "\(registered.bodyText)")
+        #expect(!registered.bodyText.contains("0123456789abcdef"), "the secret is never shown back")
+        #expect(Self.register(endpoint, name: "other", url: other.url, appID: 111).status == 201)
+
+        var sent: [[UInt8]] = []
+        for n in 0..<5 {
+            let body = PostbackWindowTests.postback(700 + n)
+            #expect(Self.send(endpoint, body).status == 200)
+            sent.append(body)
+        }
+        // A device's retry of the first: stored as a retry, not a second copy.
+        #expect(Self.send(endpoint, sent[0]).status == 200)
+        // A forgery (its signature broken): quarantined, and this destination takes accepted copies only.
+        var forged = PostbackWindowTests.postback(799)
+        if let dot = forged.lastIndex(of: UInt8(ascii: ".")) { forged[forged.index(after: dot)] ^= 0x01 }
+        #expect(Self.send(endpoint, forged).status == 200)
+
+        #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } >= 5 })
+        // The turns that follow find nothing more to send.
+        #expect(endpoint.relayTurns.until { endpoint.server.relays.statuses.allSatisfy { !$0.retrying } })
+        let received = partner.received.withLock { $0 }
+        #expect(received.map(\.body) == sent, "each accepted copy once, byte for byte, in the order received")
+        #expect(received.allSatisfy { $0.headers["content-type"] == "application/json; charset=utf-8" })
+        #expect(received.allSatisfy { $0.headers["x-attribution-protocol"] == "adattributionkit" })
+        #expect(Set(received.compactMap { $0.headers["x-attribution-delivery"] }).count == 5)
+        #expect(received.allSatisfy { $0.headers["x-attribution-signature"]?.hasPrefix("t=") == true })
+        #expect(other.received.withLock { $0.isEmpty }, "another app's destination got nothing")
+
+        let listed = endpoint.request("GET", "/api/relays", headers: Self.admin).bodyText
+        #expect(listed.contains(#""delivered":5"#) && !listed.contains("0123456789abcdef"), "\(listed)")
+        let metrics = endpoint.request("GET", "/metrics", headers: Self.admin).bodyText
+        #expect(metrics.contains(#"attribution_relay_copies_delivered_total{destination="partner"} 5"#))
+    }
+
+    @Test func aRestartSendsNothingTwiceAndGoesOnWithWhatComesAfter() throws {
+        let partner = try Receiver()
+        defer { partner.stop() }
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(Self.register(endpoint, name: "partner", url: partner.url, appID: Self.appID).status == 201)
+        #expect(Self.send(endpoint, PostbackWindowTests.postback(810)).status == 200)
+        #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } == 1 && endpoint.server.relays.statuses.first?.delivered == 1 })
+        endpoint.stop()
+        endpoint = try Self.start(directory)
+        defer { endpoint.stop() }
+        #expect(Self.send(endpoint, PostbackWindowTests.postback(811)).status == 200)
+        #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } >= 2 })
+        #expect(endpoint.relayTurns.until { endpoint.server.relays.statuses.first?.delivered == 2 })
+        #expect(partner.received.withLock { $0.map(\.body) } == [PostbackWindowTests.postback(810), PostbackWindowTests.postback(811)])
+    }
+
+    @Test func onlyTheAdminTokenChangesRelaysAndABadOneIsRefusedNamingItsField() throws {
+        let endpoint = try Self.start()
+        defer { endpoint.stop() }
+        #expect(endpoint.request("GET", "/api/relays").status == 401)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        let refusals: [(String, String)] = [
+            (#"{"name":"p","url":"https://user:pw@copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "userinfo_not_allowed"),
+            (#"{"name":"p","url":"gopher://copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "unsupported_scheme"),
+            (#"{"name":"p","url":"https://10.1.2.3/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "internal_address"),
+            (#"{"name":"p","url":"https://copies.partner.example/","app_id":1,"protocols":["skadnetwork"]}"#, "unknown_app"),
+            (#"{"name":"p","url":"https://copies.partner.example/","site":"other.example","protocols":["pcm"]}"#, "site_not_served"),
+        ]
+        for (body, rule) in refusals {
+            let response = endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(body.utf8))
+            #expect((400...499).contains(response.status) && json(response)["rule"] as? String == rule, "\(rule): \(response.bodyText)")
+        }
+        let good = #"{"name":"p","url":"https://copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#
+        #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(good.utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(good.utf8)).status == 409)
+        #expect(endpoint.request("POST", "/api/relays/pause?name=p", headers: Self.admin).status == 200)
+        #expect(endpoint.request("GET", "/api/relays", headers: Self.admin).bodyText.contains(#""paused":true"#))
+        #expect(endpoint.request("POST", "/api/relays/resume?name=nope", headers: Self.admin).status == 404)
+        #expect(endpoint.request("DELETE", "/api/relays?name=p", headers: Self.admin).status == 204)
+        #expect(endpoint.request("DELETE", "/api/relays?name=p", headers: Self.admin).status == 404)
+    }
+
+    @Test func aViewerReadsTheDestinationsOfItsOwnSitesAlone() throws {
+        let endpoint = try LiveEndpoint(sites: ["app.example", "shop.example"])
+        defer { endpoint.stop() }
+        for body in [#"{"id":"acme","name":"Acme","sites":["app.example"]}"#, #"{"id":"shopco","name":"Shop Co","sites":["shop.example"]}"#] {
+            #expect(endpoint.request("POST", "/api/advertisers", headers: Self.admin, body: Array(body.utf8)).status == 201)
+        }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(Self.register(endpoint, name: "acme-app", url: "https://copies.partner.example/a", appID: Self.appID).status == 201)
+        let site = #"{"name":"shop-site","url":"https://copies.partner.example/s","site":"shop.example","protocols":["pcm","skadnetwork"],"secret":"0123456789abcdef0123456789abcdef"}"#
+        #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(site.utf8)).status == 201)
+        func names(_ token: String) -> [String] {
+            let answer = json(endpoint.request("GET", "/api/relays", headers: [("Authorization", "Bearer \(token)")]))
+            return (answer["destinations"] as? [[String: Any]] ?? []).compactMap { ($0["destination"] as? [String: Any])?["name"] as? String }
+        }
+        #expect(names("test-token") == ["acme-app", "shop-site"])
+        let shopco = try ViewerTokenStore(dataDirectory: endpoint.directory).create(label: "shop", advertiser: "shopco", now: endpoint.clock.read()).token
+        let acme = try ViewerTokenStore(dataDirectory: endpoint.directory).create(label: "acme", advertiser: "acme", now: endpoint.clock.read()).token
+        #expect(names(shopco) == ["shop-site"])
+        #expect(names(acme) == ["acme-app"])
+        #expect(!endpoint.request("GET", "/api/relays", headers: [("Authorization", "Bearer \(shopco)")]).bodyText.contains("0123456789abcdef"))
+        #expect(endpoint.request("POST", "/api/relays/pause?name=shop-site", headers: [("Authorization", "Bearer \(shopco)")]).status == 403)
+    }
+}
