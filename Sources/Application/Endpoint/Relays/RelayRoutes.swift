@@ -115,7 +115,7 @@ struct RelayRoutes: SurfaceRoutes {
         return book.registry.destinations.map { destination in
             let s = statuses[destination.name]
             return Listed(destination: destination.shown, delivered: s?.delivered ?? 0, refused: s?.refused ?? 0,
-                          retrying: s?.retrying ?? false, paused: s?.paused ?? false, lagSeconds: s?.lagSeconds ?? 0,
+                          retrying: s?.retrying ?? false, paused: service.isPaused(destination.name), lagSeconds: s?.lagSeconds ?? 0,
                           lastError: s?.lastError, lastErrorAt: s?.lastErrorAt?.rfc3339, lastStatus: s?.lastStatus,
                           refusals: (s?.refusals ?? []).map { Listed.Refusal(record: $0.recordID, status: $0.status, at: $0.at.rfc3339, body: $0.bodyStart) })
         }

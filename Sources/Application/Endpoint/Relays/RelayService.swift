@@ -19,10 +19,10 @@ final class RelayService: Sendable {
     private let timeout: Double
     private let clock: @Sendable () -> Timestamp
     private let observer: (@Sendable (String, LogTurn) -> Void)?
-    private let running = Locked<[String: RelayDelivery]>([:])
-    /// Destinations paused by an admin, by name: they stay paused across a change of their
-    /// registration (not across a restart).
-    private let paused = Locked<Set<String>>([])
+    /// The deliveries by destination name, and the destinations an admin paused (by name, so
+    /// that a pause holds across a change of the registration and before its delivery starts;
+    /// not across a restart). One lock: a delivery starts paused or is paused, never neither.
+    private let state = Locked<(running: [String: RelayDelivery], paused: Set<String>)>(([:], []))
     private let changes = DispatchQueue(label: "relay-sync")
     private let stopped = Locked(false)
 
@@ -50,10 +50,11 @@ final class RelayService: Sendable {
     private func apply(_ destinations: [RelayDestination]) {
         guard !stopped.withLock({ $0 }) else { return }
         let wanted = Dictionary(destinations.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        let (leaving, current) = running.withLock { all -> ([RelayDelivery], [String: RelayDelivery]) in
-            let leaving = all.values.filter { wanted[$0.destination.name] != $0.destination }
-            for delivery in leaving { all[delivery.destination.name] = nil }
-            return (leaving, all)
+        let (leaving, current) = state.withLock { s -> ([RelayDelivery], [String: RelayDelivery]) in
+            let leaving = s.running.values.filter { wanted[$0.destination.name] != $0.destination }
+            for delivery in leaving { s.running[delivery.destination.name] = nil }
+            s.paused.formIntersection(wanted.keys)
+            return (leaving, s.running)
         }
         for delivery in leaving { delivery.stop() }
         for (name, destination) in wanted.sorted(by: { $0.key < $1.key }) where current[name] == nil {
@@ -63,35 +64,43 @@ final class RelayService: Sendable {
                                          select: RelayCopySelector.select(for: destination),
                                          transport: URLSessionRelayTransport(timeout: timeout), clock: clock,
                                          announce: { EventLog.write($0, $1) }, observer: observeTurns)
-            if paused.withLock({ $0.contains(name) }) { delivery.pause() }
-            running.withLock { $0[name] = delivery }
+            state.withLock { s in
+                if s.paused.contains(name) { delivery.pause() }
+                s.running[name] = delivery
+            }
             delivery.start()
         }
     }
 
-    /// False when no destination has that name.
+    /// False when no destination is registered under that name.
     func pause(_ name: String) -> Bool {
-        guard let delivery = running.withLock({ $0[name] }) else { return false }
-        paused.withLock { _ = $0.insert(name) }
-        delivery.pause()
+        guard registry.registry.destination(named: name) != nil else { return false }
+        state.withLock { s in
+            s.paused.insert(name)
+            s.running[name]?.pause()
+        }
         return true
     }
 
     func resume(_ name: String) -> Bool {
-        guard let delivery = running.withLock({ $0[name] }) else { return false }
-        paused.withLock { _ = $0.remove(name) }
-        delivery.resume()
+        guard registry.registry.destination(named: name) != nil else { return false }
+        state.withLock { s in
+            s.paused.remove(name)
+            s.running[name]?.resume()
+        }
         return true
     }
 
+    func isPaused(_ name: String) -> Bool { state.withLock { $0.paused.contains(name) } }
+
     var statuses: [RelayDelivery.Status] {
-        running.withLock { $0.values.map(\.status) }.sorted { $0.name < $1.name }
+        state.withLock { Array($0.running.values) }.map(\.status).sorted { $0.name < $1.name }
     }
 
     func stop() {
         stopped.withLock { $0 = true }
         changes.sync {}
-        let all = running.withLock { all in defer { all = [:] }; return Array(all.values) }
+        let all = state.withLock { s in defer { s.running = [:] }; return Array(s.running.values) }
         // Each waits for its attempt in flight, cancelled: together, not one after another.
         DispatchQueue.concurrentPerform(iterations: all.count) { all[$0].stop() }
     }
