@@ -96,7 +96,11 @@ import Testing
         #expect(Self.send(endpoint, sent[0]).status == 200)
         // A forgery (its signature broken): quarantined, and this destination takes accepted copies only.
         var forged = PostbackWindowTests.postback(799)
-        if let dot = forged.lastIndex(of: UInt8(ascii: ".")) { forged[forged.index(after: dot)] ^= 0x01 }
+        // The signature's first character, changed to another base64url one: the JWS still reads.
+        if let dot = forged.lastIndex(of: UInt8(ascii: ".")) {
+            let at = forged.index(after: dot)
+            forged[at] = forged[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        }
         #expect(Self.send(endpoint, forged).status == 200)
 
         #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } >= 5 })
