@@ -90,9 +90,10 @@ import Testing
 
     /// A log of `copies` postback-kind records (each body `{"n":i}` with a byte past ASCII),
     /// with a record of another kind between each two.
-    static func log(copies: Int, directory: String = NSTemporaryDirectory() + "relay-" + UUID().uuidString) throws -> Setup {
+    static func log(copies: Int, directory: String = NSTemporaryDirectory() + "relay-" + UUID().uuidString,
+                    segmentBytes: Int? = nil) throws -> Setup {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let store = try RecordLog(directory: directory)
+        let store = try RecordLog(directory: directory, segments: segmentBytes.map { SegmentPolicy(maxBytes: $0, rollsDaily: false) } ?? SegmentPolicy())
         var bodies: [[UInt8]] = []
         let done = DispatchGroup()
         for i in 0..<copies {
@@ -293,5 +294,33 @@ import Testing
         #expect(id != RelayHeaders.deliveryID(node: "a", destination: "p", recordID: 8))
         #expect(id != RelayHeaders.deliveryID(node: "b", destination: "p", recordID: 7))
         #expect(id != RelayHeaders.deliveryID(node: "a", destination: "q", recordID: 7))
+    }
+
+    @Test func copiesRetentionRemovedBeforeTheyWereTakenAreSaidToHaveExpired() throws {
+        // Small segments: the first ones are removed before the destination ever answers.
+        let setup = try Self.log(copies: 40, segmentBytes: 1024)
+        let removed = setup.store.removeSegments { _ in true }
+        #expect(!removed.isEmpty)
+        let kept = Set(setup.store.scanRecordsBodies(of: Self.kind))
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let turns = Turns()
+        let delivery = Self.delivery(setup, url: receiver.url, turns: turns)
+        delivery.start()
+        #expect(turns.until { delivery.status.delivered == kept.count })
+        delivery.stop()
+        #expect(delivery.status.expirations == 1)
+        #expect(Set(receiver.received.withLock { $0.map(\.body) }) == kept, "what the log keeps, all of it")
+        #expect(kept.count < 40)
+        setup.store.close()
+    }
+}
+
+extension RecordLog {
+    /// The payloads of `kind`'s records still kept.
+    func scanRecordsBodies(of kind: RecordKind) -> [[UInt8]] {
+        var bodies: [[UInt8]] = []
+        scanRecords(of: kind, through: durablePrefix.end) { bodies.append(Array($0.payload)); return true }
+        return bodies
     }
 }

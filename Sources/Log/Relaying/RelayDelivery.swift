@@ -26,6 +26,9 @@ public final class RelayDelivery: Sendable {
         public var refused = 0
         /// Copies skipped because a record could not be read.
         public var unreadable = 0
+        /// Times the cursor was found behind the oldest record the log keeps (retention removed
+        /// segments it had not delivered): the copies in them were never delivered.
+        public var expirations = 0
         /// A copy is waiting to be tried again.
         public var retrying = false
         /// Seconds the oldest copy not yet handed on has waited (0 when caught up).
@@ -146,8 +149,21 @@ public final class RelayDelivery: Sendable {
     }
 
     private func turn(_ follower: LogFollower) -> LogTurn {
-        let (position, paused) = state.withLock { ($0.cursor.position(of: Self.stream), $0.status.paused) }
+        var (position, paused) = state.withLock { ($0.cursor.position(of: Self.stream), $0.status.paused) }
         guard !paused else { return .idle }
+        // Retention removed segments this destination had not taken all of: said, counted, and
+        // the cursor moved to what is kept. A retry lasts as long as the log keeps its copy.
+        if let firstKept = store.segments.first?.base, position.offset < firstKept {
+            announce("relay_copies_expired", [("destination", .string(destination.name)), ("from_offset", .number(String(position.offset))),
+                                              ("to_offset", .number(String(firstKept)))])
+            position.offset = firstKept
+            let saved = state.withLock { s -> LogCursor in
+                s.cursor.streams[Self.stream] = position
+                s.status.expirations += 1
+                return s.cursor
+            }
+            try? file.save(saved)
+        }
         let readAt = clock()
         let end = store.durablePrefix.end
         guard position.offset < end else {

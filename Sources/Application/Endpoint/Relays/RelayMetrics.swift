@@ -20,6 +20,8 @@ struct RelayMetrics: MetricsSource {
                "Copies a relay destination answered with a 2xx, since its cursor began.") { String($0.delivered) }
         family("attribution_relay_copies_refused_total", "counter",
                "Copies a relay destination refused (a 3xx or a 4xx other than 408 and 429): never sent again.") { String($0.refused) }
+        family("attribution_relay_expirations_total", "counter",
+               "Times retention removed log segments a relay destination had not taken all of: their copies were never delivered.") { String($0.expirations) }
         family("attribution_relay_retrying", "gauge",
                "1 while a relay destination's next copy waits to be tried again (no answer, 408, 429 or 5xx).") { $0.retrying ? "1" : "0" }
         family("attribution_relay_paused", "gauge", "1 while an admin has paused a relay destination.") { $0.paused ? "1" : "0" }
