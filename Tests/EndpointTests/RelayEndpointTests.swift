@@ -147,14 +147,17 @@ import Testing
             (#"{"name":"p","url":"https://user:pw@copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "userinfo_not_allowed"),
             (#"{"name":"p","url":"gopher://copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "unsupported_scheme"),
             (#"{"name":"p","url":"https://10.1.2.3/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "internal_address"),
-            (#"{"name":"p","url":"https://copies.partner.example/","app_id":1,"protocols":["skadnetwork"]}"#, "unknown_app"),
-            (#"{"name":"p","url":"https://copies.partner.example/","site":"other.example","protocols":["pcm"]}"#, "site_not_served"),
+            (#"{"name":"p","url":"https://localhost/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "internal_address"),
+            (#"{"name":"p","url":"https://copies.partner.invalid/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "host_does_not_resolve"),
+            (#"{"name":"p","url":"https://localhost/","app_id":1,"protocols":["skadnetwork"],"internal":true}"#, "unknown_app"),
+            (#"{"name":"p","url":"https://localhost/","site":"other.example","protocols":["pcm"],"internal":true}"#, "site_not_served"),
         ]
         for (body, rule) in refusals {
             let response = endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(body.utf8))
             #expect((400...499).contains(response.status) && json(response)["rule"] as? String == rule, "\(rule): \(response.bodyText)")
         }
-        let good = #"{"name":"p","url":"https://copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#
+        // A collector on this machine: it resolves (to loopback), and says it may be internal.
+        let good = #"{"name":"p","url":"https://localhost:9/copies","app_id":6443210987,"protocols":["skadnetwork"],"internal":true}"#
         #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(good.utf8)).status == 201)
         #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(good.utf8)).status == 409)
         #expect(endpoint.request("POST", "/api/relays/pause?name=p", headers: Self.admin).status == 200)
@@ -171,8 +174,8 @@ import Testing
             #expect(endpoint.request("POST", "/api/advertisers", headers: Self.admin, body: Array(body.utf8)).status == 201)
         }
         #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
-        #expect(Self.register(endpoint, name: "acme-app", url: "https://copies.partner.example/a", appID: Self.appID).status == 201)
-        let site = #"{"name":"shop-site","url":"https://copies.partner.example/s","site":"shop.example","protocols":["pcm","skadnetwork"],"secret":"0123456789abcdef0123456789abcdef"}"#
+        #expect(Self.register(endpoint, name: "acme-app", url: "https://localhost:9/a", appID: Self.appID).status == 201)
+        let site = #"{"name":"shop-site","url":"https://localhost:9/s","site":"shop.example","protocols":["pcm","skadnetwork"],"internal":true,"secret":"0123456789abcdef0123456789abcdef"}"#
         #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(site.utf8)).status == 201)
         func names(_ token: String) -> [String] {
             let answer = json(endpoint.request("GET", "/api/relays", headers: [("Authorization", "Bearer \(token)")]))

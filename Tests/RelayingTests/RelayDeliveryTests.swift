@@ -114,9 +114,9 @@ import Testing
                          body: Array(record.payload))
     }
 
-    static func delivery(_ setup: Setup, url: String, secret: String? = nil, turns: Turns,
+    static func delivery(_ setup: Setup, url: String, secret: String? = nil, internal: Bool = true, turns: Turns,
                          transport: any RelayTransport = URLSessionRelayTransport(timeout: 5)) -> RelayDelivery {
-        let destination = RelayDestination(name: "partner", url: url, appID: 1, protocols: [.skadnetwork], internal: true, secret: secret)
+        let destination = RelayDestination(name: "partner", url: url, appID: 1, protocols: [.skadnetwork], internal: `internal`, secret: secret)
         return RelayDelivery(destination: destination, store: setup.store, node: "node-a", directory: setup.directory,
                              select: select, transport: transport, clock: { Timestamp(millisecondsSinceEpoch: 1_795_000_000_000) },
                              interval: 0.05, retry: RetrySchedule(first: 0.01, longest: 0.05), announce: { _, _ in },
@@ -294,6 +294,25 @@ import Testing
         #expect(id != RelayHeaders.deliveryID(node: "a", destination: "p", recordID: 8))
         #expect(id != RelayHeaders.deliveryID(node: "b", destination: "p", recordID: 7))
         #expect(id != RelayHeaders.deliveryID(node: "a", destination: "q", recordID: 7))
+    }
+
+    @Test func aNameThatResolvesInsideIsNeverSentToUnlessTheDestinationMayBeInternal() throws {
+        let setup = try Self.log(copies: 2)
+        let receiver = try Receiver()
+        defer { receiver.stop() }
+        let url = receiver.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let turns = Turns()
+        let outside = Self.delivery(setup, url: url, internal: false, turns: turns)
+        outside.start()
+        #expect(turns.until { turns.all.withLock { $0.filter { $0 == .failed }.count } >= 2 })
+        outside.stop()
+        #expect(receiver.received.withLock { $0.isEmpty })
+        #expect(outside.status.lastError?.contains("loopback") == true, "\(String(describing: outside.status.lastError))")
+        let inside = Self.delivery(setup, url: url, internal: true, turns: turns)
+        inside.start()
+        #expect(turns.until { inside.status.delivered == 2 })
+        inside.stop()
+        setup.store.close()
     }
 
     @Test func copiesRetentionRemovedBeforeTheyWereTakenAreSaidToHaveExpired() throws {

@@ -286,4 +286,25 @@ import Testing
             #expect(error.rule == rule, "\(body): \(error.rule) \(error.detail)")
         }
     }
+
+    @Test func aNameIsResolvedAtRegistrationAndOneThatResolvesInsideOrNowhereIsRefused() {
+        let dns: [String: [IPAddress]] = ["copies.partner.example": [IPAddress("93.184.215.14")!],
+                                          "rebound.partner.example": [IPAddress("93.184.215.14")!, IPAddress("10.0.0.7")!],
+                                          "metadata.partner.example": [IPAddress("169.254.169.254")!]]
+        var context = Self.context
+        context.resolve = { dns[$0] }
+        func rule(_ url: String, internal: Bool = false) -> String? {
+            var registry = RelayRegistry()
+            var destination = Self.partner(url: url)
+            destination.internal = `internal`
+            do { try registry.add(destination, in: context); return nil } catch { return error.rule }
+        }
+        #expect(rule("https://copies.partner.example/") == nil)
+        #expect(rule("https://nowhere.partner.example/") == "host_does_not_resolve")
+        #expect(rule("https://rebound.partner.example/") == "internal_address", "one address inside is enough")
+        #expect(rule("https://rebound.partner.example/", internal: true) == nil)
+        #expect(rule("https://metadata.partner.example/", internal: true) == "internal_address")
+        // A literal is checked by what it is, never looked up.
+        #expect(rule("https://8.8.8.8/") == nil)
+    }
 }

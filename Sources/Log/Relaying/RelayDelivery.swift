@@ -61,6 +61,7 @@ public final class RelayDelivery: Sendable {
     private let node: String
     private let select: @Sendable (RecordLog.RecordView) -> RelayCopy?
     private let transport: any RelayTransport
+    private let resolve: @Sendable (String) -> [IPAddress]?
     private let clock: @Sendable () -> Timestamp
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let file: DurableJSONFile<LogCursor?>
@@ -81,6 +82,7 @@ public final class RelayDelivery: Sendable {
 
     public init(destination: RelayDestination, store: RecordLog, node: String, directory: String,
                 select: @escaping @Sendable (RecordLog.RecordView) -> RelayCopy?, transport: any RelayTransport,
+                resolve: @escaping @Sendable (String) -> [IPAddress]? = HostResolver.addresses(of:),
                 clock: @escaping @Sendable () -> Timestamp, interval: Double = 1, retry: RetrySchedule = RetrySchedule(first: 1, longest: 300),
                 announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
                 observer: (@Sendable (LogTurn) -> Void)? = nil) {
@@ -89,6 +91,7 @@ public final class RelayDelivery: Sendable {
         self.node = node
         self.select = select
         self.transport = transport
+        self.resolve = resolve
         self.clock = clock
         self.announce = announce
         file = DurableJSONFile(path: Self.cursorPath(directory: directory, name: destination.name), empty: nil, mode: 0o600)
@@ -172,6 +175,7 @@ public final class RelayDelivery: Sendable {
         }
         var reached = position.offset
         var delivered = 0, refused = 0, scanned = 0
+        var checkedAddress = false
         var outcome: LogTurn = .sent
         var retryAfter: Double?
         store.scanEveryRecord(from: position.offset, through: end) { record in
@@ -182,6 +186,14 @@ public final class RelayDelivery: Sendable {
                 return scanned < Self.scanLimit
             }
             state.withLock { $0.lag.pending(since: copy.receivedAt) }
+            if !checkedAddress {
+                checkedAddress = true
+                if let reason = addressRefusal() {
+                    follower.noteFailure(reason)
+                    outcome = .failed
+                    return false
+                }
+            }
             let request = RelayRequest(url: destination.url,
                                        headers: RelayHeaders.all(for: copy, node: node, destination: destination.name,
                                                                  secret: destination.secret, now: clock()),
@@ -237,6 +249,12 @@ public final class RelayDelivery: Sendable {
         if outcome != .failed, delivered + refused > 0 { follower.noteAccepted() }
         if let retryAfter { return .retryAfter(retryAfter) }
         return full ? .sentFull : outcome
+    }
+
+    /// Why the destination's host may not be sent to now (`HostResolver`), or nil.
+    private func addressRefusal() -> String? {
+        guard let url = try? RelayURL.parse(destination.url, allowHTTP: true, allowInternal: true) else { return "not a URL" }
+        return HostResolver.refusal(of: url.host, allowInternal: destination.internal, resolve: resolve)
     }
 
     private func noteRefusal(_ copy: RelayCopy, status: Int, bodyStart: String) {

@@ -17,11 +17,17 @@ public struct RelayRegistry: Sendable, Equatable, Codable {
         public var apps: Set<Int>
         /// `--relay-allow-http`: plain http:// beyond loopback.
         public var allowHTTP: Bool
+        /// What a name resolves to (nil: nothing), to refuse one that resolves to nothing or
+        /// inside; nil to take names unresolved (the config file's, which a DNS outage at start
+        /// must not stop).
+        public var resolve: (@Sendable (String) -> [IPAddress]?)?
 
-        public init(servedSites: Set<String>, apps: Set<Int>, allowHTTP: Bool = false) {
+        public init(servedSites: Set<String>, apps: Set<Int>, allowHTTP: Bool = false,
+                    resolve: (@Sendable (String) -> [IPAddress]?)? = nil) {
             self.servedSites = servedSites
             self.apps = apps
             self.allowHTTP = allowHTTP
+            self.resolve = resolve
         }
     }
 
@@ -32,6 +38,14 @@ public struct RelayRegistry: Sendable, Equatable, Codable {
         let url = try RelayURL.parse(destination.url, allowHTTP: context.allowHTTP, allowInternal: destination.internal)
         if let literal = url.literal, literal.kind == .cloudMetadata {
             throw .invalid("url", "internal_address", "names \(literal), a cloud metadata service: never a destination")
+        }
+        if url.literal == nil, let resolve = context.resolve {
+            guard let addresses = resolve(url.host) else {
+                throw .invalid("url", "host_does_not_resolve", "names \(url.host.prefix(64)), which resolves to no address")
+            }
+            if let inside = addresses.first(where: { $0.kind == .cloudMetadata || ($0.isInternal && !destination.internal) }) {
+                throw .invalid("url", "internal_address", "names \(url.host.prefix(64)), which resolves to \(inside) (\(inside.kind.rawValue)): a destination inside the endpoint's own networks must be allowed to be internal (\"internal\": true), and a cloud metadata service never")
+            }
         }
         destination.url = url.description
         switch (destination.appID, destination.site) {

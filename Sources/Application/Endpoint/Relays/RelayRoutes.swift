@@ -90,7 +90,8 @@ struct RelayRoutes: SurfaceRoutes {
     }
 
     private func checks() -> RelayRegistry.Context {
-        RelayRegistry.Context(servedSites: context.served.sites, apps: Set(apps.registry.apps.map(\.appID)), allowHTTP: allowHTTP)
+        RelayRegistry.Context(servedSites: context.served.sites, apps: Set(apps.registry.apps.map(\.appID)), allowHTTP: allowHTTP,
+                              resolve: HostResolver.addresses(of:))
     }
 
     private func change(_ request: HTTPRequest, _ act: (String) -> Bool) throws -> HTTPResponse {
