@@ -102,6 +102,8 @@ import Testing
             for (kind, bytes) in [(kind, body), (other, Array("other".utf8))] {
                 done.enter()
                 store.append(kind: kind, tag: 2, completion: { _ in done.leave() }) { $0.append(contentsOf: bytes) }
+                // One commit each: a segment is sealed between commits, never inside one.
+                if segmentBytes != nil { done.wait() }
             }
         }
         done.wait()
