@@ -113,7 +113,7 @@ final class Turns: Sendable {
     func until(within seconds: Double = 60, _ condition: () -> Bool) -> Bool {
         let deadline = DispatchTime.now() + seconds
         while !condition() {
-            guard signal.wait(timeout: deadline) == .success else { return condition() }
+            guard DispatchTime.now() < deadline, signal.wait(timeout: deadline) == .success else { return condition() }
         }
         return true
     }

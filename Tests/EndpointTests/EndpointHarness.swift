@@ -116,7 +116,7 @@ final class TurnSignal: Sendable {
     func until(within seconds: Double = 60, _ condition: () throws -> Bool) rethrows -> Bool {
         let deadline = DispatchTime.now() + seconds
         while try !condition() {
-            guard semaphore.wait(timeout: deadline) == .success else { return try condition() }
+            guard DispatchTime.now() < deadline, semaphore.wait(timeout: deadline) == .success else { return try condition() }
         }
         return true
     }

@@ -97,7 +97,7 @@ import Testing
             let deadline = DispatchTime.now() + 60
             while true {
                 if let found = delivered.withLock({ $0[target] }) { return found }
-                guard arrived.wait(timeout: deadline) == .success else { return nil }
+                guard DispatchTime.now() < deadline, arrived.wait(timeout: deadline) == .success else { return nil }
             }
         }
 

@@ -76,7 +76,7 @@ import Testing
         func until(_ condition: () -> Bool) -> Bool {
             let deadline = DispatchTime.now() + 60
             while !condition() {
-                guard signal.wait(timeout: deadline) == .success else { return condition() }
+                guard DispatchTime.now() < deadline, signal.wait(timeout: deadline) == .success else { return condition() }
             }
             return true
         }
@@ -169,7 +169,7 @@ import Testing
 
     @Test func aRefusalIsRecordedOnceAndNeverSentAgain() throws {
         let setup = try Self.log(copies: 3)
-        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 5 << 20)
+        let big = [UInt8](repeating: UInt8(ascii: "x"), count: 50 << 20)
         // The second copy is refused, with an answer far larger than anything kept.
         let receiver = try Receiver { n in n == 1 ? HTTPResponse(status: 422, body: Array("bad field".utf8) + big) : HTTPResponse(status: 200) }
         defer { receiver.stop() }
@@ -314,6 +314,33 @@ import Testing
         inside.start()
         #expect(turns.until { inside.status.delivered == 2 })
         inside.stop()
+        setup.store.close()
+    }
+
+    @Test func aReceiverThatAnswersBeforeReadingTheBodyHasTakenTheCopy() throws {
+        // Its 200 is its answer: the relay promises to send, not that it was read.
+        let setup = try Self.log(copies: 2)
+        let receiver = try RawReceiver(.answerBeforeBody, times: 100)
+        let turns = Turns()
+        let delivery = Self.delivery(setup, url: receiver.url, turns: turns)
+        delivery.start()
+        #expect(turns.until { delivery.status.delivered == 2 })
+        delivery.stop()
+        _ = receiver.stop()
+        setup.store.close()
+    }
+
+    @Test func aConnectionResetMidBodyIsTriedAgainAndTheCopyArrivesWhole() throws {
+        let setup = try Self.log(copies: 2)
+        let receiver = try RawReceiver(.resetMidBody, times: 2)
+        let turns = Turns()
+        let delivery = Self.delivery(setup, url: receiver.url, turns: turns)
+        delivery.start()
+        #expect(turns.until { delivery.status.delivered == 2 })
+        delivery.stop()
+        let bodies = receiver.stop()
+        #expect(bodies == setup.bodies, "each whole, once taken")
+        #expect(turns.all.withLock { $0 }.contains(.failed))
         setup.store.close()
     }
 
