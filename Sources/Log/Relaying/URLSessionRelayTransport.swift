@@ -121,7 +121,10 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
              NSURLErrorServerCertificateNotYetValid, NSURLErrorSecureConnectionFailed:
             return "TLS failed: \(nsError.localizedDescription)"
         case NSURLErrorCancelled: return "cancelled"
-        default: return nsError.localizedDescription
+        default:
+            // libcurl's TLS failures come without a code of their own: "SSL certificate problem: …".
+            let text = nsError.localizedDescription
+            return text.contains("SSL") || text.contains("certificate") ? "TLS failed: " + text : text
         }
     }
 }
