@@ -13,18 +13,24 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     /// Bytes of an answer's body kept, for a refusal's record.
     public static let bodyStart = 512
 
+    /// Set once in `init` (it needs `self` as its delegate), before the transport is shared.
     private var session: URLSession!
     private let timeout: Double
     /// What each task has received so far, by task id; touched on the session's delegate queue
     /// and by `post` under the lock.
     private let tasks = Locked<[Int: Exchange]>([:])
 
-    private final class Exchange: @unchecked Sendable {
-        var status: Int?
-        var retryAfter: String?
-        var body: [UInt8] = []
+    /// One attempt's answer as the delegate receives it: written on the session's queue, read by
+    /// `post` once `done` is signalled (under a lock, which ThreadSanitizer sees).
+    private final class Exchange: Sendable {
+        struct Answer {
+            var status: Int?
+            var retryAfter: String?
+            var body: [UInt8] = []
+            var error: String?
+        }
+        let answer = Locked(Answer())
         let done = DispatchSemaphore(value: 0)
-        var error: String?
     }
 
     /// `timeout`: whole seconds, at least one (Foundation on Linux drops a time-out's fraction,
@@ -65,11 +71,11 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
             _ = exchange.done.wait(timeout: .now() + 5)
         }
         tasks.withLock { $0[task.taskIdentifier] = nil }
-        if let status = exchange.status {
-            return .answered(status: status, retryAfter: exchange.retryAfter,
-                             bodyStart: String(decoding: exchange.body, as: UTF8.self))
+        let answer = exchange.answer.withLock { $0 }
+        if let status = answer.status {
+            return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
         }
-        return .failed(exchange.error ?? "no answer")
+        return .failed(answer.error ?? "no answer")
     }
 
     public func cancelAll() {
@@ -91,22 +97,29 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         guard let exchange = tasks.withLock({ $0[dataTask.taskIdentifier] }), let http = response as? HTTPURLResponse else {
             return completionHandler(.cancel)
         }
-        exchange.status = http.statusCode
-        exchange.retryAfter = http.value(forHTTPHeaderField: "Retry-After")
+        exchange.answer.withLock { a in
+            a.status = http.statusCode
+            a.retryAfter = http.value(forHTTPHeaderField: "Retry-After")
+        }
         // A delivered copy needs nothing of the body; a refusal, its start.
         completionHandler((200...299).contains(http.statusCode) ? .cancel : .allow)
     }
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let exchange = tasks.withLock({ $0[dataTask.taskIdentifier] }) else { return }
-        let room = Self.bodyStart - exchange.body.count
-        if room > 0 { exchange.body.append(contentsOf: data.prefix(room)) }
-        if exchange.body.count >= Self.bodyStart { dataTask.cancel() }
+        let full = exchange.answer.withLock { a -> Bool in
+            let room = Self.bodyStart - a.body.count
+            if room > 0 { a.body.append(contentsOf: data.prefix(room)) }
+            return a.body.count >= Self.bodyStart
+        }
+        if full { dataTask.cancel() }
     }
 
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         guard let exchange = tasks.withLock({ $0[task.taskIdentifier] }) else { return }
-        if let error, exchange.status == nil { exchange.error = Self.describe(error) }
+        if let error {
+            exchange.answer.withLock { a in if a.status == nil { a.error = Self.describe(error) } }
+        }
         exchange.done.signal()
     }
 
