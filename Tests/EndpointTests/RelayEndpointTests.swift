@@ -23,11 +23,16 @@ import Testing
             var headers: [String: String]
         }
         let received = Locked<[Delivery]>([])
+        /// Signalled at each delivery received.
+        let arrivals = TurnSignal()
+        private let delay: Double
         private let server = Locked<HTTPServer?>(nil)
         private let address = Locked("")
         var url: String { address.withLock { $0 } }
 
-        init() throws {
+        /// `delay`: seconds each answer waits, on a thread of its own.
+        init(delay: Double = 0) throws {
+            self.delay = delay
             var configuration = HTTPServerConfiguration()
             configuration.host = "127.0.0.1"
             configuration.port = 0
@@ -42,7 +47,9 @@ import Testing
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.lowercased()] = field.value }
             received.withLock { $0.append(Delivery(body: request.body, headers: headers)) }
-            responder.respond(HTTPResponse(status: 200))
+            arrivals.signal()
+            guard delay > 0 else { return responder.respond(HTTPResponse(status: 200)) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { responder.respond(HTTPResponse(status: 200)) }
         }
 
         func stop() {
@@ -188,5 +195,42 @@ import Testing
         #expect(names(acme) == ["acme-app"])
         #expect(!endpoint.request("GET", "/api/relays", headers: [("Authorization", "Bearer \(shopco)")]).bodyText.contains("0123456789abcdef"))
         #expect(endpoint.request("POST", "/api/relays/pause?name=shop-site", headers: [("Authorization", "Bearer \(shopco)")]).status == 403)
+    }
+}
+
+/// The endpoint SIGKILLed while it relays: after the restart every copy has reached the
+/// destination, each copy's deliveries all carry one id.
+@Suite struct RelayKillTests {
+    @Test func aSIGKILLMidDeliveryLosesNoCopyAndGivesNoneTwoIDs() throws {
+        // A receiver slow enough that the kill lands mid-way through the copies.
+        let receiver = try RelayEndpointTests.Receiver(delay: 0.02)
+        defer { receiver.stop() }
+        let directory = temporaryDirectory()
+        let arguments = ["--data", directory, "--site", "app.example", "--token", "t"]
+        let admin = [("Authorization", "Bearer t")]
+        var server = try EndpointProcess(arguments: arguments)
+        let destination = #"{"name":"partner","url":"\#(receiver.url)","site":"app.example","protocols":["skadnetwork"],"copies":"all","internal":true}"#
+        #expect(try httpRequest(port: server.port, method: "POST", path: "/api/relays", headers: admin, body: Array(destination.utf8)).status == 201)
+        var sent: [[UInt8]] = []
+        for n in 0..<60 {
+            let body = Array(#"{"version":"4.0","ad-network-id":"kill.skadnetwork","source-identifier":"1\#(n % 10)","app-id":1,"transaction-id":"k-\#(n)","redownload":false,"fidelity-type":1,"did-win":true,"postback-sequence-index":0,"attribution-signature":"MEUCIQ=="}"#.utf8)
+            #expect(try httpRequest(port: server.port, method: "POST", path: "/.well-known/skadnetwork/report-attribution/",
+                                    host: "app.example", headers: [("Content-Type", "application/json")], body: body).status == 200)
+            sent.append(body)
+        }
+        #expect(receiver.arrivals.until { receiver.received.withLock { $0.count } >= 10 })
+        server.signal(SIGKILL)
+        _ = server.wait()
+        let beforeKill = receiver.received.withLock { $0.count }
+        #expect(beforeKill < 60, "the kill came mid-way (\(beforeKill) of 60 had arrived)")
+
+        server = try EndpointProcess(arguments: arguments)
+        defer { server.signal(SIGTERM); _ = server.wait() }
+        #expect(receiver.arrivals.until { Set(receiver.received.withLock { $0.map(\.body) }).count == 60 })
+        let received = receiver.received.withLock { $0 }
+        #expect(Set(received.map(\.body)) == Set(sent), "every copy, whatever was in flight")
+        var ids: [[UInt8]: Set<String>] = [:]
+        for delivery in received { ids[delivery.body, default: []].insert(delivery.headers["x-attribution-delivery"] ?? "") }
+        #expect(ids.values.allSatisfy { $0.count == 1 }, "a copy sent again carries its first id")
     }
 }

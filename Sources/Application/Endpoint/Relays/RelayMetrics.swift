@@ -10,11 +10,11 @@ struct RelayMetrics: MetricsSource {
         let statuses = service.statuses
         guard !statuses.isEmpty else { return "" }
         var out = ""
+        /// A family with a series for each destination that has a value; none at all without one.
         func family(_ name: String, _ type: String, _ help: String, _ value: (RelayDelivery.Status) -> String?) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
-            for status in statuses {
-                if let value = value(status) { out += "\(name){destination=\"\(MetricSeries.label(status.name))\"} \(value)\n" }
-            }
+            let series = statuses.compactMap { status in value(status).map { "\(name){destination=\"\(MetricSeries.label(status.name))\"} \($0)\n" } }
+            guard !series.isEmpty else { return }
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n" + series.joined()
         }
         family("attribution_relay_copies_delivered_total", "counter",
                "Copies a relay destination answered with a 2xx, since its cursor began.") { String($0.delivered) }
