@@ -35,6 +35,12 @@ import Testing
         #expect(Self.roundTrip(none)?.draft == Self.draft(contentType: nil))
     }
 
+    @Test func aContentTypeIsCutBetweenCharactersNeverInsideOne() throws {
+        var payload: [UInt8] = []
+        StoredPostback.encodePayload(Self.draft(contentType: String(repeating: "a", count: 255) + "é"), into: &payload)
+        #expect(Self.roundTrip(payload)?.draft.contentType == String(repeating: "a", count: 255))
+    }
+
     @Test func anAbsurdContentTypeIsKeptCut() throws {
         var payload: [UInt8] = []
         StoredPostback.encodePayload(Self.draft(contentType: String(repeating: "a", count: 70_000)), into: &payload)

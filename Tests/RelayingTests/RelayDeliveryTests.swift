@@ -290,12 +290,14 @@ import Testing
         setup.store.close()
     }
 
-    @Test func theDeliveryIDDependsOnTheCopyTheNodeAndTheDestinationAlone() {
-        let id = RelayHeaders.deliveryID(node: "a", destination: "p", recordID: 7)
-        #expect(id == RelayHeaders.deliveryID(node: "a", destination: "p", recordID: 7))
-        #expect(id != RelayHeaders.deliveryID(node: "a", destination: "p", recordID: 8))
-        #expect(id != RelayHeaders.deliveryID(node: "b", destination: "p", recordID: 7))
-        #expect(id != RelayHeaders.deliveryID(node: "a", destination: "q", recordID: 7))
+    @Test func theDeliveryIDDependsOnTheCopyItsProtocolTheNodeAndTheDestinationAlone() {
+        let id = RelayHeaders.deliveryID(node: "a", destination: "p", protocolName: "skadnetwork", recordID: 7)
+        #expect(id == RelayHeaders.deliveryID(node: "a", destination: "p", protocolName: "skadnetwork", recordID: 7))
+        #expect(id != RelayHeaders.deliveryID(node: "a", destination: "p", protocolName: "skadnetwork", recordID: 8))
+        #expect(id != RelayHeaders.deliveryID(node: "b", destination: "p", protocolName: "skadnetwork", recordID: 7))
+        #expect(id != RelayHeaders.deliveryID(node: "a", destination: "q", protocolName: "skadnetwork", recordID: 7))
+        // Report 7 and postback 7 are two records: ids are counted per kind.
+        #expect(id != RelayHeaders.deliveryID(node: "a", destination: "p", protocolName: "pcm", recordID: 7))
     }
 
     @Test func aNameThatResolvesInsideIsNeverSentToUnlessTheDestinationMayBeInternal() throws {

@@ -123,12 +123,19 @@ public final class RelayDelivery: Sendable {
     /// Stops after the attempt in flight, which is cancelled: its copy goes again after a start.
     public func stop() {
         follower.stop(cancel: transport.cancelAll)
+        transport.invalidate()
     }
 
     public func pause() { state.withLock { $0.status.paused = true } }
+
+    /// Wakes the thread only when it was paused: a wake left over would cut a later wait short,
+    /// a destination's `Retry-After` included.
     public func resume() {
-        state.withLock { $0.status.paused = false }
-        follower.wake()
+        let wasPaused = state.withLock { s -> Bool in
+            defer { s.status.paused = false }
+            return s.status.paused
+        }
+        if wasPaused { follower.wake() }
     }
 
     public var status: Status {
@@ -138,7 +145,8 @@ public final class RelayDelivery: Sendable {
         status.lastError = health.lastError
         status.lastErrorAt = health.lastErrorAt
         status.failuresInARow = health.failuresInARow
-        status.lagSeconds = s.lag.seconds(waiting: status.retrying ? 1 : 0, now: clock())
+        let behind = s.cursor.position(of: Self.stream).offset < store.durablePrefix.end
+        status.lagSeconds = s.lag.seconds(waiting: behind ? 1 : 0, now: clock())
         return status
     }
 
@@ -157,12 +165,10 @@ public final class RelayDelivery: Sendable {
         // Retention removed segments this destination had not taken all of: said, counted, and
         // the cursor moved to what is kept. A retry lasts as long as the log keeps its copy.
         if let firstKept = store.segments.first?.base, position.offset < firstKept {
-            announce("relay_copies_expired", [("destination", .string(destination.name)), ("from_offset", .number(String(position.offset))),
-                                              ("to_offset", .number(String(firstKept)))])
+            noteExpired(from: position.offset, to: firstKept)
             position.offset = firstKept
             let saved = state.withLock { s -> LogCursor in
                 s.cursor.streams[Self.stream] = position
-                s.status.expirations += 1
                 return s.cursor
             }
             try? file.save(saved)
@@ -180,6 +186,11 @@ public final class RelayDelivery: Sendable {
         var retryAfter: Double?
         store.scanEveryRecord(from: position.offset, through: end) { record in
             guard !follower.isStopping else { outcome = .idle; return false }
+            // Retention removed a segment between the check above and this read: the walk starts
+            // at the first one kept, past copies never delivered. Said and counted the same way.
+            if scanned == 0, record.start > position.offset {
+                noteExpired(from: position.offset, to: record.start)
+            }
             scanned += 1
             guard let copy = select(record) else {
                 reached = record.end
@@ -249,6 +260,12 @@ public final class RelayDelivery: Sendable {
         if outcome != .failed, delivered + refused > 0 { follower.noteAccepted() }
         if let retryAfter { return .retryAfter(retryAfter) }
         return full ? .sentFull : outcome
+    }
+
+    private func noteExpired(from: Int, to: Int) {
+        announce("relay_copies_expired", [("destination", .string(destination.name)), ("from_offset", .number(String(from))),
+                                          ("to_offset", .number(String(to)))])
+        state.withLock { $0.status.expirations += 1 }
     }
 
     /// Why the destination's host may not be sent to now (`HostResolver`), or nil.

@@ -21,9 +21,11 @@ public enum RelayHeaders {
     public static let signature = "X-Attribution-Signature"
     public static let userAgent = "attribution-endpoint-relay/1"
 
-    /// The delivery id of `recordID` from `node` to `destination`.
-    public static func deliveryID(node: String, destination: String, recordID: UInt64) -> String {
-        let digest = Fingerprint.sha256(Array("relay-delivery\u{0}\(node)\u{0}\(destination)\u{0}\(recordID)".utf8))
+    /// The delivery id of the copy `recordID` of `protocolName` from `node` to `destination`.
+    /// The protocol is part of it because record ids are counted per kind: a site's PCM report and
+    /// postback can share a number.
+    public static func deliveryID(node: String, destination: String, protocolName: String, recordID: UInt64) -> String {
+        let digest = Fingerprint.sha256(Array("relay-delivery\u{0}\(node)\u{0}\(destination)\u{0}\(protocolName)\u{0}\(recordID)".utf8))
         return hex(digest.prefix(16))
     }
 
@@ -36,7 +38,7 @@ public enum RelayHeaders {
     /// Every header of one attempt, in the order sent.
     public static func all(for copy: RelayCopy, node: String, destination: String, secret: String?, now: Timestamp) -> [(String, String)] {
         var headers = [("Content-Type", copy.contentType), ("User-Agent", userAgent),
-                       (delivery, deliveryID(node: node, destination: destination, recordID: copy.recordID)),
+                       (delivery, deliveryID(node: node, destination: destination, protocolName: copy.protocolName, recordID: copy.recordID)),
                        (protocolName, copy.protocolName), (receivedAt, copy.receivedAt.rfc3339)]
         if let secret {
             headers.append((signature, Self.signature(secret: secret, unixSeconds: now.millisecondsSinceEpoch / 1000, body: copy.body)))

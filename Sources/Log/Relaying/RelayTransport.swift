@@ -24,4 +24,10 @@ public protocol RelayTransport: Sendable {
     func post(_ request: RelayRequest) -> RelayExchange
     /// Ends what is in flight at once (a stop).
     func cancelAll()
+    /// Lets go of everything the transport holds (its session, connections); nothing is sent after.
+    func invalidate()
+}
+
+extension RelayTransport {
+    public func invalidate() {}
 }

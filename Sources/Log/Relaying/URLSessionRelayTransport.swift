@@ -82,7 +82,9 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         session.getAllTasks { tasks in tasks.forEach { $0.cancel() } }
     }
 
-    deinit { session.invalidateAndCancel() }
+    /// The session holds its delegate, this transport, until it is invalidated: without this,
+    /// every delivery replaced would leave a session, its queue and its connections behind.
+    public func invalidate() { session.invalidateAndCancel() }
 
     // MARK: - URLSessionDataDelegate, on the session's queue
 

@@ -72,11 +72,24 @@ public struct StoredPostback: Sendable, Equatable {
         for reason in reasons { appendText(reason, lengthBytes: 1, into: &out) }
         out.appendLE(UInt32(draft.body.count))
         out.append(contentsOf: draft.body)
-        appendText(String((draft.contentType ?? "").utf8.prefix(maxContentType)) ?? "", lengthBytes: 2, into: &out)
+        appendText(cut(draft.contentType ?? "", toBytes: maxContentType), lengthBytes: 2, into: &out)
     }
 
     /// A `Content-Type` longer than this is kept cut: no device sends one near it.
     static let maxContentType = 256
+
+    /// `text`'s first characters that fit in `limit` bytes of UTF-8, never half of one.
+    static func cut(_ text: String, toBytes limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        var bytes = 0
+        var kept = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            guard bytes <= limit else { break }
+            kept.append(scalar)
+        }
+        return String(kept)
+    }
 
     /// `text`'s UTF-8 after its length, in `lengthBytes` bytes (1 or 2), cut to what that can say.
     private static func appendText(_ text: String, lengthBytes: Int, into out: inout [UInt8]) {

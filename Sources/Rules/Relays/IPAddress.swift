@@ -51,6 +51,13 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the C library reads `text` as an IPv4 address in one of its older forms
+    /// (`127.1`, `0x7f.0.0.1`, `017700000001`): a resolver turns such a "name" into that address.
+    public static func isLegacyIPv4(_ text: String) -> Bool {
+        var address = in_addr()
+        return inet_aton(text, &address) != 0
+    }
+
     private static func mapped(_ v4: [UInt8]) -> [UInt8] { [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] + v4 }
 
     /// The IPv4 address, when this is one (IPv4-mapped).
@@ -82,8 +89,10 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if b[0..<12].allSatisfy({ $0 == 0 }) { return .reserved }
         if b[0] == 0x01 && b[1..<8].allSatisfy({ $0 == 0 }) { return .reserved }
         if b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0D && b[3] == 0xB8 { return .reserved }
-        // AWS's IPv6 instance metadata service, inside the unique local range.
-        if b == [0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54] { return .cloudMetadata }
+        // AWS's IPv6 instance metadata service and EKS Pod Identity, inside the unique local range.
+        if b[0..<14] == [0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b[14] == 0 && b[15] == 0x23 || b[14] == 0x02 && b[15] == 0x54 {
+            return .cloudMetadata
+        }
         if b[0] & 0xFE == 0xFC { return .private }
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return .linkLocal }
         // Site-local (fec0::/10), deprecated by RFC 3879: private in practice.
@@ -94,7 +103,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     private static func kind(v4 a: [UInt8]) -> Kind {
         switch (a[0], a[1], a[2], a[3]) {
-        case (169, 254, 169, 254), (100, 100, 100, 200), (192, 0, 0, 192): return .cloudMetadata
+        // Instance metadata (AWS, GCP, Azure, Oracle), Alibaba's, ECS task credentials, EKS Pod Identity.
+        case (169, 254, 169, 254), (100, 100, 100, 200), (192, 0, 0, 192), (169, 254, 170, 2), (169, 254, 170, 23): return .cloudMetadata
         case (0, _, _, _): return .unspecified
         case (127, _, _, _): return .loopback
         case (10, _, _, _), (172, 16...31, _, _), (192, 168, _, _), (100, 64...127, _, _): return .private

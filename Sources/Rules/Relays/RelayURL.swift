@@ -30,8 +30,11 @@ public struct RelayURL: Sendable, Equatable, CustomStringConvertible {
     /// An IP literal's address, when the host is one.
     public var literal: IPAddress? { IPAddress(host) }
 
-    /// Whether the host is the machine itself: `localhost` or a loopback literal.
-    public var isLoopback: Bool { host == "localhost" || literal?.kind == .loopback }
+    /// Whether the host is the machine itself: `localhost` (and any name under it, which
+    /// resolvers answer with loopback themselves, RFC 6761) or a loopback literal.
+    public var isLoopback: Bool { Self.isLocalhost(host) || literal?.kind == .loopback }
+
+    static func isLocalhost(_ host: String) -> Bool { host == "localhost" || host.hasSuffix(".localhost") }
 
     public static func parse(_ text: String, field: String = "url", allowHTTP: Bool = false,
                              allowInternal: Bool = false) throws(RequestProblem) -> RelayURL {
@@ -70,16 +73,17 @@ public struct RelayURL: Sendable, Equatable, CustomStringConvertible {
         }
         // A name without a dot (other than localhost) resolves through search domains: an
         // internal host, whatever it is called.
-        if url.literal == nil, !host.contains("."), host != "localhost" {
+        if url.literal == nil, !host.contains("."), !Self.isLocalhost(host) {
             throw .invalid(field, "invalid_host", "must be a fully qualified name such as copies.partner.example, not \(host.prefix(64))")
         }
-        // `127.1`, `0x7f.1`, `2130706433`: not an address inet_pton takes, but one a resolver may.
-        // No top-level domain is all digits (RFC 3696), so no such name is a name.
-        if url.literal == nil, let last = host.split(separator: ".").last, last.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+        // `127.1`, `0x7f.0.0.0x1`, `2130706433`: not an address inet_pton takes, but one the C
+        // library's resolver reads as one (inet_aton). No top-level domain is all digits (RFC 3696).
+        if url.literal == nil, IPAddress.isLegacyIPv4(host)
+            || host.split(separator: ".").last.map({ $0.utf8.allSatisfy { $0 >= 48 && $0 <= 57 } }) == true {
             throw .invalid(field, "invalid_host", "is neither an IP address nor a DNS name: \(host.prefix(64))")
         }
-        if host == "localhost", !allowInternal {
-            throw .invalid(field, "internal_address", "names localhost: a destination on this machine must be allowed to be internal (\"internal\": true)")
+        if Self.isLocalhost(host), !allowInternal {
+            throw .invalid(field, "internal_address", "names \(host.prefix(64)), this machine: a destination on it must be allowed to be internal (\"internal\": true)")
         }
         if scheme == "http", !url.isLoopback, !allowHTTP {
             throw .invalid(field, "https_required", "must be https://: plain http:// is only for loopback, or with --relay-allow-http (copies would travel readable and changeable)")

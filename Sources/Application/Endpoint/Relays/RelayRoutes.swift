@@ -59,10 +59,15 @@ struct RelayRoutes: SurfaceRoutes {
                     }
                     return JSONResponse.make(200, JSONResponse.encode(["destinations": shown]))
                 },
-                Route(.exact("/api/relays"), methods: ["POST"]) { request in
+                // On a worker thread: the destination's name is resolved first, which can take a
+                // resolver's whole time-out, and outside the registry's lock.
+                Route(.exact("/api/relays"), methods: ["POST"], workers: workers) { request in
+                    let asked = try RelayDestinationInput.destination(from: try JSONParser().parseBody(request.body))
+                    let host = (try? RelayURL.parse(asked.url, allowHTTP: true, allowInternal: true))?.host
+                    let resolved = host.flatMap { IPAddress($0) == nil ? HostResolver.addresses(of: $0) : nil }
                     let response = try Registrations.register(request, in: book) { json, registry throws(RequestProblem) in
                         let destination = try RelayDestinationInput.destination(from: json)
-                        try registry.add(destination, in: checks())
+                        try registry.add(destination, in: checks(resolved: resolved))
                         return JSONResponse.encode(registry.destination(named: destination.name)?.shown)
                     }
                     service.sync()
@@ -89,9 +94,10 @@ struct RelayRoutes: SurfaceRoutes {
         ]
     }
 
-    private func checks() -> RelayRegistry.Context {
+    /// `resolved`: what the destination's name resolved to, looked up before the registry's lock.
+    private func checks(resolved: [IPAddress]?) -> RelayRegistry.Context {
         RelayRegistry.Context(servedSites: context.served.sites, apps: Set(apps.registry.apps.map(\.appID)), allowHTTP: allowHTTP,
-                              resolve: HostResolver.addresses(of:))
+                              resolve: { _ in resolved })
     }
 
     private func change(_ request: HTTPRequest, _ act: (String) -> Bool) throws -> HTTPResponse {

@@ -56,7 +56,8 @@ final class RelayService: Sendable {
             s.paused.formIntersection(wanted.keys)
             return (leaving, s.running)
         }
-        for delivery in leaving { delivery.stop() }
+        // Each waits for its attempt in flight: together, not one after another.
+        DispatchQueue.concurrentPerform(iterations: leaving.count) { leaving[$0].stop() }
         for (name, destination) in wanted.sorted(by: { $0.key < $1.key }) where current[name] == nil {
             var observeTurns: (@Sendable (LogTurn) -> Void)?
             if let observer { observeTurns = { turn in observer(name, turn) } }
