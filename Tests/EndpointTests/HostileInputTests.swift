@@ -462,11 +462,19 @@ import Testing
     }
 
     @Test(arguments: [("--max-report-bytes", "1099511627776"), ("--max-postback-bytes", "100"), ("--late-cutoff-days", "200000000000"),
+                      // A body a log record could not hold beside what is kept with it.
+                      ("--max-report-bytes", "98305"), ("--max-postback-bytes", "1048576"),
                       ("--max-connections", "0"), ("--request-timeout", "1e308"), ("--idle-timeout", "-1"),
                       // Shorter than the nine days a device retries, longer than a year, and no number.
                       ("--postback-window-days", "9"), ("--postback-window-days", "366"), ("--postback-window-days", "-12"),
                       ("--postback-window-days", "9223372036854775808"), ("--postback-window-days", "12.5"), ("--postback-window-days", "")])
     func limitsThatWouldTrapOrExhaustAreRefusedAtStart(flag: String, value: String) {
+        // (The largest body each takes is taken.)
+        #expect(throws: Never.self) {
+            guard case .run(let configuration) = try EndpointConfiguration.parse(
+                arguments: ["--dev", "--max-postback-bytes", "98304", "--max-report-bytes", "98304"], environment: [:]) else { return }
+            try configuration.check()
+        }
         #expect(throws: (any Error).self, "\(flag) \(value)") {
             guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: ["--dev", flag, value], environment: [:]) else { return }
             try configuration.check()

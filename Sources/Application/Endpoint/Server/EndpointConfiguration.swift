@@ -36,6 +36,10 @@ public struct EndpointConfiguration: Sendable {
     public var maxReportBytes = 8192
     /// Postback copies are a few hundred bytes to 2 KB; anything past this is refused with 413.
     public var maxPostbackBytes = 16384
+    /// The largest body either option takes: a log record's payload is at most 128 KiB
+    /// (`LogRecord.maxPayload`), and a stored report or postback keeps its verdict, reasons and
+    /// site beside the body. A larger body would be acknowledged, then read back as corrupt.
+    public static let largestBody = 96 << 10
     /// Extra P-256 keys trusted for postback signatures (`--postback-key NAME=BASE64-SPKI`): for
     /// tests, demos and an ad network's test setup. What they sign is labelled `test_key`.
     public var postbackKeys: [(name: String, subjectPublicKeyInfo: String)] = []
