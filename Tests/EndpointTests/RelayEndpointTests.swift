@@ -85,7 +85,7 @@ import Testing
         defer { partner.stop(); other.stop() }
         let endpoint = try Self.start()
         defer { endpoint.stop() }
-        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(RelayEndpointTests.app(RelayEndpointTests.appID).utf8)).status == 201)
         #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(111).utf8)).status == 201)
         let registered = Self.register(endpoint, name: "partner", url: partner.url, appID: Self.appID,
                                        extra: #","secret":"0123456789abcdef0123456789abcdef""#)
@@ -132,7 +132,7 @@ import Testing
         defer { partner.stop() }
         let directory = temporaryDirectory()
         var endpoint = try Self.start(directory)
-        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(RelayEndpointTests.app(RelayEndpointTests.appID).utf8)).status == 201)
         #expect(Self.register(endpoint, name: "partner", url: partner.url, appID: Self.appID).status == 201)
         #expect(Self.send(endpoint, PostbackWindowTests.postback(810)).status == 200)
         #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } == 1 && endpoint.server.relays.statuses.first?.delivered == 1 })
@@ -149,7 +149,7 @@ import Testing
         let endpoint = try Self.start()
         defer { endpoint.stop() }
         #expect(endpoint.request("GET", "/api/relays").status == 401)
-        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(RelayEndpointTests.app(RelayEndpointTests.appID).utf8)).status == 201)
         let refusals: [(String, String)] = [
             (#"{"name":"p","url":"https://user:pw@copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "userinfo_not_allowed"),
             (#"{"name":"p","url":"gopher://copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}"#, "unsupported_scheme"),
@@ -170,6 +170,13 @@ import Testing
         #expect(endpoint.request("POST", "/api/relays/pause?name=p", headers: Self.admin).status == 200)
         #expect(endpoint.request("GET", "/api/relays", headers: Self.admin).bodyText.contains(#""paused":true"#))
         #expect(endpoint.request("POST", "/api/relays/resume?name=nope", headers: Self.admin).status == 404)
+        // The name's parameter, hostile: missing, empty, another beside it, long, encoded, odd bytes.
+        for (query, status) in [("", 400), ("?name=", 400), ("?name=p&other=1", 400), ("?name=" + String(repeating: "p", count: 100_000), 404),
+                                ("?name=%70", 200), ("?name=%00", 404), ("?name=%FF%FE", 404), ("?name=p%20", 404)] {
+            let response = endpoint.request("POST", "/api/relays/pause" + query, headers: Self.admin)
+            #expect(response.status == status && response.header("Content-Type") == (status == 200 ? "application/json" : "application/problem+json"),
+                    "pause\(query.prefix(40)): \(response.status)")
+        }
         #expect(endpoint.request("DELETE", "/api/relays?name=p", headers: Self.admin).status == 204)
         #expect(endpoint.request("DELETE", "/api/relays?name=p", headers: Self.admin).status == 404)
     }
@@ -180,7 +187,7 @@ import Testing
         for body in [#"{"id":"acme","name":"Acme","sites":["app.example"]}"#, #"{"id":"shopco","name":"Shop Co","sites":["shop.example"]}"#] {
             #expect(endpoint.request("POST", "/api/advertisers", headers: Self.admin, body: Array(body.utf8)).status == 201)
         }
-        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(RelayEndpointTests.app(RelayEndpointTests.appID).utf8)).status == 201)
         #expect(Self.register(endpoint, name: "acme-app", url: "https://localhost:9/a", appID: Self.appID).status == 201)
         let site = #"{"name":"shop-site","url":"https://localhost:9/s","site":"shop.example","protocols":["pcm","skadnetwork"],"internal":true,"secret":"0123456789abcdef0123456789abcdef"}"#
         #expect(endpoint.request("POST", "/api/relays", headers: Self.admin, body: Array(site.utf8)).status == 201)
@@ -232,5 +239,40 @@ import Testing
         var ids: [[UInt8]: Set<String>] = [:]
         for delivery in received { ids[delivery.body, default: []].insert(delivery.headers["x-attribution-delivery"] ?? "") }
         #expect(ids.values.allSatisfy { $0.count == 1 }, "a copy sent again carries its first id")
+    }
+
+    @Test(arguments: [("--relay-timeout", "0"), ("--relay-timeout", "-1"), ("--relay-timeout", "301"), ("--relay-timeout", "1e308"),
+                      ("--relay-timeout", "nan"), ("--relay-timeout", "")])
+    func aRelayTimeOutOutsideItsRangeIsRefusedAtStart(flag: String, value: String) {
+        #expect(throws: (any Error).self, "\(flag) \(value)") {
+            guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: ["--dev", flag, value], environment: [:]) else { return }
+            try configuration.check()
+        }
+    }
+
+    @Test func aConfigFilesRelaysAreCheckedLikeTheAPIsAndABadOneStopsTheStart() throws {
+        let directory = temporaryDirectory()
+        let config = directory + "-config.json"
+        let bad = #"{"apps":[\#(RelayEndpointTests.app(RelayEndpointTests.appID))],"relays":[{"name":"p","url":"https://user@copies.partner.example/","app_id":6443210987,"protocols":["skadnetwork"]}]}"#
+        try bad.write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(throws: (any Error).self) { _ = try LiveEndpoint(sites: ["app.example"], directory: directory) { c in
+            let file = try! Self.parsed(config)
+            (c.apps, c.relays) = (file.apps, file.relays)
+        } }
+        let good = #"{"apps":[\#(RelayEndpointTests.app(RelayEndpointTests.appID))],"relays":[{"name":"p","url":"https://localhost:9/c","app_id":6443210987,"protocols":["skadnetwork"],"internal":true}]}"#
+        try good.write(toFile: config, atomically: true, encoding: .utf8)
+        let endpoint = try LiveEndpoint(sites: ["app.example"], directory: directory) { c in
+            let file = try! Self.parsed(config)
+            (c.apps, c.relays) = (file.apps, file.relays)
+        }
+        defer { endpoint.stop() }
+        #expect(endpoint.request("GET", "/api/relays", headers: RelayEndpointTests.admin).bodyText.contains(#""name":"p""#))
+    }
+
+    /// The configuration a `--config FILE` gives, on a test endpoint's other settings.
+    static func parsed(_ config: String) throws -> EndpointConfiguration {
+        guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: ["--config", config, "--site", "app.example"],
+                                                                              environment: [:]) else { fatalError("not a run") }
+        return configuration
     }
 }

@@ -67,24 +67,24 @@ public struct RelayDestination: Sendable, Equatable, Codable {
     }
 
     /// As the API shows it: the secret replaced by whether there is one.
-    public var shown: Shown {
-        Shown(name: name, url: url, appID: appID, site: site, protocols: protocols, copies: copies, development: development,
-              internal: `internal`, hasSecret: secret != nil)
-    }
+    public var shown: Shown { Shown(destination: self) }
 
+    /// A destination as the API writes it: every field as registered but the secret, which is
+    /// `true` or `false`.
     public struct Shown: Sendable, Equatable, Encodable {
-        public var name: String
-        public var url: String
-        public var appID: Int?
-        public var site: String?
-        public var protocols: [RelayProtocol]
-        public var copies: Copies
-        public var development: Bool
-        public var `internal`: Bool
-        public var hasSecret: Bool
+        public let destination: RelayDestination
 
-        private enum CodingKeys: String, CodingKey {
-            case name, url, appID = "app_id", site, protocols, copies, development, `internal`, hasSecret = "secret"
+        public var name: String { destination.name }
+        public var site: String? { destination.site }
+        public var appID: Int? { destination.appID }
+        public var hasSecret: Bool { destination.secret != nil }
+
+        public func encode(to encoder: Encoder) throws {
+            var withoutSecret = destination
+            withoutSecret.secret = nil
+            try withoutSecret.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(hasSecret, forKey: .secret)
         }
     }
 }
