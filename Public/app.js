@@ -491,16 +491,21 @@ function renderAppleAds(a) {
 
 const when = (time) => time ? time.slice(0, 16).replace("T", " ") + " UTC" : "never";
 
-/// The warning on every view, and the table in Tools: silence names the key or the front to check.
-function renderArrivals(a) {
-  const silent = [...a.sites, ...a.apps].filter((r) => r.silent);
-  $("health").hidden = silent.length === 0;
-  const list = $("health-list");
-  list.replaceChildren(...silent.map((r) => {
+/// The warning on every view: silence names the key or the front to check; a relay destination
+/// failing for an hour, or dead, says what is wrong and what to do.
+function renderHealth(a, relays) {
+  const warnings = [...a.sites, ...a.apps].filter((r) => r.silent).map((r) => r.warning)
+    .concat((relays ? relays.destinations : []).filter((d) => d.warning).map((d) => d.warning));
+  $("health").hidden = warnings.length === 0;
+  $("health-list").replaceChildren(...warnings.map((warning) => {
     const item = document.createElement("li");
-    item.textContent = r.warning;
+    item.textContent = warning;
     return item;
   }));
+}
+
+/// The table in Tools: when each site and app last received something.
+function renderArrivals(a) {
   const rows = a.sites.map((s) => ({ label: named(s.site, "site" + (s.silent ? " · silent" : "")), last: s.last_received, silent: s.silent }))
     .concat(a.apps.map((p) => ({ label: named(p.name, `app ${p.app_id} at ${p.site}` + (p.silent ? " · silent" : "")), last: p.last_received, silent: p.silent })));
   fill("arrivals", rows, (tr, r) => {
@@ -509,6 +514,28 @@ function renderArrivals(a) {
     for (const path of ["pcm_reports", "skadnetwork", "adattributionkit", "apple_ads_tokens"]) {
       cell(tr, path in r.last ? when(r.last[path]) : "—");
     }
+  });
+}
+
+const ago = (seconds) => seconds < 1 ? "—" : seconds < 120 ? `${Math.round(seconds)} s` : seconds < 7200 ? `${Math.round(seconds / 60)} min`
+  : seconds < 172800 ? `${Math.round(seconds / 3600)} h` : `${Math.round(seconds / 86400)} days`;
+
+function renderRelays(relays) {
+  const all = relays ? relays.destinations : [];
+  empty("relays-empty", relays ? (all.length ? "" : "No relay destination. Register one with <code>POST /api/relays</code> or in the config file's <code>relays</code> (see the README).")
+    : "The relays could not be read with this token.");
+  $("relays").hidden = all.length === 0;
+  fill("relays", all, (tr, r) => {
+    const d = r.destination;
+    if (r.warning) tr.className = "silent";
+    cell(tr, named(d.name, d.url));
+    const whose = d.app_id !== undefined && d.app_id !== null ? `app ${d.app_id}` : `site ${d.site}`;
+    cell(tr, named(d.protocols.join(", "), whose + (d.copies === "all" ? " · quarantined too" : "") + (d.development ? " · development" : "")));
+    const replay = r.replay ? ` · replaying ${r.replay.since.slice(0, 10)} to ${r.replay.until.slice(0, 10)}, ${Math.round(r.replay.progress * 100)} %` : "";
+    cell(tr, r.state.replace("_", " ") + replay);
+    cell(tr, r.delivered, "num"); cell(tr, r.refused, "num");
+    cell(tr, ago(r.lag_seconds));
+    cell(tr, r.last_error ? named(r.last_error + (r.last_status ? ` (HTTP ${r.last_status})` : ""), when(r.last_error_at)) : "—");
   });
 }
 
@@ -556,6 +583,7 @@ async function loadView() {
   }
   $("status").textContent = "Loading…";
   const arrivals = api("/api/arrivals?" + params([["advertiser", "advertiser"]], false)).then((r) => r.json()).catch(() => null);
+  const relays = api("/api/relays").then((r) => r.json()).catch(() => null);
   let status = "";
   if (view === "overview") {
     const o = await (await api("/api/overview?" + params(period))).json();
@@ -584,11 +612,15 @@ async function loadView() {
   } else {
     await loadTokenKeys();
     if (!current()) return;
-    status = "Tools: what arrives where, Info.plist checks and token keys.";
+    status = "Tools: what arrives where, Info.plist checks, relays and token keys.";
   }
-  const arrived = await arrivals;
+  const [arrived, relayed] = [await arrivals, await relays];
   if (!current()) return;
-  if (arrived) renderArrivals(arrived);
+  if (arrived) {
+    renderHealth(arrived, relayed);
+    renderArrivals(arrived);
+  }
+  renderRelays(relayed);
   writeFragment(false);
   $("view-" + view).hidden = false;
   $("status").textContent = status;

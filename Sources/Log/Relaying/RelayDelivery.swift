@@ -12,11 +12,16 @@ import Relays
 /// a SIGKILL included, goes on from the saved cursor.
 ///
 /// A turn reads the records after the cursor (at most `scanLimit` of them) and sends the copies
-/// the destination takes, one after another, in the log's order. Each answer (`RelayOutcome`):
-/// delivered and refused copies move the cursor on, and it is saved at the end of the turn; a
-/// copy to try again stops the turn there, and the next turn sends it again after the retry
-/// schedule's wait, or the `Retry-After` asked for. A crash before the save sends the turn's
-/// copies again, with the same delivery ids: at least once.
+/// the destination takes in the log's order, `connections` at a time. Each answer
+/// (`RelayOutcome`): delivered and refused copies move the cursor on, and it is saved at the end
+/// of the turn; a copy to try again stops the turn there, and the next turn sends it again (and
+/// any of its window sent after it) after the retry schedule's wait, or the `Retry-After` asked
+/// for. A crash before the save sends the turn's copies again, with the same delivery ids: at
+/// least once.
+///
+/// What an admin decides and how long the destination has been failing are kept beside the
+/// cursor (`RelayHold`): a pause, a destination marked dead after `deadAfter` seconds of
+/// failures, and a period to send again, which the turns walk after the live copies.
 public final class RelayDelivery: Sendable {
     /// What an operator reads about a destination.
     public struct Status: Sendable, Equatable {
@@ -39,8 +44,18 @@ public final class RelayDelivery: Sendable {
         public var lastStatus: Int?
         public var failuresInARow = 0
         public var paused = false
+        /// Failing since (no copy taken since then), and marked dead since.
+        public var failingSince: Timestamp?
+        public var deadSince: Timestamp?
+        public var replay: RelayReplay?
         /// The last refusals, newest last: the status and the start of what the destination said.
         public var refusals: [Refusal] = []
+
+        /// Nothing delivered yet: a destination whose delivery has not started.
+        public init(name: String, url: String) {
+            self.name = name
+            self.url = url
+        }
     }
 
     public struct Refusal: Sendable, Equatable {
@@ -55,6 +70,8 @@ public final class RelayDelivery: Sendable {
     public static let scanLimit = 4096
     /// Refusals kept for the API.
     public static let refusalsKept = 16
+    /// Days a destination may fail before it is marked dead, unless told otherwise.
+    public static let defaultDeadAfter: Double = 3 * 86_400
 
     public let destination: RelayDestination
     private let store: RecordLog
@@ -64,26 +81,39 @@ public final class RelayDelivery: Sendable {
     private let resolve: @Sendable (String) -> [IPAddress]?
     private let clock: @Sendable () -> Timestamp
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
+    private let deadAfter: Double
+    private let connections: Int
     private let file: DurableJSONFile<LogCursor?>
+    private let holdFile: DurableJSONFile<RelayHold?>
     private let follower: LogFollower
     private let state: Locked<State>
 
     private struct State: Sendable {
         var cursor: LogCursor
+        var hold: RelayHold
         var status: Status
         var lag = StreamLag()
         var stopped: String?
+        /// Copies sent at once now: `connections`, down to one after a copy is to be tried again,
+        /// doubling back with each window taken whole. A destination that fails one attempt in
+        /// two still moves on: a window always starting with the copy it refuses would not.
+        var window: Int
     }
 
     static let stream = "copies"
 
     /// The cursor's file for the destination `name`, in `directory` (`data/relays/`).
     public static func cursorPath(directory: String, name: String) -> String { directory + "/" + name + ".json" }
+    /// The file of its `RelayHold`.
+    public static func holdPath(directory: String, name: String) -> String { directory + "/" + name + ".state.json" }
 
+    /// `deadAfter`: seconds of failures after which the destination is marked dead.
+    /// `connections`: copies in flight at once, at most.
     public init(destination: RelayDestination, store: RecordLog, node: String, directory: String,
                 select: @escaping @Sendable (RecordLog.RecordView) -> RelayCopy?, transport: any RelayTransport,
                 resolve: @escaping @Sendable (String) -> [IPAddress]? = HostResolver.addresses(of:),
                 clock: @escaping @Sendable () -> Timestamp, interval: Double = 1, retry: RetrySchedule = RetrySchedule(first: 1, longest: 300),
+                deadAfter: Double = RelayDelivery.defaultDeadAfter, connections: Int = 4,
                 announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
                 observer: (@Sendable (LogTurn) -> Void)? = nil) {
         self.destination = destination
@@ -94,17 +124,27 @@ public final class RelayDelivery: Sendable {
         self.resolve = resolve
         self.clock = clock
         self.announce = announce
+        self.deadAfter = deadAfter
+        self.connections = max(1, connections)
         file = DurableJSONFile(path: Self.cursorPath(directory: directory, name: destination.name), empty: nil, mode: 0o600)
+        holdFile = DurableJSONFile(path: Self.holdPath(directory: directory, name: destination.name), empty: nil, mode: 0o600)
         let name = destination.name
         follower = LogFollower(thread: "relay-" + name, events: "relay", interval: interval, retry: retry, clock: clock,
                                announce: { event, fields in announce(event, [("destination", .string(name))] + fields) },
                                observer: observer)
-        var initial = State(cursor: LogCursor(node: node, target: destination.url),
-                            status: Status(name: destination.name, url: destination.url))
+        var initial = State(cursor: LogCursor(node: node, target: destination.url), hold: RelayHold(url: destination.url),
+                            status: Status(name: destination.name, url: destination.url), window: max(1, connections))
         do {
             initial.cursor = try LogCursor.load(file, node: node, target: destination.url, logEnd: store.durablePrefix.end)
         } catch {
             initial.stopped = error.description
+        }
+        do {
+            // A hold made for another URL is not this destination's.
+            if let hold = try holdFile.load(), hold.url == destination.url { initial.hold = hold }
+        } catch {
+            // Unread, a pause could be lost: the delivery does not start rather than send what an admin held back.
+            initial.stopped = "\(holdFile.path) is unreadable: \(error)"
         }
         let position = initial.cursor.position(of: Self.stream)
         initial.status.delivered = position.records
@@ -126,16 +166,60 @@ public final class RelayDelivery: Sendable {
         transport.invalidate()
     }
 
-    public func pause() { state.withLock { $0.status.paused = true } }
+    /// Holds the delivery back, across restarts, until `resume`.
+    public func pause() throws {
+        try changeHold { $0.paused = true }
+    }
 
-    /// Wakes the thread only when it was paused: a wake left over would cut a later wait short,
-    /// a destination's `Retry-After` included.
-    public func resume() {
-        let wasPaused = state.withLock { s -> Bool in
-            defer { s.status.paused = false }
-            return s.status.paused
+    /// Ends a pause, and a destination's death: it is tried again at once, from its cursor, and
+    /// its failures are counted afresh. Wakes the thread only when it was held: a wake left over
+    /// would cut a later wait short, a destination's `Retry-After` included.
+    public func resume() throws {
+        let held = try changeHold { hold in
+            defer { (hold.paused, hold.deadSince, hold.failingSince) = (false, nil, nil) }
+            return hold.paused || hold.deadSince != nil
         }
-        if wasPaused { follower.wake() }
+        if held { follower.wake() }
+    }
+
+    /// Sends again every copy the destination takes that arrived in `[since, until)` and is still
+    /// in the log. False, and nothing changes, when a replay is under way.
+    public func replay(since: Timestamp, until: Timestamp) throws -> Bool {
+        let end = store.durablePrefix.end
+        let start = store.segments.first?.base ?? 0
+        let now = clock()
+        let asked = try changeHold { hold -> Bool in
+            guard hold.replay == nil else { return false }
+            hold.replay = RelayReplay(since: since, until: until, askedAt: now, offset: start, end: end)
+            return true
+        }
+        if asked {
+            announce("relay_replay_asked", [("destination", .string(destination.name)), ("since", .string(since.rfc3339)),
+                                            ("until", .string(until.rfc3339))])
+            follower.wake()
+        }
+        return asked
+    }
+
+    /// Ends a replay under way. False when there was none.
+    public func cancelReplay() throws -> Bool {
+        try changeHold { hold -> Bool in
+            defer { hold.replay = nil }
+            return hold.replay != nil
+        }
+    }
+
+    /// Changes the hold and saves it, under the lock: two changes never save out of order.
+    private func changeHold<T>(_ change: (inout RelayHold) -> T) throws -> T {
+        try state.withLock { s throws -> T in
+            var hold = s.hold
+            let result = change(&hold)
+            if hold != s.hold {
+                try holdFile.save(hold)
+                s.hold = hold
+            }
+            return result
+        }
     }
 
     public var status: Status {
@@ -145,6 +229,10 @@ public final class RelayDelivery: Sendable {
         status.lastError = health.lastError
         status.lastErrorAt = health.lastErrorAt
         status.failuresInARow = health.failuresInARow
+        status.paused = s.hold.paused
+        status.failingSince = s.hold.failingSince
+        status.deadSince = s.hold.deadSince
+        status.replay = s.hold.replay
         let behind = s.cursor.position(of: Self.stream).offset < store.durablePrefix.end
         status.lagSeconds = s.lag.seconds(waiting: behind ? 1 : 0, now: clock())
         return status
@@ -159,12 +247,25 @@ public final class RelayDelivery: Sendable {
         func turn(_ follower: LogFollower) -> LogTurn { delivery.turn(follower) }
     }
 
+    /// What one walk over the log sent, and where it got to.
+    private struct Pass {
+        var reached: Int
+        var delivered = 0
+        var refused = 0
+        var scanned = 0
+        var outcome: LogTurn = .sent
+        var retryAfter: Double?
+        var full: Bool { scanned >= RelayDelivery.scanLimit && outcome == .sent }
+    }
+
     private func turn(_ follower: LogFollower) -> LogTurn {
-        var (position, paused) = state.withLock { ($0.cursor.position(of: Self.stream), $0.status.paused) }
-        guard !paused else { return .idle }
+        let (start, hold) = state.withLock { ($0.cursor.position(of: Self.stream), $0.hold) }
+        var position = start
+        guard !hold.paused, hold.deadSince == nil else { return .idle }
+        let firstKept = store.segments.first?.base
         // Retention removed segments this destination had not taken all of: said, counted, and
         // the cursor moved to what is kept. A retry lasts as long as the log keeps its copy.
-        if let firstKept = store.segments.first?.base, position.offset < firstKept {
+        if let firstKept, position.offset < firstKept {
             noteExpired(from: position.offset, to: firstKept)
             position.offset = firstKept
             let saved = state.withLock { s -> LogCursor in
@@ -175,91 +276,165 @@ public final class RelayDelivery: Sendable {
         }
         let readAt = clock()
         let end = store.durablePrefix.end
-        guard position.offset < end else {
-            state.withLock { $0.lag.readToEnd(at: readAt) }
-            return .idle
-        }
-        var reached = position.offset
-        var delivered = 0, refused = 0, scanned = 0
-        var checkedAddress = false
-        var outcome: LogTurn = .sent
-        var retryAfter: Double?
-        store.scanEveryRecord(from: position.offset, through: end) { record in
-            guard !follower.isStopping else { outcome = .idle; return false }
-            // Retention removed a segment between the check above and this read: the walk starts
-            // at the first one kept, past copies never delivered. Said and counted the same way.
-            if scanned == 0, record.start > position.offset {
-                noteExpired(from: position.offset, to: record.start)
-            }
-            scanned += 1
-            guard let copy = select(record) else {
-                reached = record.end
-                return scanned < Self.scanLimit
-            }
-            state.withLock { $0.lag.pending(since: copy.receivedAt) }
-            if !checkedAddress {
-                checkedAddress = true
-                if let reason = addressRefusal() {
-                    follower.noteFailure(reason)
-                    outcome = .failed
-                    return false
+        var checked = false
+        var live = Pass(reached: position.offset)
+        if position.offset < end {
+            live = send(from: position.offset, through: end, live: true, checked: &checked, follower) { _ in true }
+            if live.reached > position.offset {
+                var next = position
+                next.advance(to: live.reached, records: live.delivered, unreadable: 0)
+                let saved = state.withLock { s -> LogCursor in
+                    s.cursor.streams[Self.stream] = next
+                    s.status.delivered += live.delivered
+                    s.status.refused += live.refused
+                    return s.cursor
                 }
-            }
-            let request = RelayRequest(url: destination.url,
-                                       headers: RelayHeaders.all(for: copy, node: node, destination: destination.name,
-                                                                 secret: destination.secret, now: clock()),
-                                       body: copy.body)
-            switch transport.post(request) {
-            case .answered(let status, let retryAfterHeader, let bodyStart):
-                switch RelayOutcome.of(status: status, retryAfter: retryAfterHeader, now: clock()) {
-                case .delivered:
-                    delivered += 1
-                    reached = record.end
-                case .refused(let status):
-                    refused += 1
-                    reached = record.end
-                    noteRefusal(copy, status: status, bodyStart: bodyStart)
-                case .retry(let after):
-                    follower.noteFailure("HTTP \(status)")
-                    state.withLock { $0.status.lastStatus = status }
-                    retryAfter = after
-                    outcome = .failed
-                    return false
+                do {
+                    try file.save(saved)
+                } catch {
+                    // The copies went; the cursor did not: they go again after a restart, as after a crash.
+                    announce("relay_cursor_not_saved", [("destination", .string(destination.name)), ("reason", .string("\(error)"))])
                 }
-            case .failed(let reason):
-                follower.noteFailure(reason)
-                outcome = .failed
-                return false
-            }
-            return scanned < Self.scanLimit
-        }
-        let full = scanned >= Self.scanLimit && outcome == .sent
-        if reached > position.offset {
-            var next = position
-            next.advance(to: reached, records: delivered, unreadable: 0)
-            let saved = state.withLock { s -> LogCursor in
-                s.cursor.streams[Self.stream] = next
-                s.status.delivered += delivered
-                s.status.refused += refused
-                return s.cursor
-            }
-            do {
-                try file.save(saved)
-            } catch {
-                // The copies went; the cursor did not: they go again after a restart, as after a crash.
-                announce("relay_cursor_not_saved", [("destination", .string(destination.name)), ("reason", .string("\(error)"))])
             }
         }
         state.withLock { s in
-            s.status.retrying = outcome == .failed
-            if outcome != .failed {
+            s.status.retrying = live.outcome == .failed
+            if live.outcome != .failed {
                 s.lag.caughtUp()
-                if !full { s.lag.readToEnd(at: readAt) }
+                if !live.full { s.lag.readToEnd(at: readAt) }
             }
         }
-        if outcome != .failed, delivered + refused > 0 { follower.noteAccepted() }
-        if let retryAfter { return .retryAfter(retryAfter) }
-        return full ? .sentFull : outcome
+        var outcome = live
+        // A replay's turn comes once the live copies are caught up: it never holds them back.
+        if live.outcome == .sent, !live.full, var replay = hold.replay {
+            replay.offset = max(replay.offset, firstKept ?? 0)
+            var pass = Pass(reached: replay.offset)
+            if replay.offset < replay.end {
+                pass = send(from: replay.offset, through: replay.end, live: false, checked: &checked, follower) { copy in
+                    replay.since <= copy.receivedAt && copy.receivedAt < replay.until
+                }
+            }
+            replay.offset = max(replay.offset, pass.reached)
+            replay.sent += pass.delivered + pass.refused
+            state.withLock { $0.status.retrying = pass.outcome == .failed }
+            let finished = replay.isDone
+            _ = try? changeHold { hold in
+                // Unless an admin ended it meanwhile.
+                guard hold.replay?.askedAt == replay.askedAt else { return }
+                hold.replay = finished ? nil : replay
+            }
+            if finished {
+                announce("relay_replay_done", [("destination", .string(destination.name)), ("copies", .number(String(replay.sent)))])
+            }
+            outcome = pass
+        }
+        noteHealth(failed: outcome.outcome == .failed)
+        if outcome.outcome != .failed, live.delivered + live.refused > 0 || outcome.delivered + outcome.refused > 0 { follower.noteAccepted() }
+        if let retryAfter = outcome.retryAfter { return .retryAfter(retryAfter) }
+        if outcome.outcome == .sent, live.full || outcome.full { return .sentFull }
+        return outcome.outcome
+    }
+
+    /// One walk over `[from, through)`: the copies the destination takes for which `accept` holds,
+    /// `connections` at a time, until one is to be tried again, the scan limit, or the end.
+    private func send(from start: Int, through end: Int, live: Bool, checked: inout Bool, _ follower: LogFollower,
+                      accept: (RelayCopy) -> Bool) -> Pass {
+        var pass = Pass(reached: start)
+        var window: [(copy: RelayCopy, end: Int)] = []
+        var size = state.withLock { $0.window }
+        var tail = start
+        /// Sends the window; false when the walk stops there.
+        func flush() -> Bool {
+            defer { window.removeAll(keepingCapacity: true) }
+            guard !window.isEmpty else { pass.reached = tail; return true }
+            if !checked {
+                checked = true
+                if let reason = addressRefusal() {
+                    follower.noteFailure(reason)
+                    pass.outcome = .failed
+                    return false
+                }
+            }
+            let now = clock()
+            let requests = window.map { entry in
+                RelayRequest(url: destination.url,
+                             headers: RelayHeaders.all(for: entry.copy, node: node, destination: destination.name,
+                                                       secret: destination.secret, now: now),
+                             body: entry.copy.body)
+            }
+            // What follows a copy to try again goes again with it: its window is then one.
+            defer { state.withLock { $0.window = size } }
+            for (entry, answer) in zip(window, transport.post(all: requests)) {
+                switch answer {
+                case .answered(let status, let retryAfterHeader, let bodyStart):
+                    switch RelayOutcome.of(status: status, retryAfter: retryAfterHeader, now: clock()) {
+                    case .delivered:
+                        pass.delivered += 1
+                    case .refused(let status):
+                        pass.refused += 1
+                        noteRefusal(entry.copy, status: status, bodyStart: bodyStart)
+                    case .retry(let after):
+                        follower.noteFailure("HTTP \(status)")
+                        state.withLock { $0.status.lastStatus = status }
+                        pass.retryAfter = after
+                        pass.outcome = .failed
+                        size = 1
+                        return false
+                    }
+                case .failed(let reason):
+                    follower.noteFailure(reason)
+                    pass.outcome = .failed
+                    size = 1
+                    return false
+                }
+                pass.reached = entry.end
+            }
+            pass.reached = tail
+            size = min(connections, size * 2)
+            return true
+        }
+        store.scanEveryRecord(from: start, through: end) { record in
+            guard !follower.isStopping else { pass.outcome = .idle; return false }
+            // Retention removed a segment between the check and this read: the walk starts at the
+            // first one kept, past copies never delivered. Said and counted the same way.
+            if live, pass.scanned == 0, record.start > start {
+                noteExpired(from: start, to: record.start)
+            }
+            pass.scanned += 1
+            tail = record.end
+            if let copy = select(record), accept(copy) {
+                if live, window.isEmpty { state.withLock { $0.lag.pending(since: copy.receivedAt) } }
+                window.append((copy, record.end))
+                if window.count >= size, !flush() { return false }
+            } else if window.isEmpty {
+                pass.reached = record.end
+            }
+            return pass.scanned < Self.scanLimit
+        }
+        if pass.outcome == .sent { _ = flush() }
+        return pass
+    }
+
+    /// Keeps when the destination began failing, and marks it dead once that is `deadAfter` ago.
+    private func noteHealth(failed: Bool) {
+        let now = clock()
+        var died = false
+        _ = try? changeHold { hold in
+            if !failed {
+                // Caught up or taking copies: not failing, whatever it did before.
+                hold.failingSince = nil
+                return
+            }
+            guard let since = hold.failingSince else { hold.failingSince = now; return }
+            if hold.deadSince == nil, Double(now.millisecondsSinceEpoch - since.millisecondsSinceEpoch) / 1000 >= deadAfter {
+                hold.deadSince = now
+                died = true
+            }
+        }
+        if died {
+            announce("relay_destination_dead", [("destination", .string(destination.name)),
+                                                ("failing_since", .string(state.withLock { $0.hold.failingSince?.rfc3339 ?? "" }))])
+        }
     }
 
     private func noteExpired(from: Int, to: Int) {

@@ -22,6 +22,8 @@ public enum RelayExchange: Sendable, Equatable {
 /// `post` blocks its caller, a destination's own thread, for at most the transport's time-out.
 public protocol RelayTransport: Sendable {
     func post(_ request: RelayRequest) -> RelayExchange
+    /// Several at once, the answers in the requests' order; by default one after another.
+    func post(all requests: [RelayRequest]) -> [RelayExchange]
     /// Ends what is in flight at once (a stop).
     func cancelAll()
     /// Lets go of everything the transport holds (its session, connections); nothing is sent after.
@@ -29,5 +31,6 @@ public protocol RelayTransport: Sendable {
 }
 
 extension RelayTransport {
+    public func post(all requests: [RelayRequest]) -> [RelayExchange] { requests.map(post) }
     public func invalidate() {}
 }

@@ -35,8 +35,8 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
 
     /// `timeout`: whole seconds, at least one (Foundation on Linux drops a time-out's fraction,
     /// and takes 0.5 s for none at all, failing every attempt at once). `connections`: at most
-    /// this many at once to one destination.
-    public init(timeout: Double, connections: Int = 2) {
+    /// this many at once to one destination (a delivery sends as many copies at once).
+    public init(timeout: Double, connections: Int = 4) {
         let timeout = max(1, timeout.rounded(.up))
         self.timeout = timeout
         super.init()
@@ -54,8 +54,36 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
     }
 
-    public func post(_ request: RelayRequest) -> RelayExchange {
-        guard let url = URL(string: request.url) else { return .failed("not a URL: \(request.url)") }
+    public func post(_ request: RelayRequest) -> RelayExchange { post(all: [request])[0] }
+
+    /// All at once, over at most `connections` connections; each within `timeout` of the start.
+    public func post(all requests: [RelayRequest]) -> [RelayExchange] {
+        let started = requests.map(start)
+        // The whole attempt within `timeout`: the session's own time-out is between two pieces
+        // of the answer, which a destination that dribbles can keep resetting.
+        let deadline = DispatchTime.now() + timeout
+        return started.map { attempt in
+            guard let (task, exchange) = attempt.task else { return .failed(attempt.refusal ?? "not sent") }
+            if exchange.done.wait(timeout: deadline) == .timedOut {
+                task.cancel()
+                _ = exchange.done.wait(timeout: .now() + 5)
+            }
+            tasks.withLock { $0[task.taskIdentifier] = nil }
+            let answer = exchange.answer.withLock { $0 }
+            if let status = answer.status {
+                return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
+            }
+            return .failed(answer.error ?? "no answer")
+        }
+    }
+
+    private struct Attempt {
+        var task: (URLSessionDataTask, Exchange)?
+        var refusal: String?
+    }
+
+    private func start(_ request: RelayRequest) -> Attempt {
+        guard let url = URL(string: request.url) else { return Attempt(refusal: "not a URL: \(request.url)") }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "POST"
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
@@ -64,18 +92,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         let exchange = Exchange()
         tasks.withLock { $0[task.taskIdentifier] = exchange }
         task.resume()
-        // The whole attempt within `timeout`: the session's own time-out is between two pieces
-        // of the answer, which a destination that dribbles can keep resetting.
-        if exchange.done.wait(timeout: .now() + timeout) == .timedOut {
-            task.cancel()
-            _ = exchange.done.wait(timeout: .now() + 5)
-        }
-        tasks.withLock { $0[task.taskIdentifier] = nil }
-        let answer = exchange.answer.withLock { $0 }
-        if let status = answer.status {
-            return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
-        }
-        return .failed(answer.error ?? "no answer")
+        return Attempt(task: (task, exchange))
     }
 
     public func cancelAll() {

@@ -48,7 +48,7 @@ struct ExportRoutes: SurfaceRoutes {
     }
 
     func export(_ codec: any RecordCodec, _ request: HTTPRequest, _ format: ExportStream.Format, fileName: String) throws -> HTTPResponse {
-        let (since, until) = try Self.period(request)
+        let (since, until) = try RequestedPeriod.parse(request, alsoTaking: ["advertiser"])
         let sites = try scope(request).sites
         let skipping = sites.map { segmentSites.skipping(codec.kind, unless: $0) }
         return try ExportStream(format, columns: codec.columns, rows: store.rows(of: codec, since: since, until: until, skipping: skipping),
@@ -60,7 +60,7 @@ struct ExportRoutes: SurfaceRoutes {
     /// the socket drains.
     func exportAppleAds(_ request: HTTPRequest, _ format: ExportStream.Format) throws -> HTTPResponse {
         try appleAds.requireReady()
-        let (since, until) = try Self.period(request)
+        let (since, until) = try RequestedPeriod.parse(request, alsoTaking: ["advertiser"])
         let sites = try scope(request).sites
         let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
         return try ExportStream(format, columns: AppleAdsExport.columns, rows: rows, shape: Self.shown(to: sites, columns: AppleAdsExport.columns))
@@ -85,47 +85,5 @@ struct ExportRoutes: SurfaceRoutes {
             hidden.members.removeAll { $0.key == "campaign" }
             return hidden
         }
-    }
-
-    /// `since` and `until` (RFC 3339 instants), or `from` and `to` (UTC days, both included, as
-    /// the summaries and the page take them): all optional, the two kinds not mixed.
-    static func period(_ request: HTTPRequest) throws(Problem) -> (Timestamp?, Timestamp?) {
-        var since: Timestamp?, until: Timestamp?
-        var days = false, instants = false
-        var firstDay: Int32?, lastDay: Int32?
-        for (name, value) in request.queryItems {
-            switch name {
-            case "since", "until":
-                guard let time = Timestamp(rfc3339: value) else {
-                    throw Problem(status: 400, rule: "invalid_time", field: name,
-                                  detail: "\(name) must be an RFC 3339 time such as 2026-11-20T10:00:00Z")
-                }
-                instants = true
-                if name == "since" { since = time } else { until = time }
-            case "advertiser": continue
-            case "from", "to":
-                guard let day = SummaryQuery.day(value) else {
-                    throw Problem(status: 400, rule: "invalid_date", field: name, detail: "\(name) must be a date such as 2026-11-20")
-                }
-                days = true
-                // A day is [its midnight, the next midnight) in UTC: `to` includes its whole day.
-                let start = Timestamp(millisecondsSinceEpoch: Int64(day) * TimingModel.day)
-                if name == "from" { (since, firstDay) = (start, day) } else { (until, lastDay) = (start.adding(milliseconds: TimingModel.day), day) }
-            default:
-                throw Problem(status: 400, rule: "unknown_parameter", field: name,
-                              detail: "unknown query parameter \"\(name)\"; use from and to (days), or since and until (instants), and advertiser")
-            }
-        }
-        if days && instants {
-            throw Problem(status: 400, rule: "conflicting_period", field: "since",
-                          detail: "give the period as from and to (UTC days, both included) or as since and until (RFC 3339 instants), not both")
-        }
-        if let firstDay, let lastDay, lastDay < firstDay {
-            throw Problem(status: 400, rule: "invalid_period", field: "to", detail: "to must not be before from")
-        }
-        if let since, let until, until < since {
-            throw Problem(status: 400, rule: "invalid_period", field: "until", detail: "until must not be before since")
-        }
-        return (since, until)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Primitives
 import Relaying
+import Relays
 
 /// Each relay destination's series for `/metrics`, labelled by its name.
 struct RelayMetrics: MetricsSource {
@@ -24,7 +25,25 @@ struct RelayMetrics: MetricsSource {
                "Times retention removed log segments a relay destination had not taken all of: their copies were never delivered.") { String($0.expirations) }
         family("attribution_relay_retrying", "gauge",
                "1 while a relay destination's next copy waits to be tried again (no answer, 408, 429 or 5xx).") { $0.retrying ? "1" : "0" }
-        family("attribution_relay_paused", "gauge", "1 while an admin has paused a relay destination.") { $0.paused ? "1" : "0" }
+        // A state set: one series per state, 1 for the one the destination is in.
+        let states = statuses.map { status in
+            (status.name, RelayState.of(paused: status.paused, deadSince: status.deadSince, failingSince: status.failingSince,
+                                        retrying: status.retrying, now: now))
+        }
+        out += "# HELP attribution_relay_state How a relay destination stands: delivering, retrying, failing (for an hour or more), dead (not tried until resumed) or paused.\n# TYPE attribution_relay_state gauge\n"
+        for (name, current) in states {
+            for state in RelayState.allCases {
+                out += "attribution_relay_state{destination=\"\(MetricSeries.label(name))\",state=\"\(state.rawValue)\"} \(state == current ? 1 : 0)\n"
+            }
+        }
+        family("attribution_relay_failing_since_timestamp_seconds", "gauge",
+               "When a relay destination began failing (no copy taken since); absent while it is not.") {
+            $0.failingSince.map { String($0.millisecondsSinceEpoch / 1000) }
+        }
+        family("attribution_relay_replay_progress_ratio", "gauge",
+               "How far a replay of a period to a relay destination has walked the log, 0 to 1; absent without one.") {
+            $0.replay.map { String(format: "%.4f", $0.progress) }
+        }
         family("attribution_relay_lag_seconds", "gauge",
                "How long the oldest copy a relay destination has not taken yet has waited.") { String(format: "%.3f", $0.lagSeconds) }
         family("attribution_relay_failures_in_a_row", "gauge",

@@ -17,23 +17,25 @@ final class RelayService: Sendable {
     private let directory: String
     private let registry: RelayRegistryStore
     private let timeout: Double
+    private let deadAfter: Double
     private let clock: @Sendable () -> Timestamp
     private let observer: (@Sendable (String, LogTurn) -> Void)?
-    /// The deliveries by destination name, and the destinations an admin paused (by name, so
-    /// that a pause holds across a change of the registration and before its delivery starts;
-    /// not across a restart). One lock: a delivery starts paused or is paused, never neither.
+    /// The deliveries by destination name, and the destinations an admin paused before their
+    /// delivery started (a delivery keeps its own pause, across restarts). One lock: a delivery
+    /// starts paused or is paused, never neither.
     private let state = Locked<(running: [String: RelayDelivery], paused: Set<String>)>(([:], []))
     private let changes = DispatchQueue(label: "relay-sync")
     private let stopped = Locked(false)
 
     /// `observer` is told each delivery's turns as they end (tests wait on it).
     init(store: RecordLog, node: String, dataDirectory: String, registry: RelayRegistryStore, timeout: Double,
-         clock: @escaping @Sendable () -> Timestamp, observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
+         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
         self.store = store
         self.node = node
         directory = dataDirectory + "/relays"
         self.registry = registry
         self.timeout = timeout
+        self.deadAfter = deadAfter
         self.clock = clock
         self.observer = observer
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -63,36 +65,68 @@ final class RelayService: Sendable {
             if let observer { observeTurns = { turn in observer(name, turn) } }
             let delivery = RelayDelivery(destination: destination, store: store, node: node, directory: directory,
                                          select: RelayCopySelector.select(for: destination),
-                                         transport: URLSessionRelayTransport(timeout: timeout), clock: clock,
+                                         transport: URLSessionRelayTransport(timeout: timeout), clock: clock, deadAfter: deadAfter,
                                          announce: { EventLog.write($0, $1) }, observer: observeTurns)
             state.withLock { s in
-                if s.paused.contains(name) { delivery.pause() }
+                if s.paused.remove(name) != nil {
+                    do { try delivery.pause() } catch { EventLog.write("relay_pause_not_saved", [("destination", .string(name)), ("error", .string("\(error)"))]) }
+                }
                 s.running[name] = delivery
             }
             delivery.start()
         }
     }
 
-    /// False when no destination is registered under that name.
-    func pause(_ name: String) -> Bool {
-        guard registry.registry.destination(named: name) != nil else { return false }
-        state.withLock { s in
-            s.paused.insert(name)
-            s.running[name]?.pause()
-        }
-        return true
+    /// What an admin asks of a destination's delivery.
+    enum Change {
+        case pause, resume
+        case replay(since: Timestamp, until: Timestamp)
+        case cancelReplay
     }
 
-    func resume(_ name: String) -> Bool {
-        guard registry.registry.destination(named: name) != nil else { return false }
-        state.withLock { s in
-            s.paused.remove(name)
-            s.running[name]?.resume()
+    /// Applies `change` to the delivery of the destination `name`, which keeps it across
+    /// restarts. A pause asked for before a new registration's delivery starts is applied as it
+    /// starts; anything else then is refused as `starting`.
+    func change(_ name: String, _ change: Change) throws(Problem) {
+        guard registry.registry.destination(named: name) != nil else {
+            throw Problem(status: 404, rule: "not_found", field: "name", detail: "no relay destination named \"\(name.prefix(64))\"")
         }
-        return true
+        let delivery = state.withLock { s -> RelayDelivery? in
+            switch change {
+            case .pause: s.paused.insert(name)
+            case .resume: s.paused.remove(name)
+            default: break
+            }
+            return s.running[name]
+        }
+        guard let delivery else {
+            if case .pause = change { return }
+            if case .resume = change { return }
+            throw Problem(status: 409, rule: "relay_starting", field: "name", detail: "the delivery to \(name.prefix(64)) is starting; ask again in a moment")
+        }
+        do {
+            switch change {
+            case .pause: try delivery.pause()
+            case .resume: try delivery.resume()
+            case .replay(let since, let until):
+                guard try delivery.replay(since: since, until: until) else {
+                    throw Problem(status: 409, rule: "replay_under_way", field: "name",
+                                         detail: "a replay to \(name.prefix(64)) is under way; end it first (DELETE /api/relays/replay?name=…)")
+                }
+            case .cancelReplay:
+                guard try delivery.cancelReplay() else {
+                    throw Problem(status: 404, rule: "no_replay", field: "name", detail: "no replay to \(name.prefix(64)) is under way")
+                }
+            }
+        } catch let problem as Problem {
+            throw problem
+        } catch {
+            throw Problem(status: 503, rule: "relay_state_unavailable", detail: "the relay's state could not be saved: \(error)")
+        }
     }
 
-    func isPaused(_ name: String) -> Bool { state.withLock { $0.paused.contains(name) } }
+    /// Paused by an admin before its delivery started.
+    func isPausedBeforeStart(_ name: String) -> Bool { state.withLock { $0.paused.contains(name) } }
 
     var statuses: [RelayDelivery.Status] {
         state.withLock { Array($0.running.values) }.map(\.status).sorted { $0.name < $1.name }

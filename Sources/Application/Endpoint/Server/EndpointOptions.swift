@@ -86,6 +86,8 @@ extension EndpointConfiguration {
                     "Time to wait for Apple's answer: Apple holds a 404 for about a second before answering it."),
             .number("--relay-timeout", "relay_timeout", \.relayTimeout, 1...300,
                     "Seconds a relay waits for a destination's whole answer before trying the copy again later (whole seconds)."),
+            .number("--relay-dead-after-days", "relay_dead_after_days", \.relayDeadAfterDays, 1...90,
+                    "Days a relay destination may fail (no copy taken) before it is marked dead: it is then not tried until an admin resumes it (POST /api/relays/resume), from where it stopped."),
             .toggle("--relay-allow-http", "relay_allow_http", \.relayAllowHTTP,
                     "Let relay destinations be plain http:// beyond loopback: copies then travel readable and changeable, signature header included. Only for a collector on a network you trust."),
             .integer("--apple-ads-max-pending", "apple_ads_max_pending", \.appleAdsMaxPending, 1...10_000_000,

@@ -192,7 +192,8 @@ public final class EndpointServer: Sendable {
                                                               relays: relayBook)
         }
         let relays = try RelayService(store: store, node: configuration.node, dataDirectory: configuration.dataDirectory,
-                                      registry: relayBook, timeout: configuration.relayTimeout, clock: { clock.now() },
+                                      registry: relayBook, timeout: configuration.relayTimeout,
+                                      deadAfter: configuration.relayDeadAfterDays * 86_400, clock: { clock.now() },
                                       observer: hooks.relayTurnEnded)
         self.relays = relays
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
