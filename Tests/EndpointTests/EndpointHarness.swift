@@ -6,6 +6,7 @@ import Primitives
 import SiteOwners
 import Foundation
 import Locking
+import LogConsumer
 import HTTPServer
 import RawHTTPClient
 import Signatures
@@ -155,7 +156,8 @@ final class LiveEndpoint: Sendable {
         server = try EndpointServer(configuration: configuration, systemClock: clock.read,
                                     hooks: .init(beforeBackgroundRebuild: beforeBackgroundRebuild, makeTokenKey: TestTokenKeys.spare,
                                                  exportTurnEnded: { _ in exportTurns.signal() },
-                                                 relayTurnEnded: { _, _ in relayTurns.signal() }))
+                                                 relayTurnEnded: { _, _ in relayTurns.signal() },
+                                                 relayRetry: RetrySchedule(first: 0.05, longest: 0.2)))
         port = try server.start()
     }
 

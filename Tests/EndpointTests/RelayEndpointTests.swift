@@ -30,12 +30,12 @@ import Testing
         private let address = Locked("")
         var url: String { address.withLock { $0 } }
 
-        /// `delay`: seconds each answer waits, on a thread of its own.
-        init(delay: Double = 0) throws {
+        /// `delay`: seconds each answer waits, on a thread of its own. `port`: 0 for any.
+        init(delay: Double = 0, port: UInt16 = 0) throws {
             self.delay = delay
             var configuration = HTTPServerConfiguration()
             configuration.host = "127.0.0.1"
-            configuration.port = 0
+            configuration.port = port
             configuration.accessLog = nil
             let server = HTTPServer(configuration: configuration, handler: Forward(receiver: self))
             let port = try server.start()
@@ -125,6 +125,107 @@ import Testing
         #expect(listed.contains(#""delivered":5"#) && !listed.contains("0123456789abcdef"), "\(listed)")
         let metrics = endpoint.request("GET", "/metrics", headers: Self.admin).bodyText
         #expect(metrics.contains(#"attribution_relay_copies_delivered_total{destination="partner"} 5"#))
+    }
+
+    static func listed(_ endpoint: LiveEndpoint, _ name: String) -> [String: Any] {
+        let all = (try? JSONSerialization.jsonObject(with: Data(endpoint.request("GET", "/api/relays", headers: admin).body))) as? [String: Any]
+        return ((all?["destinations"] as? [[String: Any]]) ?? []).first { ($0["destination"] as? [String: Any])?["name"] as? String == name } ?? [:]
+    }
+
+    @Test func aReplaySendsAPeriodAgainWithTheFirstDeliveryIDsAndItsRequestIsChecked() throws {
+        let partner = try Receiver()
+        defer { partner.stop() }
+        let endpoint = try Self.start()
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(Self.register(endpoint, name: "partner", url: partner.url, appID: Self.appID).status == 201)
+        for n in 0..<3 { #expect(Self.send(endpoint, PostbackWindowTests.postback(820 + n)).status == 200) }
+        #expect(endpoint.relayTurns.until { endpoint.server.relays.statuses.first?.delivered == 3 })
+        // The harness's clock reads 2026-11-20T10:00Z: the copies arrived that day.
+        let replay = endpoint.request("POST", "/api/relays/replay?name=partner&from=2026-11-20&to=2026-11-20", headers: Self.admin)
+        #expect(replay.status == 200, "\(replay.bodyText)")
+        #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } == 6 && Self.listed(endpoint, "partner")["replay"] == nil })
+        let received = partner.received.withLock { $0 }
+        #expect(received.suffix(3).map(\.body) == received.prefix(3).map(\.body))
+        #expect(received.suffix(3).map { $0.headers["x-attribution-delivery"] } == received.prefix(3).map { $0.headers["x-attribution-delivery"] },
+                "a replayed copy carries its first delivery id")
+        // A period with nothing in it ends with nothing sent.
+        #expect(endpoint.request("POST", "/api/relays/replay?name=partner&since=2026-11-21T00:00:00Z&until=2026-11-22T00:00:00Z", headers: Self.admin).status == 200)
+        #expect(endpoint.relayTurns.until { Self.listed(endpoint, "partner")["replay"] == nil })
+        #expect(partner.received.withLock { $0.count } == 6)
+        // One at a time: a second waits for the first, which an admin can end.
+        #expect(endpoint.request("POST", "/api/relays/pause?name=partner", headers: Self.admin).status == 200)
+        #expect(endpoint.request("POST", "/api/relays/replay?name=partner&from=2026-11-01", headers: Self.admin).status == 200)
+        let listed = Self.listed(endpoint, "partner")
+        #expect(listed["state"] as? String == "paused" && (listed["replay"] as? [String: Any])?["until"] as? String == "2026-11-20T10:00:00.000Z",
+                "an open end is now: \(listed)")
+        let second = endpoint.request("POST", "/api/relays/replay?name=partner&from=2026-11-01", headers: Self.admin)
+        #expect(second.status == 409 && json(second)["rule"] as? String == "replay_under_way")
+        #expect(endpoint.request("DELETE", "/api/relays/replay?name=partner", headers: Self.admin).status == 200)
+        #expect(json(endpoint.request("DELETE", "/api/relays/replay?name=partner", headers: Self.admin))["rule"] as? String == "no_replay")
+        // Hostile requests: each a 4xx naming its field and rule.
+        let refusals: [(String, Int, String, String)] = [
+            ("?name=partner", 400, "from", "missing_parameter"),
+            ("?name=partner&from=2026-13-01", 400, "from", "invalid_date"),
+            ("?name=partner&since=yesterday", 400, "since", "invalid_time"),
+            ("?name=partner&from=2026-11-20&since=2026-11-20T00:00:00Z", 400, "since", "conflicting_period"),
+            ("?name=partner&from=2026-11-20&to=2026-11-19", 400, "to", "invalid_period"),
+            ("?name=partner&since=2026-11-20T00:00:00Z&until=2026-11-20T00:00:00Z", 400, "until", "invalid_period"),
+            ("?name=partner&from=2026-11-20&limit=1", 400, "limit", "unknown_parameter"),
+            ("?from=2026-11-20", 400, "name", "missing_parameter"),
+            ("?name=nobody&from=2026-11-20", 404, "name", "not_found"),
+            ("?name=partner&from=" + String(repeating: "9", count: 10_000), 400, "from", "invalid_date"),
+            ("?name=partner&from=%00", 400, "from", "invalid_date"),
+        ]
+        for (query, status, field, rule) in refusals {
+            let response = endpoint.request("POST", "/api/relays/replay" + query, headers: Self.admin)
+            let problem = json(response)
+            #expect(response.status == status && problem["field"] as? String == field && problem["rule"] as? String == rule,
+                    "\(query.prefix(60)): \(response.status) \(response.bodyText.prefix(200))")
+        }
+        #expect(endpoint.request("POST", "/api/relays/replay?name=partner&from=2026-11-20").status == 401)
+    }
+
+    @Test func aDestinationFailingForAnHourIsCalledOutAndOneFailingForDaysIsDeadUntilResumed() throws {
+        // A port taken and let go: nothing answers there until the receiver comes back on it.
+        let gone = try Receiver()
+        let url = gone.url
+        let port = try #require(UInt16(url.split(separator: ":")[2].prefix { $0.isNumber }))
+        gone.stop()
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(Self.register(endpoint, name: "partner", url: url, appID: Self.appID).status == 201)
+        #expect(Self.send(endpoint, PostbackWindowTests.postback(830)).status == 200)
+        #expect(endpoint.relayTurns.until { Self.listed(endpoint, "partner")["state"] as? String == "retrying" })
+        #expect(Self.listed(endpoint, "partner")["warning"] == nil, "not called out in its first hour")
+        // An hour later it is called out, on the page and in /metrics.
+        endpoint.clock.set("2026-11-20T11:00:01Z")
+        #expect(endpoint.relayTurns.until { Self.listed(endpoint, "partner")["state"] as? String == "failing" })
+        let failing = Self.listed(endpoint, "partner")
+        #expect((failing["warning"] as? String)?.contains("Relay destination partner (\(url)) has taken no copy since 2026-11-20T10:00:00.000Z") == true,
+                "\(failing)")
+        #expect(failing["failing_since"] as? String == "2026-11-20T10:00:00.000Z")
+        let metrics = endpoint.request("GET", "/metrics", headers: Self.admin).bodyText
+        #expect(metrics.contains(#"attribution_relay_state{destination="partner",state="failing"} 1"#))
+        #expect(metrics.contains(#"attribution_relay_state{destination="partner",state="delivering"} 0"#))
+        // Three days on (--relay-dead-after-days), dead: no longer tried, and so after a restart.
+        endpoint.clock.set("2026-11-23T10:00:01Z")
+        #expect(endpoint.relayTurns.until { Self.listed(endpoint, "partner")["state"] as? String == "dead" })
+        #expect((Self.listed(endpoint, "partner")["warning"] as? String)?.contains("POST /api/relays/resume?name=partner") == true)
+        endpoint.stop()
+        endpoint = try Self.start(directory)
+        defer { endpoint.stop() }
+        endpoint.clock.set("2026-11-23T12:00:00Z")
+        #expect(Self.listed(endpoint, "partner")["state"] as? String == "dead")
+        // Back, and resumed: the copy it missed arrives.
+        let partner = try Receiver(port: port)
+        defer { partner.stop() }
+        let resumed = endpoint.request("POST", "/api/relays/resume?name=partner", headers: Self.admin)
+        #expect(resumed.status == 200 && json(resumed)["dead_since"] == nil, "\(resumed.bodyText)")
+        #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } == 1 })
+        #expect(partner.received.withLock { $0.first?.body } == PostbackWindowTests.postback(830))
+        #expect(endpoint.relayTurns.until { Self.listed(endpoint, "partner")["state"] as? String == "delivering" })
     }
 
     @Test func aRestartSendsNothingTwiceAndGoesOnWithWhatComesAfter() throws {

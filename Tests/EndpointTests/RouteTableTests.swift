@@ -31,6 +31,7 @@ import RawHTTPClient
         ("/api/relays", "GET, HEAD, POST, DELETE", true),
         ("/api/relays/pause", "POST", true),
         ("/api/relays/resume", "POST", true),
+        ("/api/relays/replay", "POST, DELETE", true),
         ("/api/apps", "GET, HEAD, POST, DELETE", true),
         ("/api/ad-networks", "GET, HEAD, POST, DELETE", true),
         ("/api/apps/summary", "GET, HEAD", true),

@@ -18,6 +18,7 @@ final class RelayService: Sendable {
     private let registry: RelayRegistryStore
     private let timeout: Double
     private let deadAfter: Double
+    private let retry: RetrySchedule
     private let clock: @Sendable () -> Timestamp
     private let observer: (@Sendable (String, LogTurn) -> Void)?
     /// The deliveries by destination name, and the destinations an admin paused before their
@@ -29,13 +30,14 @@ final class RelayService: Sendable {
 
     /// `observer` is told each delivery's turns as they end (tests wait on it).
     init(store: RecordLog, node: String, dataDirectory: String, registry: RelayRegistryStore, timeout: Double,
-         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
+         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, retry: RetrySchedule, observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
         self.store = store
         self.node = node
         directory = dataDirectory + "/relays"
         self.registry = registry
         self.timeout = timeout
         self.deadAfter = deadAfter
+        self.retry = retry
         self.clock = clock
         self.observer = observer
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -65,7 +67,7 @@ final class RelayService: Sendable {
             if let observer { observeTurns = { turn in observer(name, turn) } }
             let delivery = RelayDelivery(destination: destination, store: store, node: node, directory: directory,
                                          select: RelayCopySelector.select(for: destination),
-                                         transport: URLSessionRelayTransport(timeout: timeout), clock: clock, deadAfter: deadAfter,
+                                         transport: URLSessionRelayTransport(timeout: timeout), clock: clock, retry: retry, deadAfter: deadAfter,
                                          announce: { EventLog.write($0, $1) }, observer: observeTurns)
             state.withLock { s in
                 if s.paused.remove(name) != nil {

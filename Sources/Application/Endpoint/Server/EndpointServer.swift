@@ -89,6 +89,8 @@ public final class EndpointServer: Sendable {
         var exportTurnEnded: (@Sendable (LogTurn) -> Void)?
         /// Told each turn of a relay destination's delivery as it ends, with its name.
         var relayTurnEnded: (@Sendable (String, LogTurn) -> Void)?
+        /// How long a relay waits before trying a copy again: tests wait less than a destination would want.
+        var relayRetry = RetrySchedule(first: 1, longest: 300)
     }
 
     init(configuration: EndpointConfiguration, systemClock: @escaping @Sendable () -> Timestamp, hooks: Hooks) throws {
@@ -194,7 +196,7 @@ public final class EndpointServer: Sendable {
         let relays = try RelayService(store: store, node: configuration.node, dataDirectory: configuration.dataDirectory,
                                       registry: relayBook, timeout: configuration.relayTimeout,
                                       deadAfter: configuration.relayDeadAfterDays * 86_400, clock: { clock.now() },
-                                      observer: hooks.relayTurnEnded)
+                                      retry: hooks.relayRetry, observer: hooks.relayTurnEnded)
         self.relays = relays
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
