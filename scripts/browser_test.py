@@ -11,6 +11,7 @@ the token is wrong. Saves screenshots.
 Usage: scripts/browser_test.py [path/to/attribution-endpoint] [screenshot-directory]
 """
 import collections
+import datetime
 import json
 import os
 import re
@@ -392,6 +393,47 @@ def check_health(driver, base):
           "the warning names the app and the keys to check")
 
 
+def check_relays(base):
+    """A relay destination that answers nothing: listed in Tools, then, an hour of the demo's clock
+    later, called out above every view in the words /api/relays uses."""
+    apps = json.loads(api(base, "/api/apps"))
+    app_id = apps[0]["app_id"]
+    # Port 9 on loopback: nothing listens there, so every attempt is refused.
+    api_post(base, "/api/relays", json.dumps({"name": "collector", "url": "http://127.0.0.1:9/copies", "app_id": app_id,
+                                              "protocols": ["skadnetwork", "adattributionkit"], "internal": True}).encode())
+    def standing():
+        return next(d for d in json.loads(api(base, "/api/relays"))["destinations"] if d["destination"]["name"] == "collector")
+    deadline = time.time() + 30
+    while standing()["state"] != "retrying" and time.time() < deadline:
+        time.sleep(0.2)  # polling another process's relay over HTTP, bounded
+    first = standing()
+    check(first["state"] == "retrying" and "refused" in (first.get("last_error") or ""), f"the relay to nowhere is retrying: {first['state']} {first.get('last_error')}")
+    since = first["failing_since"]
+    later = (datetime.datetime.fromisoformat(since.replace("Z", "+00:00")) + datetime.timedelta(seconds=3601)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    api_post(base, "/admin/clock", json.dumps({"now": later}).encode())
+    failing = standing()
+    check(failing["state"] == "failing" and failing["warning"].startswith("Relay destination collector"), f"an hour later it is failing: {failing['state']}")
+    driver = browser(1280, 1000)
+    try:
+        log_in(driver, base, TOKEN, "#view=tools")
+        WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#relays tbody tr"))
+        rows = table(driver, "relays")
+        check(len(rows) == 1 and rows[0][0].startswith("collector") and rows[0][2].startswith("failing"), f"Tools lists the relay and its state: {rows}")
+        items = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#health-list li")]
+        check(any(item.startswith(failing["warning"].split(" The last error")[0]) for item in items), f"the failing relay is called out above the view: {items}")
+        show(driver, "overview")
+        try:
+            # (Its last error's time moves on with each attempt: the warning is matched by its start.)
+            WebDriverWait(driver, 10).until(lambda d: any(li.text.startswith("Relay destination collector (http://127.0.0.1:9/copies) has taken no copy since")
+                                                          for li in d.find_elements(By.CSS_SELECTOR, "#health-list li")))
+            check(True, "and above every view")
+        except Exception:
+            check(False, "and above every view: " + str([li.text for li in driver.find_elements(By.CSS_SELECTOR, "#health-list li")]))
+        check(console_errors(driver) == [], f"no console errors: {console_errors(driver)}")
+    finally:
+        driver.quit()
+
+
 def check_narrow(base):
     """390 px wide, keyboard only: log in, reach the views and filters, no horizontal scrolling."""
     driver = browser(500, 900)
@@ -567,6 +609,7 @@ def main():
 
         check_viewer(base, advertisers)
         check_narrow(base)
+        check_relays(base)
 
     finally:
         process.terminate()
