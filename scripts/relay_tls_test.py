@@ -5,7 +5,8 @@ system trust store. The endpoint runs in a mount namespace of its own (`unshare`
 /etc/ssl/certs/ca-certificates.crt is the system's bundle plus the test CA: nothing on the
 machine changes, and the endpoint has no flag that turns verification off.
 
-- With the test CA trusted, every copy reaches the receiver byte for byte, with its headers.
+- With the test CA trusted, every copy reaches the receiver byte for byte, with its headers,
+  through the relays' connect guard (the process's https_proxy), which checked the address.
 - Without it (the endpoint started plainly), nothing reaches the receiver and the relay says
   why: the certificate was refused, so verification is on.
 
@@ -68,7 +69,9 @@ def https_receiver(work):
         def do_POST(self):
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             received.append((body, {k.lower(): v for k, v in self.headers.items()}))
-            self.send_response(200)
+            # The very first is answered 503: the relay must see the destination's own answer
+            # through the tunnel, not the connect guard's 200 to the tunnel's CONNECT.
+            self.send_response(503 if len(received) == 1 else 200)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -96,9 +99,9 @@ def wrapper(work, binary, bundle):
     return path
 
 
-def relay(endpoint, token, url, sent_bodies):
+def relay(endpoint, token, url, sent_bodies, failing=False):
     """Registers the app's site as a relay destination at `url`, sends the postbacks, and waits
-    (bounded) until the relay has delivered them all or failed at least twice."""
+    (bounded) until the relay has delivered them all or, when it is expected to fail, has failed."""
     destination = {"name": "partner", "url": url, "site": "app.example", "protocols": ["skadnetwork"],
                    "copies": "all", "internal": True}
     status, body = endpoint_process.request(endpoint.port, token, "POST", "/api/relays", json.dumps(destination))
@@ -112,7 +115,7 @@ def relay(endpoint, token, url, sent_bodies):
     while time.time() < deadline:
         _, answer = endpoint_process.request(endpoint.port, token, "GET", "/api/relays")
         standing = json.loads(answer)["destinations"][0]
-        if standing["delivered"] >= len(sent_bodies) or (standing.get("last_error") and standing["retrying"]):
+        if standing["delivered"] >= len(sent_bodies) or (failing and standing.get("last_error") and standing["retrying"]):
             break
         time.sleep(0.1)  # polling the relay's own report, bounded by the deadline
     return standing
@@ -131,16 +134,20 @@ def main():
         trusting = endpoint_process.Endpoint(wrapper(work, binary, bundle), os.path.join(work, "trusting"), token,
                                              extra=["--site", "app.example"])
         standing = relay(trusting, token, url, postbacks)
+        tunnels = endpoint_process.metric(trusting.port, token, "attribution_relay_connections_total", 0)
         trusting.stop()
         check(standing.get("delivered") == 5, "with the test CA trusted, all 5 copies are delivered over HTTPS (%s)" % standing)
-        check([body for body, _ in received] == [text.encode() for _, _, _, text in postbacks],
-              "each arrives byte for byte, in order")
+        bodies = [body for body, _ in received]
+        check(len(received) > 5 and bodies.count(bodies[0]) >= 2,
+              "the destination's 503 to the first was seen through the tunnel, and that copy sent again (%d requests)" % len(received))
+        check(set(bodies) == {text.encode() for _, _, _, text in postbacks}, "each arrives byte for byte")
         check(all(headers.get("x-attribution-protocol") == "skadnetwork" and len(headers.get("x-attribution-delivery", "")) == 32
                   for _, headers in received), "with its protocol and delivery id")
+        check(tunnels and tunnels >= 1, "through the connect guard, which checked the address connected to (%s connections)" % tunnels)
 
         received.clear()
         plain = endpoint_process.Endpoint(binary, os.path.join(work, "plain"), token, extra=["--site", "app.example"])
-        standing = relay(plain, token, url, postbacks[:1])
+        standing = relay(plain, token, url, postbacks[:1], failing=True)
         plain.stop()
         check(not received, "without it, nothing reaches the receiver")
         check(standing.get("delivered") == 0 and "TLS" in (standing.get("last_error") or ""),

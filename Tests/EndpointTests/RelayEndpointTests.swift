@@ -114,7 +114,8 @@ import Testing
         // The turns that follow find nothing more to send.
         #expect(endpoint.relayTurns.until { endpoint.server.relays.statuses.allSatisfy { !$0.retrying } })
         let received = partner.received.withLock { $0 }
-        #expect(received.map(\.body) == sent, "each accepted copy once, byte for byte, in the order received")
+        // (Several go at once: they leave in the order received, and may arrive in another.)
+        #expect(received.count == 5 && Set(received.map(\.body)) == Set(sent), "each accepted copy once, byte for byte")
         #expect(received.allSatisfy { $0.headers["content-type"] == "application/json; charset=utf-8" })
         #expect(received.allSatisfy { $0.headers["x-attribution-protocol"] == "adattributionkit" })
         #expect(Set(received.compactMap { $0.headers["x-attribution-delivery"] }).count == 5)

@@ -14,11 +14,11 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     public static let bodyStart = 512
 
     /// Set once in `init` (it needs `self` as its delegate), before the transport is shared.
-    private var session: URLSession!
+    private var sessions: [URLSession] = []
     private let timeout: Double
-    /// What each task has received so far, by task id; touched on the session's delegate queue
+    /// What each task has received so far, by task; touched on the sessions' delegate queues
     /// and by `post` under the lock.
-    private let tasks = Locked<[Int: Exchange]>([:])
+    private let tasks = Locked<[ObjectIdentifier: Exchange]>([:])
 
     /// One attempt's answer as the delegate receives it: written on the session's queue, read by
     /// `post` once `done` is signalled (under a lock, which ThreadSanitizer sees).
@@ -41,7 +41,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         self.timeout = timeout
         super.init()
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpMaximumConnectionsPerHost = connections
+        configuration.httpMaximumConnectionsPerHost = 1
         configuration.timeoutIntervalForRequest = timeout
         configuration.timeoutIntervalForResource = timeout * 2
         configuration.httpShouldSetCookies = false
@@ -49,16 +49,20 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        // A session for each connection: Foundation on Linux runs each session's transfers on
+        // serial queues of its own, so that one session for all would use a core at most.
+        for _ in 0..<max(1, connections) {
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
+            sessions.append(URLSession(configuration: configuration, delegate: self, delegateQueue: queue))
+        }
     }
 
     public func post(_ request: RelayRequest) -> RelayExchange { post(all: [request])[0] }
 
     /// All at once, over at most `connections` connections; each within `timeout` of the start.
     public func post(all requests: [RelayRequest]) -> [RelayExchange] {
-        let started = requests.map(start)
+        let started = requests.enumerated().map { start($0.element, on: sessions[$0.offset % sessions.count]) }
         // The whole attempt within `timeout`: the session's own time-out is between two pieces
         // of the answer, which a destination that dribbles can keep resetting.
         let deadline = DispatchTime.now() + timeout
@@ -68,7 +72,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
                 task.cancel()
                 _ = exchange.done.wait(timeout: .now() + 5)
             }
-            tasks.withLock { $0[task.taskIdentifier] = nil }
+            tasks.withLock { $0[ObjectIdentifier(task)] = nil }
             let answer = exchange.answer.withLock { $0 }
             if let status = answer.status {
                 return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
@@ -82,7 +86,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         var refusal: String?
     }
 
-    private func start(_ request: RelayRequest) -> Attempt {
+    private func start(_ request: RelayRequest, on session: URLSession) -> Attempt {
         guard let url = URL(string: request.url) else { return Attempt(refusal: "not a URL: \(request.url)") }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "POST"
@@ -90,18 +94,18 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         urlRequest.httpBody = Data(request.body)
         let task = session.dataTask(with: urlRequest)
         let exchange = Exchange()
-        tasks.withLock { $0[task.taskIdentifier] = exchange }
+        tasks.withLock { $0[ObjectIdentifier(task)] = exchange }
         task.resume()
         return Attempt(task: (task, exchange))
     }
 
     public func cancelAll() {
-        session.getAllTasks { tasks in tasks.forEach { $0.cancel() } }
+        for session in sessions { session.getAllTasks { tasks in tasks.forEach { $0.cancel() } } }
     }
 
     /// The session holds its delegate, this transport, until it is invalidated: without this,
     /// every delivery replaced would leave a session, its queue and its connections behind.
-    public func invalidate() { session.invalidateAndCancel() }
+    public func invalidate() { sessions.forEach { $0.invalidateAndCancel() } }
 
     // MARK: - URLSessionDataDelegate, on the session's queue
 
@@ -113,8 +117,13 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
                            completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-        guard let exchange = tasks.withLock({ $0[dataTask.taskIdentifier] }), let http = response as? HTTPURLResponse else {
+        guard let exchange = tasks.withLock({ $0[ObjectIdentifier(dataTask)] }), let http = response as? HTTPURLResponse else {
             return completionHandler(.cancel)
+        }
+        // The connect guard's answer to the tunnel's CONNECT, or an interim 1xx: the
+        // destination's own answer comes next.
+        if http.statusCode < 200 || http.value(forHTTPHeaderField: RelayConnectGuard.tunnelHeader) != nil {
+            return completionHandler(.allow)
         }
         exchange.answer.withLock { a in
             a.status = http.statusCode
@@ -125,7 +134,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     }
 
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        guard let exchange = tasks.withLock({ $0[dataTask.taskIdentifier] }) else { return }
+        guard let exchange = tasks.withLock({ $0[ObjectIdentifier(dataTask)] }) else { return }
         let full = exchange.answer.withLock { a -> Bool in
             let room = Self.bodyStart - a.body.count
             if room > 0 { a.body.append(contentsOf: data.prefix(room)) }
@@ -135,7 +144,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     }
 
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
-        guard let exchange = tasks.withLock({ $0[task.taskIdentifier] }) else { return }
+        guard let exchange = tasks.withLock({ $0[ObjectIdentifier(task)] }) else { return }
         if let error {
             exchange.answer.withLock { a in if a.status == nil { a.error = Self.describe(error) } }
         }
@@ -154,8 +163,13 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
             return "TLS failed: \(nsError.localizedDescription)"
         case NSURLErrorCancelled: return "cancelled"
         default:
-            // libcurl's TLS failures come without a code of their own: "SSL certificate problem: …".
+            // libcurl's TLS failures come without a code of their own: "SSL certificate problem: …";
+            // nor do the connect guard's refusals ("… 403 from proxy after CONNECT").
             let text = nsError.localizedDescription
+            if text.contains("CONNECT") || text.contains("proxy") {
+                return text.contains("403") ? "the connect check refused the address the name resolved to (relay_connect_refused in the event log)"
+                    : "no address of the destination answered (through the connect check): " + text
+            }
             return text.contains("SSL") || text.contains("certificate") ? "TLS failed: " + text : text
         }
     }

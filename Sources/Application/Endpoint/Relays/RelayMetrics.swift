@@ -50,6 +50,10 @@ struct RelayMetrics: MetricsSource {
                "Attempts in a row a relay destination did not take.") { String($0.failuresInARow) }
         family("attribution_relay_last_error_timestamp_seconds", "gauge",
                "When a relay destination last failed to take a copy.") { $0.lastErrorAt.map { String($0.millisecondsSinceEpoch / 1000) } }
+        if let counts = RelayEgress.counts {
+            out += "# HELP attribution_relay_connections_total Connections the relays made through the connect guard, each to an address it checked.\n# TYPE attribution_relay_connections_total counter\nattribution_relay_connections_total \(counts.tunnels)\n"
+            out += "# HELP attribution_relay_connections_refused_total Connections the connect guard refused: an address the destination may not reach, or no relay destination's.\n# TYPE attribution_relay_connections_refused_total counter\nattribution_relay_connections_refused_total \(counts.refused)\n"
+        }
         return out
     }
 }

@@ -17,8 +17,11 @@ final class RelayService: Sendable {
     private let directory: String
     private let registry: RelayRegistryStore
     private let timeout: Double
+    private let connections: Int
     private let deadAfter: Double
     private let retry: RetrySchedule
+    /// Hosts that do not go through the connect guard: Apple's and ClickHouse's.
+    private let bypassing: [String]
     private let clock: @Sendable () -> Timestamp
     private let observer: (@Sendable (String, LogTurn) -> Void)?
     /// The deliveries by destination name, and the destinations an admin paused before their
@@ -29,22 +32,50 @@ final class RelayService: Sendable {
     private let stopped = Locked(false)
 
     /// `observer` is told each delivery's turns as they end (tests wait on it).
-    init(store: RecordLog, node: String, dataDirectory: String, registry: RelayRegistryStore, timeout: Double,
-         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, retry: RetrySchedule, observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
+    init(store: RecordLog, node: String, dataDirectory: String, registry: RelayRegistryStore, timeout: Double, connections: Int,
+         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, retry: RetrySchedule, bypassing: [String], observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
         self.store = store
         self.node = node
         directory = dataDirectory + "/relays"
         self.registry = registry
         self.timeout = timeout
+        self.connections = connections
         self.deadAfter = deadAfter
         self.retry = retry
+        self.bypassing = bypassing
         self.clock = clock
         self.observer = observer
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
     }
 
-    func start() { apply(registry.registry.destinations) }
+    /// The key of this endpoint's destinations in the process's connect guard (`RelayEgress`).
+    private let egressKey = Locked<Int?>(nil)
+
+    func start() {
+        switch RelayEgress.install(bypassing: bypassing, announce: { EventLog.write($0, $1) }) {
+        case .guarded: break
+        case .operatorProxy(let variable):
+            EventLog.write("relay_connect_check_off", [("reason", .string("\(variable) is set: relays go through that proxy, and the address they connect to is its to check; the name is still checked before each round of attempts"))])
+        case .failed(let reason):
+            EventLog.write("relay_connect_check_off", [("reason", .string("the connect guard could not start: \(reason); the name is still checked before each round of attempts"))])
+        }
+        let registry = registry
+        egressKey.withLock { $0 = RelayEgress.register { host, port in Self.policy(registry.registry.destinations, host: host, port: port) } }
+        apply(registry.registry.destinations)
+    }
+
+    /// For the connect guard: nil when no destination is at `host:port` over HTTPS; else whether
+    /// one there may be internal.
+    static func policy(_ destinations: [RelayDestination], host: String, port: Int) -> Bool? {
+        var found: Bool?
+        for destination in destinations {
+            guard let url = try? RelayURL.parse(destination.url, allowHTTP: true, allowInternal: true), url.scheme == "https",
+                  url.port == port, url.host.lowercased() == host.lowercased() else { continue }
+            found = (found ?? false) || destination.internal
+        }
+        return found
+    }
 
     /// Makes the running deliveries those of the registry now; returns at once.
     func sync() {
@@ -67,7 +98,8 @@ final class RelayService: Sendable {
             if let observer { observeTurns = { turn in observer(name, turn) } }
             let delivery = RelayDelivery(destination: destination, store: store, node: node, directory: directory,
                                          select: RelayCopySelector.select(for: destination),
-                                         transport: URLSessionRelayTransport(timeout: timeout), clock: clock, retry: retry, deadAfter: deadAfter,
+                                         transport: URLSessionRelayTransport(timeout: timeout, connections: connections), clock: clock, retry: retry,
+                                         deadAfter: deadAfter, connections: connections,
                                          announce: { EventLog.write($0, $1) }, observer: observeTurns)
             state.withLock { s in
                 if s.paused.remove(name) != nil {
@@ -140,5 +172,6 @@ final class RelayService: Sendable {
         let all = state.withLock { s in defer { s.running = [:] }; return Array(s.running.values) }
         // Each waits for its attempt in flight, cancelled: together, not one after another.
         DispatchQueue.concurrentPerform(iterations: all.count) { all[$0].stop() }
+        if let key = egressKey.withLock({ $0 }) { RelayEgress.unregister(key) }
     }
 }

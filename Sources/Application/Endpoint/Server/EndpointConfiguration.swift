@@ -111,6 +111,8 @@ public struct EndpointConfiguration: Sendable {
     /// Seconds a relay waits for a destination's whole answer (whole seconds: Foundation on
     /// Linux drops a fraction).
     public var relayTimeout: Double = 10
+    /// Copies in flight at once to one relay destination.
+    public var relayConnections = 8
     /// Days a relay destination may fail before it is marked dead.
     public var relayDeadAfterDays: Double = 3
     /// Lets a relay destination be plain `http://` beyond loopback.

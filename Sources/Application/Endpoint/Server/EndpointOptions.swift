@@ -86,6 +86,8 @@ extension EndpointConfiguration {
                     "Time to wait for Apple's answer: Apple holds a 404 for about a second before answering it."),
             .number("--relay-timeout", "relay_timeout", \.relayTimeout, 1...300,
                     "Seconds a relay waits for a destination's whole answer before trying the copy again later (whole seconds)."),
+            .integer("--relay-connections", "relay_connections", \.relayConnections, 1...16,
+                     "Copies in flight at once to one relay destination, each on a connection of its own; after a failure, one, doubling back with each window taken whole."),
             .number("--relay-dead-after-days", "relay_dead_after_days", \.relayDeadAfterDays, 1...90,
                     "Days a relay destination may fail (no copy taken) before it is marked dead: it is then not tried until an admin resumes it (POST /api/relays/resume), from where it stopped."),
             .toggle("--relay-allow-http", "relay_allow_http", \.relayAllowHTTP,

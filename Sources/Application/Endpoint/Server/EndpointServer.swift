@@ -194,9 +194,11 @@ public final class EndpointServer: Sendable {
                                                               relays: relayBook)
         }
         let relays = try RelayService(store: store, node: configuration.node, dataDirectory: configuration.dataDirectory,
-                                      registry: relayBook, timeout: configuration.relayTimeout,
+                                      registry: relayBook, timeout: configuration.relayTimeout, connections: configuration.relayConnections,
                                       deadAfter: configuration.relayDeadAfterDays * 86_400, clock: { clock.now() },
-                                      retry: hooks.relayRetry, observer: hooks.relayTurnEnded)
+                                      retry: hooks.relayRetry,
+                                      bypassing: [configuration.appleAdsAPI, configuration.clickhouse ?? ""].compactMap { URL(string: $0)?.host },
+                                      observer: hooks.relayTurnEnded)
         self.relays = relays
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
