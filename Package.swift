@@ -97,7 +97,7 @@ let targets: [Target] = [
     // Relays: each destination a consumer of the log with its own cursor and thread, its copies
     // sent with URLSession, headers and signatures as receivers check them. Knows no protocol:
     // the endpoint picks the copies out of the records.
-    layered(.log, "Relaying", ["RecordLog", "LogConsumer", "Primitives", "Locking", "DurableFiles", "Relays", "Signatures", "CSystemShims"]),
+    layered(.log, "Relaying", ["RecordLog", "LogConsumer", "Primitives", "Locking", "DurableFiles", "Relays", "Signatures"]),
 
     // MARK: Records
     // PCM's records in the log: reports and triggers, encoded and decoded above the store.

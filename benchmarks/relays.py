@@ -51,6 +51,8 @@ POSTBACK_PATH = "/.well-known/skadnetwork/report-attribution/"
 TOKEN = "bench"
 # The reports beside the drain run this long from its start (the drain of 1 M copies lasts longer).
 REPORT_SECONDS = 60
+# Each steady rate runs this long.
+STEADY_SECONDS = 30
 SEP = "\u2063"
 
 
@@ -280,26 +282,68 @@ def intake(binary, work, bodies, spki, seconds, destinations, round_, first):
         process.wait(timeout=60)
 
 
+def steady(binary, work, bodies, spki, rate, seconds, destinations, first):
+    """Phase 3: postbacks at a steady `rate` (paced, each its own) with two relays: the lag once
+    a second. Keeping up means it stays where it started."""
+    data = os.path.join(work, "steady-%d" % rate)
+    shutil.rmtree(data, ignore_errors=True)
+    process, port = start(binary, data, spki)
+    try:
+        for n, url in enumerate(destinations):
+            register(port, "partner-%d" % n, url)
+        with open(bodies) as f:
+            lines = [line.rstrip("\n") for _, line in zip(range(first + rate * seconds), f)][first:]
+        queue = multiprocessing.Queue()
+        load = multiprocessing.Process(target=mixed.paced, args=(port, [mixed.raw_post(POSTBACK_PATH, "app.example", b) for b in lines],
+                                                                   rate, seconds, 16, queue))
+        load.start()
+        lags = []
+        started = time.time()
+        while time.time() - started < seconds:
+            time.sleep(1)  # sampling the relays' own report once a second
+            lags.append(max(d["lag_seconds"] for d in standings(port).values()))
+        result = queue.get(timeout=120)
+        load.join()
+        taken = accepted(port)
+        ended = time.time()
+        while time.time() - ended < 120 and not all(d["delivered"] >= taken for d in standings(port).values()):
+            time.sleep(0.2)  # polling the relays' own report, bounded
+        latencies = result["latencies"]
+        return {"rate": rate, "accepted": taken, "lag_seconds_each_second": [round(x, 2) for x in lags],
+                "caught_up_after_seconds": round(time.time() - ended, 1),
+                "postback_p99_ms": mixed.percentile(latencies, 0.99)}
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
 def markdown(results, args):
     d = results.get("backlog")
     lines = ["### Relays over HTTPS (issue 43, %s)" % time.strftime("%Y-%m-%d"), "",
              "`python3 benchmarks/relays.py --copies %d --rounds %d --seconds %d` on this machine (%s), release build; nginx "
-             "on the same two cores answers 204 over TLS with a test CA's certificate." % (args.copies, args.rounds, args.seconds, results["machine"]), "",
-             "- Backlog: %d copies taken while the destination was paused (%.0f s), then drained in %.1f s: **%d copies/s**; "
+             "on the same two cores answers 204 over TLS with a test CA's certificate." % (args.copies, args.rounds, args.seconds, results["machine"]), ""]
+    if d:
+        lines += ["- Backlog: %d copies taken while the destination was paused (%.0f s), then drained in %.1f s: **%d copies/s**; "
              "PCM reports at 2,000/s beside the drain: p50 %.2f ms, p99 %.2f ms, max %.1f ms." % (
                  d["copies"], d["intake_seconds"], d["drain_seconds"], d["copies_per_second"], d["reports"]["p50"],
                  d["reports"]["p99"], d["reports"]["max"])]
     ratios = []
     for r in results["rounds"]:
         ratios.append(r["two"]["postbacks_per_second"] / r["none"]["postbacks_per_second"])
-    lines.append("- Intake, paired rounds: without relays %s postbacks/s, with two %s; median ratio **%.3f** (%s)." % (
-        ", ".join(str(r["none"]["postbacks_per_second"]) for r in results["rounds"]),
-        ", ".join(str(r["two"]["postbacks_per_second"]) for r in results["rounds"]), statistics.median(ratios),
-        ", ".join("%.3f" % x for x in ratios)))
+    if ratios:
+        lines.append("- Intake, paired rounds: without relays %s postbacks/s, with two %s; median ratio **%.3f** (%s)." % (
+            ", ".join(str(r["none"]["postbacks_per_second"]) for r in results["rounds"]),
+            ", ".join(str(r["two"]["postbacks_per_second"]) for r in results["rounds"]), statistics.median(ratios),
+            ", ".join("%.3f" % x for x in ratios)))
     for n, r in enumerate(results["rounds"]):
         lags = [max(s["lag_seconds"]) for s in r["two"]["samples"] if s["lag_seconds"]]
         lines.append("  - round %d: accepted %d, both destinations caught up %.1f s after wrk ended; the larger lag once a second: %s" % (
             n + 1, r["two"]["accepted"], r["two"]["caught_up_after_seconds"], " ".join("%.0f" % x for x in lags)))
+    for r in results.get("steady", []):
+        lines.append("- Steady intake of %d postbacks/s for %d s with two relays: the larger lag once a second %s (seconds); "
+                     "both caught up %.1f s after the intake stopped; postbacks' p99 %.2f ms." % (
+                         r["rate"], STEADY_SECONDS, " ".join("%.1f" % x for x in r["lag_seconds_each_second"]),
+                         r["caught_up_after_seconds"], r["postback_p99_ms"] or 0))
     return "\n".join(lines) + "\n"
 
 
@@ -310,6 +354,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build/release/attribution-endpoint"))
     parser.add_argument("--skip-backlog", action="store_true")
+    parser.add_argument("--steady", default="1000,2000", help="steady postback rates with two relays, comma-separated")
     parser.add_argument("--reports-per-second", type=int, default=2000, help="PCM reports beside the drain (0: none)")
     parser.add_argument("--connections", type=int, help="--relay-connections (the endpoint's default if not given)")
     parser.add_argument("--markdown")
@@ -318,8 +363,10 @@ def main():
     if args.connections:
         EXTRA.extend(["--relay-connections", str(args.connections)])
     work = tempfile.mkdtemp(prefix="relays-bench-")
-    cache = os.path.join(tempfile.gettempdir(), "relays-bench-postbacks-%d.txt" % (args.copies + 400_000 * args.rounds * 2))
-    spki = sign_postbacks(cache, args.copies + 400_000 * args.rounds * 2)
+    rates = [int(r) for r in args.steady.split(",") if r]
+    needed = args.copies + 400_000 * args.rounds * 2 + sum(rates) * STEADY_SECONDS
+    cache = os.path.join(tempfile.gettempdir(), "relays-bench-postbacks-%d.txt" % needed)
+    spki = sign_postbacks(cache, needed)
     bundle = relay_tls_test.make_certificates(work)
     trusting = relay_tls_test.wrapper(work, binary, bundle)
     ports = [free_port(), free_port()]
@@ -338,6 +385,12 @@ def main():
             results["rounds"].append({"none": none, "two": two})
             print("round %d: %d postbacks/s without relays, %d with two (caught up %.1f s after)" % (
                 round_ + 1, none["postbacks_per_second"], two["postbacks_per_second"], two["caught_up_after_seconds"]), flush=True)
+        results["steady"] = []
+        first = args.copies + 400_000 * args.rounds * 2
+        for rate in rates:
+            results["steady"].append(steady(trusting, work, cache, spki, rate, STEADY_SECONDS, urls, first))
+            first += rate * STEADY_SECONDS
+            print(json.dumps(results["steady"][-1]), flush=True)
     finally:
         server.terminate()
         server.wait(timeout=30)

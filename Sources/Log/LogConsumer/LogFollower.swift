@@ -24,6 +24,7 @@ public final class LogFollower: Sendable {
     }
 
     public let thread: String
+    private let priority: ThreadPriority
     private let events: String
     private let interval: Double
     private let retry: RetrySchedule
@@ -36,11 +37,13 @@ public final class LogFollower: Sendable {
 
     /// `observer` sees every turn's outcome as it ends, before the wait that follows: for tests,
     /// which wait on it rather than poll.
-    public init(thread: String, events: String, interval: Double = 1, retry: RetrySchedule = RetrySchedule(),
+    /// `priority`: how the thread competes for a core (`.background` for one that must yield to intake).
+    public init(thread: String, events: String, interval: Double = 1, retry: RetrySchedule = RetrySchedule(), priority: ThreadPriority = .normal,
                 clock: @escaping @Sendable () -> Timestamp,
                 announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void,
                 observer: (@Sendable (LogTurn) -> Void)? = nil) {
         self.thread = thread
+        self.priority = priority
         self.events = events
         self.interval = interval
         self.retry = retry
@@ -50,7 +53,7 @@ public final class LogFollower: Sendable {
     }
 
     public func start(_ consumer: some LogConsumer) {
-        finished.startThread(named: thread) { [self] in
+        finished.startThread(named: thread, priority: priority) { [self] in
             while !isStopping {
                 let turn = consumer.turn(self)
                 observer?(turn)

@@ -10,9 +10,9 @@ import Relays
 /// internal, and a cloud metadata address always, so that a partner's DNS cannot point the relay
 /// at the endpoint's neighbours after it was registered.
 ///
-/// The check is of the name, just before URLSession resolves it again itself: Foundation on Linux
-/// neither takes a resolved address nor a proxy per session, so a name that changes between the
-/// two lookups (DNS rebinding, with a zero TTL) is not caught here.
+/// The check is of the name, just before URLSession resolves it again itself: a name that changes
+/// between the two lookups (DNS rebinding, with a zero TTL) is caught at the connection, by the
+/// connect guard (`RelayConnectGuard`), which checks the address it connects to.
 public enum HostResolver {
     /// Every address `host` resolves to; nil when it resolves to none.
     public static func addresses(of host: String) -> [IPAddress]? {

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CSystemShims
+import Dispatch
 import Foundation
 import Locking
 import Primitives
@@ -43,6 +43,7 @@ public final class RelayConnectGuard: Sendable {
     private let connectTimeout: Double
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let state = Locked(Counts())
+    private let threads = DispatchGroup()
 
     public struct Counts: Sendable, Equatable {
         public var open = 0
@@ -78,9 +79,7 @@ public final class RelayConnectGuard: Sendable {
         }
         listener = fd
         port = UInt16(bigEndian: address.sin_port)
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "relay-connect"
-        thread.start()
+        threads.startThread(named: "relay-connect") { [self] in acceptLoop() }
     }
 
     /// The proxy's URL, as `https_proxy` names it.
@@ -101,7 +100,6 @@ public final class RelayConnectGuard: Sendable {
     }
 
     private func acceptLoop() {
-        _ = c_system_shims_name_this_thread("relay-connect")
         while true {
             let client = accept(listener, nil, nil)
             if client < 0 {
@@ -121,14 +119,11 @@ public final class RelayConnectGuard: Sendable {
                 close(client)
                 continue
             }
-            let thread = Thread { [self] in
-                _ = c_system_shims_name_this_thread("relay-tunnel")
+            threads.startThread(named: "relay-tunnel", stackSize: 256 * 1024) { [self] in
                 serve(client)
                 close(client)
                 state.withLock { $0.open -= 1 }
             }
-            thread.stackSize = 256 * 1024
-            thread.start()
         }
     }
 

@@ -129,7 +129,9 @@ public final class RelayDelivery: Sendable {
         file = DurableJSONFile(path: Self.cursorPath(directory: directory, name: destination.name), empty: nil, mode: 0o600)
         holdFile = DurableJSONFile(path: Self.holdPath(directory: directory, name: destination.name), empty: nil, mode: 0o600)
         let name = destination.name
-        follower = LogFollower(thread: "relay-" + name, events: "relay", interval: interval, retry: retry, clock: clock,
+        // At nice 19: what the relays send costs CPU (most of it in URLSession's own threads, which
+        // this thread feeds), and intake comes first; a relay takes the cores intake leaves.
+        follower = LogFollower(thread: "relay-" + name, events: "relay", interval: interval, retry: retry, priority: .background, clock: clock,
                                announce: { event, fields in announce(event, [("destination", .string(name))] + fields) },
                                observer: observer)
         var initial = State(cursor: LogCursor(node: node, target: destination.url), hold: RelayHold(url: destination.url),
