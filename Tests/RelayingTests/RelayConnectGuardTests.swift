@@ -126,6 +126,35 @@ import Glibc
         #expect(guarded.counts.tunnels == 1)
     }
 
+    @Test func behindAnOperatorsProxyTheTunnelGoesThroughIt() throws {
+        let received = Locked<[[UInt8]]>([])
+        var configuration = HTTPServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.accessLog = nil
+        let server = HTTPServer(configuration: configuration, handler: Keep(received: received))
+        let port = Int(try server.start())
+        defer { server.shutdown(); server.waitUntilStopped() }
+        // The operator's proxy, played by another guard; it asks for credentials it is given.
+        let operators = try Self.makeGuard(host: "localhost", port: port, allowInternal: true, resolve: HostResolver.addresses(of:))
+        defer { operators.stop() }
+        let upstream = try #require(RelayConnectGuard.Upstream(url: "http://relay:s%40cret@127.0.0.1:\(operators.port)"))
+        #expect(upstream.authorization == "Basic " + Data("relay:s@cret".utf8).base64EncodedString())
+        let guarded = try RelayConnectGuard(policy: { h, p in h == "localhost" && p == port ? true : nil }, connectTimeout: 2,
+                                            upstream: upstream, announce: { _, _ in })
+        defer { guarded.stop() }
+        let client = try Client(port: guarded.port)
+        client.send("CONNECT localhost:\(port) HTTP/1.1\r\nHost: localhost:\(port)\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        client.send("POST /copies HTTP/1.1\r\nHost: localhost\r\nContent-Length: 4\r\n\r\ncopy")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 204"))
+        #expect(received.withLock { $0 } == [Array("copy".utf8)])
+        #expect(operators.counts.tunnels == 1 && guarded.counts.tunnels == 1)
+        // A proxy URL that does not read is none.
+        #expect(RelayConnectGuard.Upstream(url: "socks5://127.0.0.1:1080") == nil)
+        #expect(RelayConnectGuard.Upstream(url: "proxy.internal:3128")?.port == 3128)
+    }
+
     struct Keep: HTTPHandler {
         let received: Locked<[[UInt8]]>
         func handle(_ request: HTTPRequest, responder: HTTPResponder) {
@@ -172,5 +201,46 @@ import Glibc
         #expect(answer.hasPrefix("HTTP/1.1 503"))
         #expect(guarded.counts.open <= RelayConnectGuard.maxTunnels)
         idle.removeAll()
+    }
+
+    /// Through the process's guard, as the relays go: a refusal of the guard's, or a tunnel that
+    /// opens and then carries no answer, is never taken for the destination's answer (Foundation
+    /// hands the guard's answers to the delegate as if they were the destination's).
+    @Test func noAnswerOfTheGuardsIsTakenForTheDestinations() throws {
+        guard case .guarded = RelayEgress.install(bypassing: [], announce: { _, _ in }) else {
+            Issue.record("the process's guard is not installed")
+            return
+        }
+        // A listener that closes each connection at once: the tunnel opens, TLS never does.
+        let closing = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(closing, $0, length) } }
+        listen(closing, 8)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(closing, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let closer = Thread {
+            while true {
+                let connection = accept(closing, nil, nil)
+                guard connection >= 0 else { return }
+                close(connection)
+            }
+        }
+        closer.start()
+        defer { shutdown(closing, Int32(SHUT_RDWR)); close(closing) }
+        let key = RelayEgress.register { host, p in host == "localhost" && p == port ? true : nil }
+        defer { RelayEgress.unregister(key) }
+        let transport = URLSessionRelayTransport(timeout: 5, connections: 1)
+        defer { transport.invalidate() }
+        let request = { (url: String) in RelayRequest(url: url, headers: [("Content-Type", "application/json")], body: Array("{}".utf8)) }
+        // Refused: no destination is there.
+        let refused = transport.post(request("https://nobody.invalid:8443/copies"))
+        guard case .failed(let why) = refused else { Issue.record("taken as an answer: \(refused)"); return }
+        #expect(why.contains("connect check refused"), "\(why)")
+        // Let through, then nothing: a failure, not the tunnel's 200.
+        let opened = transport.post(request("https://localhost:\(port)/copies"))
+        guard case .failed = opened else { Issue.record("taken as an answer: \(opened)"); return }
     }
 }

@@ -15,10 +15,11 @@ import Testing
     typealias Setup = RelayDeliveryTests.Setup
     typealias Turns = RelayDeliveryTests.Turns
 
-    /// A destination that answers as `answer` says, and keeps every request and every batch.
+    /// A destination that answers as `answer` says (when an attempt is finished), and keeps every
+    /// request and the most attempts it had in flight at once.
     final class Script: RelayTransport {
         let requests = Locked<[RelayRequest]>([])
-        let batches = Locked<[Int]>([])
+        let inFlight = Locked((now: 0, most: 0))
         let answer: Locked<@Sendable (RelayRequest) -> RelayExchange>
 
         init(_ answer: @escaping @Sendable (RelayRequest) -> RelayExchange = { _ in .answered(status: 200, retryAfter: nil, bodyStart: "") }) {
@@ -30,9 +31,14 @@ import Testing
             return answer.withLock { $0 }(request)
         }
 
-        func post(all requests: [RelayRequest]) -> [RelayExchange] {
-            batches.withLock { $0.append(requests.count) }
-            return requests.map(post)
+        func begin(_ request: RelayRequest) -> RelayAttempt {
+            inFlight.withLock { $0.now += 1; $0.most = max($0.most, $0.now) }
+            return RelayAttempt(request: request)
+        }
+
+        func finish(_ attempt: RelayAttempt) -> RelayExchange {
+            inFlight.withLock { $0.now -= 1 }
+            return post(attempt.request)
         }
 
         func cancelAll() {}
@@ -61,7 +67,7 @@ import Testing
     /// The turns that ended after `count` had: a wait for what a change leads to.
     static func failedTurns(_ turns: Turns) -> Int { turns.all.withLock { $0.filter { $0 == .failed }.count } }
 
-    @Test func copiesGoSeveralAtOnceInTheLogsOrder() throws {
+    @Test func copiesGoSeveralAtOnceInTheLogsOrderAndNoMore() throws {
         let setup = try RelayDeliveryTests.log(copies: 10)
         let script = Script()
         let turns = Turns()
@@ -69,7 +75,7 @@ import Testing
         delivery.start()
         #expect(turns.until { delivery.status.delivered == 10 })
         delivery.stop()
-        #expect(script.batches.withLock { $0 } == [4, 4, 2])
+        #expect(script.inFlight.withLock { $0 } == (now: 0, most: 4))
         #expect(script.bodies == setup.bodies)
         setup.store.close()
     }
@@ -95,11 +101,38 @@ import Testing
         #expect(turns.until { delivery.status.delivered == 8 })
         delivery.stop()
         let requests = script.requests.withLock { $0 }
-        try #require(requests.count == 10)
-        // 0 1 2 3 (2 fails; 3 went too), then 2 3 4 5 and 6 7: the fourth copy twice, one id.
-        #expect(requests.map(\.body) == [0, 1, 2, 3, 2, 3, 4, 5, 6, 7].map { setup.bodies[$0] })
-        #expect(script.id(requests[3]) == script.id(requests[5]) && script.id(requests[2]) == script.id(requests[4]))
+        try #require(requests.count == 12)
+        // 0 1 2 3 in flight, 4 and 5 started as 0 and 1 were taken; 2 fails, and 3 4 5 went too.
+        // Then 2 alone, and the window grows back: 3, 4 5, 6 7. Each repeat with its first id.
+        #expect(requests.map(\.body) == [0, 1, 2, 3, 4, 5, 2, 3, 4, 5, 6, 7].map { setup.bodies[$0] })
+        #expect((2...5).allSatisfy { script.id(requests[$0]) == script.id(requests[$0 + 4]) })
         #expect(Set(requests.map(script.id)).count == 8)
+        setup.store.close()
+    }
+
+    @Test func aCopyThatKeepsFailingHoldsTheCursorWhateverIsInFlightBesideIt() throws {
+        let setup = try RelayDeliveryTests.log(copies: 8)
+        let (third, fourth) = (setup.bodies[2], setup.bodies[3])
+        let refusing = Locked(true)
+        let thirdFailed = Locked(false)
+        // The third copy fails once (so that the next turn starts with it, alone, and takes it),
+        // and the fourth until told otherwise: the answer that empties the window must not move
+        // the cursor past the copy started next.
+        let script = Script { request in
+            if request.body == third, !thirdFailed.withLock({ failed in defer { failed = true }; return failed }) {
+                return .failed("connection reset")
+            }
+            return request.body == fourth && refusing.withLock({ $0 }) ? .failed("timed out") : .answered(status: 200, retryAfter: nil, bodyStart: "")
+        }
+        let turns = Turns()
+        let delivery = Self.delivery(setup, script, turns: turns, connections: 4)
+        delivery.start()
+        #expect(turns.until { Self.failedTurns(turns) >= 6 })
+        #expect(delivery.status.delivered == 3, "the three before it, and no further: \(delivery.status.delivered)")
+        refusing.withLock { $0 = false }
+        #expect(turns.until { delivery.status.delivered == 8 })
+        delivery.stop()
+        #expect(Set(script.bodies) == Set(setup.bodies))
         setup.store.close()
     }
 

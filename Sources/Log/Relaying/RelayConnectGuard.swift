@@ -28,9 +28,10 @@ public final class RelayConnectGuard: Sendable {
     public typealias Policy = @Sendable (_ host: String, _ port: Int) -> Bool?
 
     public static let maxTunnels = 256
-    /// What the guard's answer to a `CONNECT` carries: Foundation on Linux hands the tunnel's
-    /// answer to the delegate as if it were the destination's (libcurl passes its headers on),
-    /// and the transport must know it to wait for the real one.
+    /// What each of the guard's answers to a `CONNECT` carries (`open`, or `refused`): Foundation
+    /// on Linux hands the tunnel's answer to the delegate as if it were the destination's (libcurl
+    /// passes its headers on), and the transport must know it, to wait for the real one past a 200
+    /// and never to take a refusal of the guard's for the destination's.
     public static let tunnelHeader = "X-Attribution-Relay-Tunnel"
     static let established = "HTTP/1.1 200 Connection established\r\n\(tunnelHeader): open\r\n\r\n"
     /// Bytes of a `CONNECT` request, headers included.
@@ -41,6 +42,29 @@ public final class RelayConnectGuard: Sendable {
     private let policy: Policy
     private let resolve: @Sendable (String) -> [IPAddress]?
     private let connectTimeout: Double
+    /// An operator's own egress proxy, which the tunnels then go through (`host`, `port`, and
+    /// the `Proxy-Authorization` its URL's user and password make).
+    private let upstream: Upstream?
+
+    public struct Upstream: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var authorization: String?
+
+        /// From a proxy URL such as `http://user:pw@proxy.internal:3128`; nil if it does not read.
+        public init?(url text: String) {
+            let withScheme = text.contains("://") ? text : "http://" + text
+            guard let url = URL(string: withScheme), let host = url.host, !host.isEmpty, url.scheme == "http" else { return nil }
+            self.host = host
+            port = url.port ?? 80
+            if let user = url.user {
+                let name: String = user.removingPercentEncoding ?? user
+                let password: String = url.password?.removingPercentEncoding ?? ""
+                let credentials = Data((name + ":" + password).utf8)
+                authorization = "Basic " + credentials.base64EncodedString()
+            }
+        }
+    }
     private let announce: @Sendable (String, [(String, JSONValue)]) -> Void
     private let state = Locked(Counts())
     private let threads = DispatchGroup()
@@ -53,8 +77,10 @@ public final class RelayConnectGuard: Sendable {
     }
 
     public init(policy: @escaping Policy, resolve: @escaping @Sendable (String) -> [IPAddress]? = HostResolver.addresses(of:),
-                connectTimeout: Double = 10, announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) throws {
+                connectTimeout: Double = 10, upstream: Upstream? = nil,
+                announce: @escaping @Sendable (String, [(String, JSONValue)]) -> Void) throws {
         self.policy = policy
+        self.upstream = upstream
         self.resolve = resolve
         self.connectTimeout = connectTimeout
         self.announce = announce
@@ -141,7 +167,14 @@ public final class RelayConnectGuard: Sendable {
                                                ("reason", .string(reason))])
             Self.answer(client, status: "403 Forbidden", reason: reason)
         case .connect(let addresses):
-            guard let upstream = connectFirst(addresses, port: target.port) else {
+            let connected: Int32?
+            if let proxy = self.upstream {
+                // The name was checked here; the address the operator's proxy connects to is its own to check.
+                connected = viaUpstream(proxy, host: target.host, port: target.port)
+            } else {
+                connected = connectFirst(addresses, port: target.port)
+            }
+            guard let upstream = connected else {
                 Self.answer(client, status: "502 Bad Gateway", reason: "no address of \(target.host) answered")
                 return
             }
@@ -162,7 +195,7 @@ public final class RelayConnectGuard: Sendable {
         guard let allowInternal = policy(host, port) else {
             return .refused("\(host):\(port) is no relay destination's")
         }
-        guard let addresses = resolve(host) else { return .refused("\(host) resolves to no address") }
+        guard let addresses = resolve(host), !addresses.isEmpty else { return .refused("\(host) resolves to no address") }
         let allowed = addresses.filter { $0.kind != .cloudMetadata && (allowInternal || !$0.isInternal) }
         guard !allowed.isEmpty else {
             let first = addresses[0]
@@ -175,7 +208,10 @@ public final class RelayConnectGuard: Sendable {
     static func readConnect(_ fd: Int32) -> (host: String, port: Int)? {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1024)
-        while bytes.count < maxRequest {
+        // Ten seconds for the whole request, not for each piece: a byte every nine seconds does
+        // not hold a tunnel's thread.
+        let deadline = DispatchTime.now() + 10
+        while bytes.count < maxRequest, DispatchTime.now() < deadline {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, maxRequest - bytes.count), 0) }
             guard n > 0 else { return nil }
             bytes.append(contentsOf: buffer[0..<n])
@@ -199,6 +235,35 @@ public final class RelayConnectGuard: Sendable {
         return (host.lowercased(), port)
     }
 
+    /// A tunnel to `host:port` through the operator's proxy: its own `CONNECT`, answered 2xx.
+    private func viaUpstream(_ proxy: Upstream, host: String, port: Int) -> Int32? {
+        guard let addresses = resolve(proxy.host), let fd = connectFirst(addresses, port: proxy.port) else { return nil }
+        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        var request = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"
+        if let authorization = proxy.authorization { request += "Proxy-Authorization: \(authorization)\r\n" }
+        request += "\r\n"
+        var timeout = timeval(tv_sec: Int(connectTimeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard Self.writeAll(fd, Array(request.utf8)), let status = Self.readStatus(fd), (200...299).contains(status) else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    /// The status of an answer, read to its blank line and no further.
+    static func readStatus(_ fd: Int32) -> Int? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while bytes.count < maxRequest {
+            guard recv(fd, &byte, 1, 0) == 1 else { return nil }
+            bytes.append(byte)
+            if bytes.count >= 4, bytes.suffix(4).elementsEqual([13, 10, 13, 10]) { break }
+        }
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: " ", maxSplits: 2)
+        return line.count >= 2 && line[0].hasPrefix("HTTP/") ? Int(line[1]) : nil
+    }
+
     private func connectFirst(_ addresses: [IPAddress], port: Int) -> Int32? {
         for address in addresses {
             if let fd = Self.connect(to: address, port: port, timeout: connectTimeout) { return fd }
@@ -208,7 +273,10 @@ public final class RelayConnectGuard: Sendable {
 
     /// A connection to exactly `address`, within `timeout` seconds.
     static func connect(to address: IPAddress, port: Int, timeout: Double) -> Int32? {
-        let v6 = address.bytes.count == 16
+        // An IPv4 address (kept as ::ffff:a.b.c.d) is dialled over IPv4: a host without IPv6, or
+        // with bindv6only, takes no mapped address.
+        let v4 = address.v4
+        let v6 = v4 == nil
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         let flags = fcntl(fd, F_GETFL, 0)
@@ -224,7 +292,7 @@ public final class RelayConnectGuard: Sendable {
             var a = sockaddr_in()
             a.sin_family = sa_family_t(AF_INET)
             a.sin_port = in_port_t(UInt16(port).bigEndian)
-            withUnsafeMutableBytes(of: &a.sin_addr) { $0.copyBytes(from: address.bytes) }
+            withUnsafeMutableBytes(of: &a.sin_addr) { $0.copyBytes(from: v4 ?? []) }
             result = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         }
         if result != 0 && errno != EINPROGRESS {
@@ -251,8 +319,13 @@ public final class RelayConnectGuard: Sendable {
         setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &zero, socklen_t(MemoryLayout<timeval>.size))
         // Each piece goes on at once: Nagle's wait for an ACK, against the peer's delayed ACK,
         // would hold every small TLS record for tens of milliseconds.
+        // A peer that stops reading (a zero window) would hold a write, and the thread, for ever.
         var one: Int32 = 1
-        for fd in [a, b] { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        var sendLimit = timeval(tv_sec: 60, tv_usec: 0)
+        for fd in [a, b] {
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendLimit, socklen_t(MemoryLayout<timeval>.size))
+        }
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
         var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
         while true {
@@ -284,6 +357,6 @@ public final class RelayConnectGuard: Sendable {
 
     static func answer(_ fd: Int32, status: String, reason: String) {
         let body = Array(reason.utf8.prefix(512))
-        _ = writeAll(fd, Array("HTTP/1.1 \(status)\r\nContent-Type: text/plain\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body)
+        _ = writeAll(fd, Array("HTTP/1.1 \(status)\r\n\(tunnelHeader): refused\r\nContent-Type: text/plain\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body)
     }
 }

@@ -12,7 +12,7 @@ import Relays
 /// a SIGKILL included, goes on from the saved cursor.
 ///
 /// A turn reads the records after the cursor (at most `scanLimit` of them) and sends the copies
-/// the destination takes in the log's order, `connections` at a time. Each answer
+/// the destination takes in the log's order, up to `connections` in flight. Each answer
 /// (`RelayOutcome`): delivered and refused copies move the cursor on, and it is saved at the end
 /// of the turn; a copy to try again stops the turn there, and the next turn sends it again (and
 /// any of its window sent after it) after the retry schedule's wait, or the `Retry-After` asked
@@ -94,9 +94,9 @@ public final class RelayDelivery: Sendable {
         var status: Status
         var lag = StreamLag()
         var stopped: String?
-        /// Copies sent at once now: `connections`, down to one after a copy is to be tried again,
-        /// doubling back with each window taken whole. A destination that fails one attempt in
-        /// two still moves on: a window always starting with the copy it refuses would not.
+        /// Copies in flight at once now: `connections`, down to one after a copy is to be tried
+        /// again, doubling back with each window's worth taken whole. A destination that fails one
+        /// attempt in two still moves on: a window always starting with the copy it refuses would not.
         var window: Int
     }
 
@@ -320,12 +320,14 @@ public final class RelayDelivery: Sendable {
             replay.sent += pass.delivered + pass.refused
             state.withLock { $0.status.retrying = pass.outcome == .failed }
             let finished = replay.isDone
-            _ = try? changeHold { hold in
-                // Unless an admin ended it meanwhile.
-                guard hold.replay?.askedAt == replay.askedAt else { return }
+            let kept = (try? changeHold { hold -> Bool in
+                // Unless an admin ended it meanwhile, or ended it and asked for another.
+                guard let current = hold.replay, current.askedAt == replay.askedAt, current.since == replay.since,
+                      current.until == replay.until, current.start == replay.start else { return false }
                 hold.replay = finished ? nil : replay
-            }
-            if finished {
+                return true
+            }) ?? false
+            if finished, kept {
                 announce("relay_replay_done", [("destination", .string(destination.name)), ("copies", .number(String(replay.sent)))])
             }
             outcome = pass
@@ -338,61 +340,55 @@ public final class RelayDelivery: Sendable {
     }
 
     /// One walk over `[from, through)`: the copies the destination takes for which `accept` holds,
-    /// `connections` at a time, until one is to be tried again, the scan limit, or the end.
+    /// up to `connections` in flight, a new one started as the oldest is answered, until one is to
+    /// be tried again, the scan limit, or the end. Answers are taken in the log's order.
     private func send(from start: Int, through end: Int, live: Bool, checked: inout Bool, _ follower: LogFollower,
                       accept: (RelayCopy) -> Bool) -> Pass {
         var pass = Pass(reached: start)
-        var window: [(copy: RelayCopy, end: Int)] = []
+        var inFlight: [(copy: RelayCopy, end: Int, attempt: RelayAttempt)] = []
         var size = state.withLock { $0.window }
+        // Answers taken whole in a row since the window last grew.
+        var streak = 0
+        /// The end of the last record handled: passed, or its copy started.
         var tail = start
-        /// Sends the window; false when the walk stops there.
-        func flush() -> Bool {
-            defer { window.removeAll(keepingCapacity: true) }
-            guard !window.isEmpty else { pass.reached = tail; return true }
-            if !checked {
-                checked = true
-                if let reason = addressRefusal() {
-                    follower.noteFailure(reason)
-                    pass.outcome = .failed
-                    return false
+        // What follows a copy to try again goes again with it: the window is then one.
+        defer { state.withLock { $0.window = size } }
+        /// Takes the oldest attempt's answer; false when the walk stops there.
+        func settleOldest() -> Bool {
+            let oldest = inFlight.removeFirst()
+            let answer = transport.finish(oldest.attempt)
+            var failure: String?
+            switch answer {
+            case .answered(let status, let retryAfterHeader, let bodyStart):
+                switch RelayOutcome.of(status: status, retryAfter: retryAfterHeader, now: clock()) {
+                case .delivered:
+                    pass.delivered += 1
+                case .refused(let status):
+                    pass.refused += 1
+                    noteRefusal(oldest.copy, status: status, bodyStart: bodyStart)
+                case .retry(let after):
+                    state.withLock { $0.status.lastStatus = status }
+                    pass.retryAfter = after
+                    failure = "HTTP \(status)"
                 }
+            case .failed(let reason):
+                failure = reason
             }
-            let now = clock()
-            let requests = window.map { entry in
-                RelayRequest(url: destination.url,
-                             headers: RelayHeaders.all(for: entry.copy, node: node, destination: destination.name,
-                                                       secret: destination.secret, now: now),
-                             body: entry.copy.body)
+            if let failure {
+                follower.noteFailure(failure)
+                pass.outcome = .failed
+                size = 1
+                // The others go again, with this one, after the wait: their answers are not taken.
+                for other in inFlight { _ = transport.finish(other.attempt) }
+                inFlight.removeAll()
+                return false
             }
-            // What follows a copy to try again goes again with it: its window is then one.
-            defer { state.withLock { $0.window = size } }
-            for (entry, answer) in zip(window, transport.post(all: requests)) {
-                switch answer {
-                case .answered(let status, let retryAfterHeader, let bodyStart):
-                    switch RelayOutcome.of(status: status, retryAfter: retryAfterHeader, now: clock()) {
-                    case .delivered:
-                        pass.delivered += 1
-                    case .refused(let status):
-                        pass.refused += 1
-                        noteRefusal(entry.copy, status: status, bodyStart: bodyStart)
-                    case .retry(let after):
-                        follower.noteFailure("HTTP \(status)")
-                        state.withLock { $0.status.lastStatus = status }
-                        pass.retryAfter = after
-                        pass.outcome = .failed
-                        size = 1
-                        return false
-                    }
-                case .failed(let reason):
-                    follower.noteFailure(reason)
-                    pass.outcome = .failed
-                    size = 1
-                    return false
-                }
-                pass.reached = entry.end
+            pass.reached = inFlight.isEmpty ? tail : oldest.end
+            streak += 1
+            if streak >= size, size < connections {
+                size = min(connections, size * 2)
+                streak = 0
             }
-            pass.reached = tail
-            size = min(connections, size * 2)
             return true
         }
         store.scanEveryRecord(from: start, through: end) { record in
@@ -403,17 +399,41 @@ public final class RelayDelivery: Sendable {
                 noteExpired(from: start, to: record.start)
             }
             pass.scanned += 1
-            tail = record.end
-            if let copy = select(record), accept(copy) {
-                if live, window.isEmpty { state.withLock { $0.lag.pending(since: copy.receivedAt) } }
-                window.append((copy, record.end))
-                if window.count >= size, !flush() { return false }
-            } else if window.isEmpty {
-                pass.reached = record.end
+            guard let copy = select(record), accept(copy) else {
+                tail = record.end
+                if inFlight.isEmpty { pass.reached = record.end }
+                return pass.scanned < Self.scanLimit
             }
+            if !checked {
+                checked = true
+                if let reason = addressRefusal() {
+                    follower.noteFailure(reason)
+                    pass.outcome = .failed
+                    return false
+                }
+            }
+            // Room first: an answer taken now may move the cursor up to `tail`, which must not
+            // yet include this copy.
+            while inFlight.count >= size {
+                guard settleOldest() else { return false }
+            }
+            tail = record.end
+            if live, inFlight.isEmpty { state.withLock { $0.lag.pending(since: copy.receivedAt) } }
+            let request = RelayRequest(url: destination.url,
+                                       headers: RelayHeaders.all(for: copy, node: node, destination: destination.name,
+                                                                 secret: destination.secret, now: clock()),
+                                       body: copy.body)
+            inFlight.append((copy, record.end, transport.begin(request)))
             return pass.scanned < Self.scanLimit
         }
-        if pass.outcome == .sent { _ = flush() }
+        if pass.outcome == .sent {
+            while !inFlight.isEmpty {
+                guard settleOldest() else { break }
+            }
+        } else {
+            // Stopping: what is in flight is cancelled by the stop, and goes again after a start.
+            for other in inFlight { _ = transport.finish(other.attempt) }
+        }
         return pass
     }
 

@@ -8,18 +8,21 @@ import Primitives
 
 /// The process's one `RelayConnectGuard`, and the `https_proxy` that sends libcurl (under
 /// URLSession) through it. The environment is the process's, so there is one guard per process,
-/// installed once before the first relay connects, whatever the number of endpoints in it (the
+/// installed once, before the first relay connects, whatever the number of endpoints in it (the
 /// tests run several); each endpoint's relays say which hosts are theirs (`register`).
 ///
-/// An operator's own egress proxy (`https_proxy`, `HTTPS_PROXY`, `all_proxy` or `ALL_PROXY` set)
-/// is left as it is: the relays then go through it, the name is still checked before each turn,
-/// and the address connected to is that proxy's to check.
+/// An operator's own egress proxy (`https_proxy`, `HTTPS_PROXY`, `all_proxy` or `ALL_PROXY` set
+/// when the endpoint starts) is kept behind the guard: the guard checks the name and then opens
+/// its tunnels through that proxy, whose part it is to check the address it connects to. Only
+/// Apple's and ClickHouse's hosts bypass the guard (`no_proxy`).
 public enum RelayEgress {
     public enum Installation: Sendable, Equatable {
-        /// Relays connect through the guard on this port.
-        case guarded(port: UInt16)
-        /// The operator's proxy, named by this variable, is kept.
-        case operatorProxy(variable: String)
+        /// Relays connect through the guard on this port (and, if named, through the operator's
+        /// proxy behind it, from that variable).
+        case guarded(port: UInt16, behind: String?)
+        /// The operator's proxy, named by this variable, does not read as `http://host:port`: the
+        /// guard connects directly.
+        case unreadableProxy(variable: String)
         case failed(String)
     }
 
@@ -39,20 +42,27 @@ public enum RelayEgress {
             if let done = s.installation { return done }
             let installation: Installation
             let proxies: [String] = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
-            if let variable = proxies.first(where: { getenv($0) != nil }) {
-                installation = .operatorProxy(variable: variable)
-            } else {
-                do {
-                    let guardian = try RelayConnectGuard(policy: { host, port in decide(host: host, port: port) }, announce: announce)
-                    s.guardian = guardian
-                    let existing = (getenv("no_proxy").map { String(cString: $0) } ?? getenv("NO_PROXY").map { String(cString: $0) } ?? "")
-                    let bypass = ([existing] + hosts).filter { !$0.isEmpty }.joined(separator: ",")
-                    if !bypass.isEmpty { setenv("no_proxy", bypass, 1) }
-                    setenv("https_proxy", guardian.url, 1)
-                    installation = .guarded(port: guardian.port)
-                } catch {
-                    installation = .failed("\(error)")
+            let named = proxies.lazy.compactMap { variable in getenv(variable).map { (variable, String(cString: $0)) } }.first { !$0.1.isEmpty }
+            let upstream = named.flatMap { RelayConnectGuard.Upstream(url: $0.1) }
+            do {
+                let guardian = try RelayConnectGuard(policy: { host, port in decide(host: host, port: port) }, upstream: upstream,
+                                                     announce: announce)
+                s.guardian = guardian
+                // Only these bypass the guard: an operator's own no_proxy would let a relay past it.
+                let bypass = hosts.filter { !$0.isEmpty }.joined(separator: ",")
+                setenv("no_proxy", bypass, 1)
+                setenv("NO_PROXY", bypass, 1)
+                setenv("https_proxy", guardian.url, 1)
+                unsetenv("HTTPS_PROXY")
+                unsetenv("all_proxy")
+                unsetenv("ALL_PROXY")
+                if let named, upstream == nil {
+                    installation = .unreadableProxy(variable: named.0)
+                } else {
+                    installation = .guarded(port: guardian.port, behind: named?.0)
                 }
+            } catch {
+                installation = .failed("\(error)")
             }
             s.installation = installation
             return installation

@@ -18,12 +18,27 @@ public enum RelayExchange: Sendable, Equatable {
     case failed(String)
 }
 
+/// An attempt started (`RelayTransport.begin`), whose answer `finish` waits for.
+public final class RelayAttempt: @unchecked Sendable {
+    public let request: RelayRequest
+    /// The transport's own state of the attempt; set once, in `begin`, before it is shared.
+    public let handle: AnyObject?
+
+    public init(request: RelayRequest, handle: AnyObject? = nil) {
+        self.request = request
+        self.handle = handle
+    }
+}
+
 /// How copies leave: URLSession in production (`URLSessionRelayTransport`), a script in tests.
-/// `post` blocks its caller, a destination's own thread, for at most the transport's time-out.
+/// `post` and `finish` block their caller, a destination's own thread, for at most the
+/// transport's time-out from the attempt's start.
 public protocol RelayTransport: Sendable {
     func post(_ request: RelayRequest) -> RelayExchange
-    /// Several at once, the answers in the requests' order; by default one after another.
-    func post(all requests: [RelayRequest]) -> [RelayExchange]
+    /// Starts an attempt and returns at once; by default nothing happens until `finish`.
+    func begin(_ request: RelayRequest) -> RelayAttempt
+    /// The attempt's answer; by default, `post` of its request.
+    func finish(_ attempt: RelayAttempt) -> RelayExchange
     /// Ends what is in flight at once (a stop).
     func cancelAll()
     /// Lets go of everything the transport holds (its session, connections); nothing is sent after.
@@ -31,6 +46,7 @@ public protocol RelayTransport: Sendable {
 }
 
 extension RelayTransport {
-    public func post(all requests: [RelayRequest]) -> [RelayExchange] { requests.map(post) }
+    public func begin(_ request: RelayRequest) -> RelayAttempt { RelayAttempt(request: request) }
+    public func finish(_ attempt: RelayAttempt) -> RelayExchange { post(attempt.request) }
     public func invalidate() {}
 }

@@ -19,6 +19,8 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     /// What each task has received so far, by task; touched on the sessions' delegate queues
     /// and by `post` under the lock.
     private let tasks = Locked<[ObjectIdentifier: Exchange]>([:])
+    /// Tasks in flight on each session.
+    private let busy: Locked<[Int]>
 
     /// One attempt's answer as the delegate receives it: written on the session's queue, read by
     /// `post` once `done` is signalled (under a lock, which ThreadSanitizer sees).
@@ -31,6 +33,13 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         }
         let answer = Locked(Answer())
         let done = DispatchSemaphore(value: 0)
+        /// The session it runs on, and when its whole attempt must have ended.
+        let session: Int
+        let deadline: DispatchTime
+        init(session: Int, deadline: DispatchTime) {
+            self.session = session
+            self.deadline = deadline
+        }
     }
 
     /// `timeout`: whole seconds, at least one (Foundation on Linux drops a time-out's fraction,
@@ -39,6 +48,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     public init(timeout: Double, connections: Int = 4) {
         let timeout = max(1, timeout.rounded(.up))
         self.timeout = timeout
+        busy = Locked(Array(repeating: 0, count: max(1, connections)))
         super.init()
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
@@ -58,45 +68,52 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         }
     }
 
-    public func post(_ request: RelayRequest) -> RelayExchange { post(all: [request])[0] }
+    public func post(_ request: RelayRequest) -> RelayExchange { finish(begin(request)) }
 
-    /// All at once, over at most `connections` connections; each within `timeout` of the start.
-    public func post(all requests: [RelayRequest]) -> [RelayExchange] {
-        let started = requests.enumerated().map { start($0.element, on: sessions[$0.offset % sessions.count]) }
-        // The whole attempt within `timeout`: the session's own time-out is between two pieces
-        // of the answer, which a destination that dribbles can keep resetting.
-        let deadline = DispatchTime.now() + timeout
-        return started.map { attempt in
-            guard let (task, exchange) = attempt.task else { return .failed(attempt.refusal ?? "not sent") }
-            if exchange.done.wait(timeout: deadline) == .timedOut {
-                task.cancel()
-                _ = exchange.done.wait(timeout: .now() + 5)
-            }
-            tasks.withLock { $0[ObjectIdentifier(task)] = nil }
-            let answer = exchange.answer.withLock { $0 }
-            if let status = answer.status {
-                return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
-            }
-            return .failed(answer.error ?? "no answer")
-        }
-    }
-
-    private struct Attempt {
-        var task: (URLSessionDataTask, Exchange)?
-        var refusal: String?
-    }
-
-    private func start(_ request: RelayRequest, on session: URLSession) -> Attempt {
-        guard let url = URL(string: request.url) else { return Attempt(refusal: "not a URL: \(request.url)") }
+    /// Starts the task on the session with the fewest in flight.
+    public func begin(_ request: RelayRequest) -> RelayAttempt {
+        guard let url = URL(string: request.url) else { return RelayAttempt(request: request) }
         var urlRequest = URLRequest(url: url)
         urlRequest.httpMethod = "POST"
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         urlRequest.httpBody = Data(request.body)
-        let task = session.dataTask(with: urlRequest)
-        let exchange = Exchange()
+        let index = busy.withLock { busy -> Int in
+            let index = busy.indices.min { busy[$0] < busy[$1] } ?? 0
+            busy[index] += 1
+            return index
+        }
+        let task = sessions[index].dataTask(with: urlRequest)
+        let exchange = Exchange(session: index, deadline: .now() + timeout)
         tasks.withLock { $0[ObjectIdentifier(task)] = exchange }
         task.resume()
-        return Attempt(task: (task, exchange))
+        return RelayAttempt(request: request, handle: Started(task: task, exchange: exchange))
+    }
+
+    /// Waits for the answer, within `timeout` of the attempt's start: the session's own time-out
+    /// is between two pieces of the answer, which a destination that dribbles can keep resetting.
+    public func finish(_ attempt: RelayAttempt) -> RelayExchange {
+        guard let started = attempt.handle as? Started else { return .failed("not a URL: \(attempt.request.url)") }
+        let (task, exchange) = (started.task, started.exchange)
+        if exchange.done.wait(timeout: exchange.deadline) == .timedOut {
+            task.cancel()
+            _ = exchange.done.wait(timeout: .now() + 5)
+        }
+        tasks.withLock { $0[ObjectIdentifier(task)] = nil }
+        busy.withLock { $0[exchange.session] -= 1 }
+        let answer = exchange.answer.withLock { $0 }
+        if let status = answer.status {
+            return .answered(status: status, retryAfter: answer.retryAfter, bodyStart: String(decoding: answer.body, as: UTF8.self))
+        }
+        return .failed(answer.error ?? "no answer")
+    }
+
+    private final class Started: @unchecked Sendable {
+        let task: URLSessionDataTask
+        let exchange: Exchange
+        init(task: URLSessionDataTask, exchange: Exchange) {
+            self.task = task
+            self.exchange = exchange
+        }
     }
 
     public func cancelAll() {
@@ -120,11 +137,16 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
         guard let exchange = tasks.withLock({ $0[ObjectIdentifier(dataTask)] }), let http = response as? HTTPURLResponse else {
             return completionHandler(.cancel)
         }
-        // The connect guard's answer to the tunnel's CONNECT, or an interim 1xx: the
-        // destination's own answer comes next.
-        if http.statusCode < 200 || http.value(forHTTPHeaderField: RelayConnectGuard.tunnelHeader) != nil {
+        // The connect guard's answer to the tunnel's CONNECT: past its 200 (or an interim 1xx)
+        // the destination's own answer comes next; its refusal is no answer of the destination's.
+        if let tunnel = http.value(forHTTPHeaderField: RelayConnectGuard.tunnelHeader) {
+            guard tunnel == "open", http.statusCode == 200 else {
+                exchange.answer.withLock { $0.error = "the connect check refused the connection (HTTP \(http.statusCode)): relay_connect_refused in the event log says why" }
+                return completionHandler(.cancel)
+            }
             return completionHandler(.allow)
         }
+        if http.statusCode < 200 { return completionHandler(.allow) }
         exchange.answer.withLock { a in
             a.status = http.statusCode
             a.retryAfter = http.value(forHTTPHeaderField: "Retry-After")
@@ -146,7 +168,7 @@ public final class URLSessionRelayTransport: NSObject, RelayTransport, URLSessio
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
         guard let exchange = tasks.withLock({ $0[ObjectIdentifier(task)] }) else { return }
         if let error {
-            exchange.answer.withLock { a in if a.status == nil { a.error = Self.describe(error) } }
+            exchange.answer.withLock { a in if a.status == nil, a.error == nil { a.error = Self.describe(error) } }
         }
         exchange.done.signal()
     }

@@ -20,8 +20,6 @@ final class RelayService: Sendable {
     private let connections: Int
     private let deadAfter: Double
     private let retry: RetrySchedule
-    /// Hosts that do not go through the connect guard: Apple's and ClickHouse's.
-    private let bypassing: [String]
     private let clock: @Sendable () -> Timestamp
     private let observer: (@Sendable (String, LogTurn) -> Void)?
     /// The deliveries by destination name, and the destinations an admin paused before their
@@ -33,7 +31,8 @@ final class RelayService: Sendable {
 
     /// `observer` is told each delivery's turns as they end (tests wait on it).
     init(store: RecordLog, node: String, dataDirectory: String, registry: RelayRegistryStore, timeout: Double, connections: Int,
-         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, retry: RetrySchedule, bypassing: [String], observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
+         deadAfter: Double, clock: @escaping @Sendable () -> Timestamp, retry: RetrySchedule,
+         bypassing: [String], observer: (@Sendable (String, LogTurn) -> Void)? = nil) throws {
         self.store = store
         self.node = node
         directory = dataDirectory + "/relays"
@@ -42,27 +41,36 @@ final class RelayService: Sendable {
         self.connections = connections
         self.deadAfter = deadAfter
         self.retry = retry
-        self.bypassing = bypassing
         self.clock = clock
         self.observer = observer
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        // Here, before any service's thread starts: it sets the process's environment, which
+        // libcurl reads from other threads.
+        switch RelayEgress.install(bypassing: bypassing, announce: { EventLog.write($0, $1) }) {
+        case .guarded: break
+        case .unreadableProxy(let variable):
+            EventLog.write("relay_proxy_ignored", [("reason", .string("\(variable) does not read as http://host:port: the relays' connect guard connects directly"))])
+        case .failed(let reason):
+            EventLog.write("relay_connect_check_off", [("reason", .string("the connect guard could not start: \(reason); the name is still checked before each round of attempts"))])
+        }
     }
 
     /// The key of this endpoint's destinations in the process's connect guard (`RelayEgress`).
     private let egressKey = Locked<Int?>(nil)
 
     func start() {
-        switch RelayEgress.install(bypassing: bypassing, announce: { EventLog.write($0, $1) }) {
-        case .guarded: break
-        case .operatorProxy(let variable):
-            EventLog.write("relay_connect_check_off", [("reason", .string("\(variable) is set: relays go through that proxy, and the address they connect to is its to check; the name is still checked before each round of attempts"))])
-        case .failed(let reason):
-            EventLog.write("relay_connect_check_off", [("reason", .string("the connect guard could not start: \(reason); the name is still checked before each round of attempts"))])
-        }
         let registry = registry
         egressKey.withLock { $0 = RelayEgress.register { host, port in Self.policy(registry.registry.destinations, host: host, port: port) } }
         apply(registry.registry.destinations)
+    }
+
+    /// Whether two spellings name one host: case and a final dot aside, and an address however it
+    /// is written (libcurl writes IPv6 its own way).
+    static func sameHost(_ a: String, _ b: String) -> Bool {
+        func plain(_ host: String) -> String { host.hasSuffix(".") ? String(host.dropLast()).lowercased() : host.lowercased() }
+        if let x = IPAddress(plain(a)), let y = IPAddress(plain(b)) { return x == y }
+        return plain(a) == plain(b)
     }
 
     /// For the connect guard: nil when no destination is at `host:port` over HTTPS; else whether
@@ -71,7 +79,7 @@ final class RelayService: Sendable {
         var found: Bool?
         for destination in destinations {
             guard let url = try? RelayURL.parse(destination.url, allowHTTP: true, allowInternal: true), url.scheme == "https",
-                  url.port == port, url.host.lowercased() == host.lowercased() else { continue }
+                  url.port == port, Self.sameHost(url.host, host) else { continue }
             found = (found ?? false) || destination.internal
         }
         return found
@@ -140,7 +148,11 @@ final class RelayService: Sendable {
         }
         do {
             switch change {
-            case .pause: try delivery.pause()
+            case .pause:
+                do { try delivery.pause() } catch {
+                    state.withLock { _ = $0.paused.remove(name) }
+                    throw error
+                }
             case .resume: try delivery.resume()
             case .replay(let since, let until):
                 guard try delivery.replay(since: since, until: until) else {
