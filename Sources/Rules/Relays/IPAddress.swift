@@ -93,6 +93,10 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if b[0..<14] == [0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], b[14] == 0 && b[15] == 0x23 || b[14] == 0x02 && b[15] == 0x54 {
             return .cloudMetadata
         }
+        // GCP's IPv6 metadata server, also inside the unique local range.
+        if b[0..<4] == [0xFD, 0x20, 0, 0xCE], b[4..<14].allSatisfy({ $0 == 0 }), b[14] == 0x02, b[15] == 0x54 { return .cloudMetadata }
+        // Local-use NAT64 (64:ff9b:1::/48, RFC 8215): a translator on the operator's own network.
+        if b[0..<6] == [0, 0x64, 0xFF, 0x9B, 0, 0x01] { return .private }
         if b[0] & 0xFE == 0xFC { return .private }
         if b[0] == 0xFE && b[1] & 0xC0 == 0x80 { return .linkLocal }
         // Site-local (fec0::/10), deprecated by RFC 3879: private in practice.
@@ -103,8 +107,10 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
 
     private static func kind(v4 a: [UInt8]) -> Kind {
         switch (a[0], a[1], a[2], a[3]) {
-        // Instance metadata (AWS, GCP, Azure, Oracle), Alibaba's, ECS task credentials, EKS Pod Identity.
-        case (169, 254, 169, 254), (100, 100, 100, 200), (192, 0, 0, 192), (169, 254, 170, 2), (169, 254, 170, 23): return .cloudMetadata
+        // Instance metadata (AWS, GCP, Azure, Oracle), Alibaba's, ECS task credentials, EKS Pod
+        // Identity, Azure's WireServer (a public address every Azure VM reaches its host by).
+        case (169, 254, 169, 254), (100, 100, 100, 200), (192, 0, 0, 192), (169, 254, 170, 2), (169, 254, 170, 23), (168, 63, 129, 16):
+            return .cloudMetadata
         case (0, _, _, _): return .unspecified
         case (127, _, _, _): return .loopback
         case (10, _, _, _), (172, 16...31, _, _), (192, 168, _, _), (100, 64...127, _, _): return .private
