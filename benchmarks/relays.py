@@ -29,7 +29,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,12 +53,6 @@ REPORT_SECONDS = 60
 # Each steady rate runs this long.
 STEADY_SECONDS = 30
 SEP = "\u2063"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sign_postbacks(path, count):
@@ -177,7 +170,7 @@ EXTRA = []
 
 
 def start(binary, data, spki):
-    port = free_port()
+    port = mixed.free_port()
     os.makedirs(data, exist_ok=True)
     log = open(os.path.join(data, "endpoint.log"), "a")
     process = subprocess.Popen([binary, "--port", str(port), "--data", data, "--token", TOKEN, "--no-access-log", "--no-page",
@@ -369,7 +362,7 @@ def main():
     spki = sign_postbacks(cache, needed)
     bundle = relay_tls_test.make_certificates(work)
     trusting = relay_tls_test.wrapper(work, binary, bundle)
-    ports = [free_port(), free_port()]
+    ports = [mixed.free_port(), mixed.free_port()]
     server = nginx(work, ports)
     urls = ["https://localhost:%d/copies" % port for port in ports]
     results = {"machine": "%s, %d cores" % (os.uname().machine, os.cpu_count())}
