@@ -111,8 +111,10 @@ import Testing
         #expect(Self.send(endpoint, forged).status == 200)
 
         #expect(endpoint.relayTurns.until { partner.received.withLock { $0.count } >= 5 })
-        // The turns that follow find nothing more to send.
-        #expect(endpoint.relayTurns.until { endpoint.server.relays.statuses.allSatisfy { !$0.retrying } })
+        // The turn that sent them has ended (its cursor saved and counted), and nothing is left to send.
+        #expect(endpoint.relayTurns.until {
+            endpoint.server.relays.statuses.first { $0.name == "partner" }?.delivered == 5 && endpoint.server.relays.statuses.allSatisfy { !$0.retrying }
+        })
         let received = partner.received.withLock { $0 }
         // (Several go at once: they leave in the order received, and may arrive in another.)
         #expect(received.count == 5 && Set(received.map(\.body)) == Set(sent), "each accepted copy once, byte for byte")
