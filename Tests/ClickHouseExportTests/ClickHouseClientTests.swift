@@ -99,9 +99,11 @@ final class ScriptedServer: @unchecked Sendable {
 
     func stop() {
         letGo.signal()
+        // Closed once its thread is done: closed before, the descriptor could be another
+        // socket's by the time that thread calls `accept`.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         group.wait()
+        close(listener)
     }
 
     var target: ClickHouseTarget {

@@ -53,8 +53,9 @@ final class RawReceiver: Sendable {
     func stop() -> [[UInt8]] {
         stopping.withLock { $0 = true }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         done.wait()
+        // Only now: closed before, the descriptor could be another socket's by the next `accept`.
+        close(listener)
         return bodies.withLock { $0 }
     }
 

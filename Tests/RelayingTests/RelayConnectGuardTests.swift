@@ -104,6 +104,24 @@ import Glibc
         #expect(guarded.counts.refused == 1 && guarded.counts.tunnels == 0)
     }
 
+    /// A guard stopped before its accept loop has begun leaves nothing that serves another
+    /// guard's connections: the stopped guard's descriptor, closed under a loop not yet in
+    /// `accept`, was given to the next guard's listener, and the old loop answered there by the
+    /// old guard's rules (a 200 where the new guard refuses).
+    @Test func aStoppedGuardNeverAnswersForTheNextOne() throws {
+        for round in 0..<40 {
+            let stopped = try Self.makeGuard(port: 443, allowInternal: true, resolve: { _ in nil })
+            stopped.stop()
+            let guarded = try RelayConnectGuard(policy: { _, _ in nil }, resolve: { _ in nil }, connectTimeout: 2, announce: { _, _ in })
+            defer { guarded.stop() }
+            let client = try Client(port: guarded.port)
+            client.send("CONNECT partner.example:443 HTTP/1.1\r\nHost: partner.example:443\r\n\r\n")
+            let answer = client.read(until: "no relay destination's")
+            #expect(answer.hasSuffix("partner.example:443 is no relay destination's"), "round \(round): \(answer)")
+            #expect(stopped.counts.refused == 0, "round \(round)")
+        }
+    }
+
     @Test func anAllowedConnectionCarriesTheBytesBothWays() throws {
         let received = Locked<[[UInt8]]>([])
         var configuration = HTTPServerConfiguration()
@@ -224,12 +242,16 @@ import Glibc
         let closer = Thread {
             while true {
                 let connection = accept(closing, nil, nil)
-                guard connection >= 0 else { return }
+                guard connection >= 0 else {
+                    // Closed here, after its last `accept`: the descriptor is no other socket's yet.
+                    close(closing)
+                    return
+                }
                 close(connection)
             }
         }
         closer.start()
-        defer { shutdown(closing, Int32(SHUT_RDWR)); close(closing) }
+        defer { shutdown(closing, Int32(SHUT_RDWR)) }
         let key = RelayEgress.register { host, p in host == "localhost" && p == port ? true : nil }
         defer { RelayEgress.unregister(key) }
         let transport = URLSessionRelayTransport(timeout: 5, connections: 1)

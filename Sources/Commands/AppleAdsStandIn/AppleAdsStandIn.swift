@@ -108,8 +108,9 @@ public final class AppleAdsStandIn: @unchecked Sendable {
         let waiting = holding
         holding = 0
         lock.unlock()
+        // Closed by the accept loop as it leaves, never here: a descriptor closed under it could
+        // be another socket's by its next `accept`.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
         for _ in 0..<waiting { held.signal() }
     }
 
@@ -118,7 +119,10 @@ public final class AppleAdsStandIn: @unchecked Sendable {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
                 lock.lock(); let done = stopped; lock.unlock()
-                if done { return }
+                if done {
+                    close(listener)
+                    return
+                }
                 continue
             }
             let thread = Thread { [self] in serve(connection) }

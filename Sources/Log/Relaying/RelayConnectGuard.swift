@@ -114,10 +114,13 @@ public final class RelayConnectGuard: Sendable {
     public var counts: Counts { state.withLock { $0 } }
 
     /// Takes no more connections; those open end as their peers close them.
+    ///
+    /// The listener is shut down here (which ends the waiting `accept`) and closed by the accept
+    /// loop as it leaves: closed here, its descriptor could be given to another socket before the
+    /// loop's next `accept`, which would then serve that socket's connections by this guard's rules.
     public func stop() {
         state.withLock { $0.stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     public struct GuardError: Error, CustomStringConvertible {
@@ -130,7 +133,10 @@ public final class RelayConnectGuard: Sendable {
             let client = accept(listener, nil, nil)
             if client < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if state.withLock({ $0.stopped }) { return }
+                if state.withLock({ $0.stopped }) {
+                    close(listener)
+                    return
+                }
                 // Out of descriptors, for a moment: the next accept may work.
                 usleep(10_000)
                 continue
