@@ -77,7 +77,7 @@ let targets: [Target] = [
     // An app's Info.plist attribution keys, read as the device reads them: windows, cooldowns, endpoints.
     layered(.rules, "AppConfiguration", ["Primitives"]),
     // The app developers' registrations: apps with their conversion-value schemas, ad networks.
-    layered(.rules, "AppDevelopers", ["Primitives"]),
+    layered(.rules, "AppDevelopers", ["AppleAds", "Primitives"]),
     // Marketers' registrations: advertisers and the sites they own, and the viewer tokens' rules.
     layered(.rules, "Marketers", ["Primitives"]),
     // The site owners' domain: registrations, the trigger ledger, the timing model's verdicts.

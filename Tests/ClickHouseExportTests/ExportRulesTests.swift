@@ -142,3 +142,20 @@ import Testing
         #expect(field(#"trailing\"#) == "trailing")
     }
 }
+
+/// A database made by an older schema version gets the columns added since, and only those.
+@Suite struct SchemaUpgradeTests {
+    @Test func onlyTheMissingColumnsOfExistingTablesAreAdded() {
+        let schema = ExportTestLog.schema
+        // apple_ads_calls as an older version made it: without `orgId`; postbacks complete; the
+        // other tables not there at all (their CREATE makes them whole).
+        var existing = "apple_ads_calls\tnode\napple_ads_calls\tid\napple_ads_calls\treceived_at\napple_ads_calls\treceived_at_ms\n"
+        existing += "apple_ads_calls\ttoken_id\napple_ads_calls\tstatus\napple_ads_calls\textra\n"
+        for column in schema.tables.first(where: { $0.name == "postbacks" })!.allColumns { existing += "postbacks\t\(column.name)\n" }
+        existing += "unrelated\tx\nmalformed line\n\n"
+        #expect(schema.missingColumns(database: "attribution", existing: existing)
+                == ["ALTER TABLE attribution.apple_ads_calls ADD COLUMN `orgId` Nullable(Int64)"])
+        #expect(schema.missingColumns(database: "attribution", existing: "").isEmpty)
+        #expect(ClickHouseSchema.columnsQuery(database: "attribution").contains("system.columns WHERE database = 'attribution'"))
+    }
+}

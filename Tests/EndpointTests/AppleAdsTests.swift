@@ -249,7 +249,7 @@ import Testing
             try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
         }
         #expect(lines.count == 7)
-        #expect(lines.allSatisfy { $0.keys.count == 20 && $0["campaignId"] != nil }, "every column on every line")
+        #expect(lines.allSatisfy { $0.keys.count == 22 && $0["campaignId"] != nil }, "every column on every line")
         // Lines come in the order Apple answered, which the stand-in's concurrent answers do not fix:
         // a line of the registered campaign and keyword is looked for, not the first.
         let first = try #require(lines.first { $0["status"] as? String == "attributed" && ($0["keywordId"] as? Int) == 87675432 })

@@ -148,12 +148,14 @@ import Testing
         var big = AppleAdsSummary()
         big.byStatus[.attributed] = .max - 1
         big.calls = .max
-        big.installs[AppleAdsSummary.Key(campaign: 1, adGroup: nil, keyword: nil)] = (.max, 1, 0)
+        big.installs[AppleAdsSummary.Key(campaign: 1, adGroup: nil, keyword: nil)] = .init(downloads: .max, redownloads: 1, preOrders: .max, other: 0)
+        big.placements[.init(placement: .todayTab, claim: .impression)] = .max
         var total = AppleAdsSummary()
         total.merge(big)
         total.merge(big)
         #expect(total.byStatus[.attributed] == .max && total.calls == .max)
         #expect(total.installs.first?.value.downloads == .max && total.installs.first?.value.redownloads == 2)
+        #expect(total.installs.first?.value.preOrders == .max && total.placements.first?.value == .max)
         var counts = ConversionTable.Counts(AppsSummary.ConversionCounts(installs: .max, redownloads: 0, reEngagements: 7))
         counts.add(counts)
         #expect(counts.installs == .max && counts.reEngagements == 14)

@@ -1,4 +1,4 @@
--- The attribution endpoint's tables in ClickHouse, schema version 1.
+-- The attribution endpoint's tables in ClickHouse, schema version 2.
 -- Written by `attribution-endpoint clickhouse schema`; the endpoint creates whatever is
 -- missing itself when started with --clickhouse. Runs on ClickHouse 18.16 (Debian) and
 -- on current releases. Read with FINAL (or argMax by (node, id)): a batch sent twice
@@ -179,10 +179,12 @@ CREATE TABLE IF NOT EXISTS attribution.apple_ads_calls
     `claimType` String,
     `countryOrRegion` String,
     `clickDate` String,
+    `impressionDate` String,
+    `supplyPlacement` String,
     `extra` String
 )
 ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(received_at)
 ORDER BY (node, id);
 
-INSERT INTO attribution.schema_version (version, node, applied_at) VALUES (1, 'schema.sql', now());
+INSERT INTO attribution.schema_version (version, node, applied_at) VALUES (2, 'schema.sql', now());

@@ -157,6 +157,12 @@ public final class ClickHouseExporter: Sendable {
         for statement in schema.statements(database: database) {
             guard case .done = client.run(statement).failure(self) else { return .failed }
         }
+        // Tables an older version made lack the columns added since.
+        guard case .done(let existing) = client.run(ClickHouseSchema.columnsQuery(database: database)).failure(self) else { return .failed }
+        for statement in schema.missingColumns(database: database, existing: existing) {
+            guard case .done = client.run(statement).failure(self) else { return .failed }
+            announce("export_column_added", [("statement", .string(statement))])
+        }
         guard case .done(let text) = client.run("SELECT max(version) FROM \(database).schema_version FORMAT TabSeparated").failure(self) else {
             return .failed
         }

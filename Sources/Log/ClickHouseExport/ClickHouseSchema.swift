@@ -3,9 +3,13 @@
 /// the exporter creates what is missing from the same statements when it starts.
 ///
 /// A change to a table is a new version: the exporter refuses a database whose schema is newer
-/// than its own, rather than write rows a newer schema does not expect.
+/// than its own, rather than write rows a newer schema does not expect. A version only adds
+/// columns, which the exporter adds to an older database's tables (`missingColumns`).
+///
+/// - 1: the first.
+/// - 2: `apple_ads_calls` gains `impressionDate` and `supplyPlacement` (Apple's answer since 2025–2026).
 public struct ClickHouseSchema: Sendable {
-    public static let version = 1
+    public static let version = 2
     public let tables: [ClickHouseTable]
 
     public init(tables: [ClickHouseTable]) {
@@ -29,6 +33,28 @@ public struct ClickHouseSchema: Sendable {
     public func statements(database: String) -> [String] {
         ["CREATE DATABASE IF NOT EXISTS \(database)", Self.versionTable(database: database)]
             + tables.flatMap { table in [table.createStatement(database: database)] + (table.rollup.map { [$0.createStatement(database: database)] } ?? []) }
+    }
+
+    /// What `system.columns` lists for this database's tables.
+    public static func columnsQuery(database: String) -> String {
+        "SELECT table, name FROM system.columns WHERE database = '\(database)' FORMAT TabSeparated"
+    }
+
+    /// The `ALTER TABLE … ADD COLUMN` statements that bring tables made by an older version up to
+    /// this one, given `columnsQuery`'s answer. A table missing altogether is `statements`' to create.
+    public func missingColumns(database: String, existing: String) -> [String] {
+        var present: [String: Set<String>] = [:]
+        for line in existing.split(separator: "\n") {
+            let cells = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard cells.count == 2 else { continue }
+            present[String(cells[0]), default: []].insert(String(cells[1]))
+        }
+        return tables.flatMap { table -> [String] in
+            guard let columns = present[table.name] else { return [] }
+            return table.allColumns.filter { !columns.contains($0.name) }.map {
+                "ALTER TABLE \(database).\(table.name) ADD COLUMN \($0.quotedName) \($0.type.sql)"
+            }
+        }
     }
 
     /// `deploy/clickhouse/schema.sql`.

@@ -45,14 +45,10 @@ public struct AppleAdsCallExportCodec: RecordCodec {
     static func row(_ call: StoredAppleAdsCall, id: UInt64) -> ExportRow {
         func number<T: BinaryInteger>(_ value: T?) -> JSONValue { value.map { .number("\($0)") } ?? .null }
         func string(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
-        let r = call.record
         let values: [JSONValue] = [
             .number(String(id)), .string(call.at.rfc3339), .number(String(call.tokenID)), .bool(call.called),
             number(call.httpStatus), .string(call.status.name), string(call.nextAttempt?.rfc3339),
-            r.map { .bool($0.attribution) } ?? .null, number(r?.orgID), number(r?.campaignID), number(r?.adGroupID),
-            number(r?.keywordID), number(r?.adID), string(r?.conversionType), string(r?.claimType),
-            string(r?.countryOrRegion), string(r?.clickDate),
-        ]
+        ] + AppleAdsRecord.fieldValues(call.record)
         let cells = values.map { value -> String in
             switch value {
             case .null: ""

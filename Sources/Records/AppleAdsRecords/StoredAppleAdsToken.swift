@@ -137,9 +137,13 @@ public struct StoredAppleAdsCall: Sendable, Equatable {
             token = TokenSummary(publicID: publicID, site: site, receivedAt: Timestamp(millisecondsSinceEpoch: Int64(bitPattern: receivedAt)),
                                  calls: Int(calls), lastHTTPStatus: last == 0 ? nil : Int(last))
         }
-        return StoredAppleAdsCall(tokenID: tokenID, at: record.time, called: called == 1, httpStatus: http == 0 ? nil : Int(http), status: status,
+        let answer = json.isEmpty ? nil : AppleAdsRecord.read(json)
+        // Apple's Developer Mode answer, written as attributed before this endpoint knew it: read
+        // as the test it is, so that no count built from the log takes it for a campaign.
+        let standing = status == .attributed && answer?.isTestPayload == true ? .test : status
+        return StoredAppleAdsCall(tokenID: tokenID, at: record.time, called: called == 1, httpStatus: http == 0 ? nil : Int(http), status: standing,
                                   nextAttempt: next == 0 ? nil : Timestamp(millisecondsSinceEpoch: Int64(bitPattern: next)),
-                                  record: json.isEmpty ? nil : AppleAdsRecord.read(json), token: token)
+                                  record: answer, token: token)
     }
 }
 

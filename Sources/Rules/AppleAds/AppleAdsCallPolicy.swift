@@ -1,7 +1,8 @@
 import Primitives
 
 /// What to do after each call to Apple's attribution API, as seed 002 prescribes:
-/// - 200: the record is final (`attribution` true or false);
+/// - 200: the record is final (`attribution` true or false; Apple's fixed answer for a device in
+///   Developer Mode is `test`, never attributed);
 /// - 400: the token is invalid, final;
 /// - 404: not found yet: again in 5 s, at most 3 times, while the token is under 24 h old;
 /// - 500, 429, another 5xx, no answer (a dropped connection, a time-out): the service is down:
@@ -23,6 +24,9 @@ public enum AppleAdsCallPolicy {
         case notFound = 4
         case expired = 5
         case refused = 6
+        /// Apple's fixed answer for a token from a device in Developer Mode
+        /// (`AppleAdsRecord.isTestPayload`): proof that the app's setup works, kept out of every count.
+        case test = 7
 
         public var name: String {
             switch self {
@@ -33,6 +37,7 @@ public enum AppleAdsCallPolicy {
             case .notFound: "not_found"
             case .expired: "expired"
             case .refused: "refused"
+            case .test: "test"
             }
         }
 
@@ -69,7 +74,7 @@ public enum AppleAdsCallPolicy {
                 history.unavailable += 1
                 return retry(after: backoff(history.unavailable))
             }
-            return .final(record.attribution ? .attributed : .notAttributed)
+            return .final(record.isTestPayload ? .test : record.attribution ? .attributed : .notAttributed)
         case 400?:
             return .final(.invalidToken)
         case 404?:

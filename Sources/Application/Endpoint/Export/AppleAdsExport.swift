@@ -14,7 +14,7 @@ import RecordLog
 /// its token's summary); last the tokens still waiting, from the outbox, by id.
 ///
 /// `{"id":"…","received_at":"…","site":"app.example","status":"attributed","calls":1,
-///   "last_http_status":200,"answered_at":"…","attribution":true,"orgId":…,…,"clickDate":null,
+///   "last_http_status":200,"answered_at":"…","attribution":true,"orgId":…,…,"supplyPlacement":null,
 ///   "campaign_name":"…","ad_group_name":null,"keyword_name":null}`
 enum AppleAdsExport {
     static let columns = ["id", "received_at", "site", "status", "calls", "last_http_status", "answered_at"]
@@ -59,10 +59,8 @@ enum AppleAdsExport {
         let values: [JSONValue] = [
             string(entry.publicID), string(entry.receivedAt.rfc3339), string(entry.site), string(entry.status.name),
             number(entry.calls), number(entry.lastHTTPStatus), string(entry.answeredAt?.rfc3339),
-            r.map { .bool($0.attribution) } ?? .null, number(r?.orgID), number(r?.campaignID), number(r?.adGroupID),
-            number(r?.keywordID), number(r?.adID), string(r?.conversionType), string(r?.claimType), string(r?.countryOrRegion),
-            string(r?.clickDate), string(campaign?.name), string(campaign?.adGroupName(r?.adGroupID)),
-            string(campaign?.keywordName(r?.keywordID)),
+        ] + AppleAdsRecord.fieldValues(r) + [
+            string(campaign?.name), string(campaign?.adGroupName(r?.adGroupID)), string(campaign?.keywordName(r?.keywordID)),
         ]
         let cells = values.map { value -> String in
             switch value {

@@ -136,7 +136,7 @@ extension AppleAdsOutbox {
             switch decision {
             case .final(let final):
                 call = StoredAppleAdsCall(tokenID: entry.tokenID, at: answeredAt, httpStatus: status, status: final, nextAttempt: nil,
-                                          record: final == .attributed || final == .notAttributed ? record : nil,
+                                          record: final == .attributed || final == .notAttributed || final == .test ? record : nil,
                                           token: Self.summary(of: entry, called: true, httpStatus: status))
                 outcome = final.name
             case .retry(let at):

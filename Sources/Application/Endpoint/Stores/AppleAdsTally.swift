@@ -17,6 +17,11 @@ struct AppleAdsTally: Sendable {
         counts[DaySite(day: SummaryAggregates.day(of: entry.receivedAt), site: entry.site), default: AppleAdsSummary()].add(entry)
     }
 
+    /// Counts a whole summary as one day's and site's (a test's, or a merge's).
+    mutating func add(_ summary: AppleAdsSummary, day: Int32, site: String) {
+        counts[DaySite(day: day, site: site), default: AppleAdsSummary()].merge(summary)
+    }
+
     /// The final tokens of the query's days and site.
     func summary(_ query: AppsSummary.Query) -> AppleAdsSummary {
         var total = AppleAdsSummary()
@@ -35,7 +40,8 @@ extension AppleAdsTally {
 
     /// `u32 count · (i32 day · u8 length · site · u8 statuses · (u8 status · u64 count)* · u64 calls ·
     /// u32 installs · (u8 which ids are there · i64 campaign · i64 ad group · i64 keyword · u64
-    /// downloads · u64 redownloads · u64 other)*)*`, for a segment's digest.
+    /// downloads · u64 redownloads · u64 pre-orders · u64 other)* · u8 placements · (u8 placement ·
+    /// u8 claim · u64 count)*)*`, for a segment's digest (`apple-ads-2`).
     func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.appendLE(UInt32(counts.count))
@@ -54,7 +60,14 @@ extension AppleAdsTally {
             for (install, row) in summary.installs.sorted(by: { $0.key < $1.key }) {
                 out.append((install.campaign == nil ? 0 : 1) | (install.adGroup == nil ? 0 : 2) | (install.keyword == nil ? 0 : 4))
                 for id in [install.campaign, install.adGroup, install.keyword] { out.appendLE(id ?? 0) }
-                for n in [row.downloads, row.redownloads, row.other] { out.appendLE(UInt64(n)) }
+                for n in [row.downloads, row.redownloads, row.preOrders, row.other] { out.appendLE(UInt64(n)) }
+            }
+            // Six placements by three claims: never more than 18.
+            out.append(UInt8(clamping: summary.placements.count))
+            for (key, n) in summary.placements.sorted(by: { $0.key < $1.key }).prefix(255) {
+                out.append(key.placement.rawValue)
+                out.append(key.claim.rawValue)
+                out.appendLE(UInt64(n))
             }
         }
         return out
@@ -90,15 +103,25 @@ extension AppleAdsTally {
             let installs = Int(bytes.loadLE(UInt32.self, at: at + 8))
             at += 12
             for _ in 0..<installs {
-                guard need(49) else { return nil }
+                guard need(57) else { return nil }
                 let which = bytes[at]
                 let ids = (0..<3).map { bytes.loadLE(Int64.self, at: at + 1 + 8 * $0) }
-                let rows = (0..<3).map { count(bytes.loadLE(UInt64.self, at: at + 25 + 8 * $0)) }
-                guard let downloads = rows[0], let redownloads = rows[1], let other = rows[2] else { return nil }
+                let rows = (0..<4).map { count(bytes.loadLE(UInt64.self, at: at + 25 + 8 * $0)) }
+                guard let downloads = rows[0], let redownloads = rows[1], let preOrders = rows[2], let other = rows[3] else { return nil }
                 let key = AppleAdsSummary.Key(campaign: which & 1 != 0 ? ids[0] : nil, adGroup: which & 2 != 0 ? ids[1] : nil,
                                               keyword: which & 4 != 0 ? ids[2] : nil)
-                summary.installs[key] = (downloads, redownloads, other)
-                at += 49
+                summary.installs[key, default: AppleAdsSummary.Installs()]
+                    .merge(AppleAdsSummary.Installs(downloads: downloads, redownloads: redownloads, preOrders: preOrders, other: other))
+                at += 57
+            }
+            guard need(1) else { return nil }
+            let placements = Int(bytes[at])
+            at += 1
+            for _ in 0..<placements {
+                guard need(10), let placement = AppleAdsPlacement(rawValue: bytes[at]), let claim = AppleAdsRecord.Claim(rawValue: bytes[at + 1]),
+                      let n = count(bytes.loadLE(UInt64.self, at: at + 2)) else { return nil }
+                summary.placements[AppleAdsSummary.Placement(placement: placement, claim: claim), default: 0] +|= n
+                at += 10
             }
             tally.counts[DaySite(day: day, site: site), default: AppleAdsSummary()].merge(summary)
         }

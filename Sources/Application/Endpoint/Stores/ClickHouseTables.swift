@@ -88,7 +88,8 @@ enum ClickHouseTables {
             .init("next_attempt", .nullable(.dateTime)), .init("attribution", .nullable(.uint8)), .init("orgId", .nullable(.int64)),
             .init("campaignId", .nullable(.int64)), .init("adGroupId", .nullable(.int64)), .init("keywordId", .nullable(.int64)),
             .init("adId", .nullable(.int64)), .init("conversionType", .string), .init("claimType", .string),
-            .init("countryOrRegion", .string), .init("clickDate", .string),
+            .init("countryOrRegion", .string), .init("clickDate", .string), .init("impressionDate", .string),
+            .init("supplyPlacement", .string),
         ]),
     ])
 }

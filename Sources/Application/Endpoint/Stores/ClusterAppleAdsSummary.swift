@@ -9,16 +9,17 @@ enum ClusterAppleAdsSummary {
     static func sql(database db: String, query: AppsSummary.Query) -> String {
         let site = query.sqlSiteCondition
         return """
-            SELECT status, campaign, ad_group, keyword, conversion, day, sum(calls) AS call_count, count() AS n
+            SELECT status, org, campaign, ad_group, keyword, ad, conversion, claim, placement, day, sum(calls) AS call_count, count() AS n
             FROM (SELECT node, id AS token_id, site, intDiv(received_at_ms, 86400000) AS day FROM \(db).apple_ads_tokens FINAL
                   WHERE \(ClusterScope.period(from: query.from, to: query.to))\(site)) AS tokens
             ANY LEFT JOIN (
                 SELECT node, token_id, argMax(status, id) AS status, countIf(called = 1) AS calls,
-                       argMax(campaignId, id) AS campaign, argMax(adGroupId, id) AS ad_group,
-                       argMax(keywordId, id) AS keyword, argMax(conversionType, id) AS conversion
+                       argMax(orgId, id) AS org, argMax(campaignId, id) AS campaign, argMax(adGroupId, id) AS ad_group,
+                       argMax(keywordId, id) AS keyword, argMax(adId, id) AS ad, argMax(conversionType, id) AS conversion,
+                       argMax(claimType, id) AS claim, argMax(supplyPlacement, id) AS placement
                 FROM \(db).apple_ads_calls FINAL GROUP BY node, token_id
             ) AS latest_calls USING (node, token_id)
-            GROUP BY status, campaign, ad_group, keyword, conversion, day
+            GROUP BY status, org, campaign, ad_group, keyword, ad, conversion, claim, placement, day
             """
     }
 
@@ -27,21 +28,20 @@ enum ClusterAppleAdsSummary {
         var summary = AppleAdsSummary()
         for row in rows {
             let count = row.int("n") ?? 0
-            let text = row.string("status") ?? ""
-            let status = AppleAdsCallPolicy.Status.allCases.first { $0.name == text } ?? .pending
+            let statusName = row.string("status") ?? ""
+            func id(_ name: String) -> Int64? { row.string(name).flatMap { Int64($0) } }
+            func text(_ name: String) -> String? { row.string(name).flatMap { $0.isEmpty ? nil : $0 } }
+            let record = AppleAdsRecord(attribution: statusName == "attributed", orgID: id("org"), campaignID: id("campaign"), adGroupID: id("ad_group"),
+                                        keywordID: id("keyword"), adID: id("ad"), conversionType: text("conversion"), claimType: text("claim"),
+                                        supplyPlacement: text("placement"))
+            var status = AppleAdsCallPolicy.Status.allCases.first { $0.name == statusName } ?? .pending
+            // Written as attributed by a node from before the test answer was known: as the node reads it.
+            if status == .attributed && record.isTestPayload { status = .test }
             summary.byStatus[status, default: 0] += count
             summary.calls += row.int("call_count") ?? 0
             guard status == .attributed else { continue }
             if let day = row.int("day").flatMap({ Int32(exactly: $0) }) { summary.attributedPerDay[day, default: 0] += count }
-            let key = AppleAdsSummary.Key(campaign: row.string("campaign").flatMap { Int64($0) }, adGroup: row.string("ad_group").flatMap { Int64($0) },
-                                          keyword: row.string("keyword").flatMap { Int64($0) })
-            var installs = summary.installs[key] ?? (0, 0, 0)
-            switch row.string("conversion") {
-            case "Download": installs.downloads += count
-            case "Redownload": installs.redownloads += count
-            default: installs.other += count
-            }
-            summary.installs[key] = installs
+            summary.addAttributed(record, count: count)
         }
         return summary
     }
