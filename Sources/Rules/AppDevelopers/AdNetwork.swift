@@ -1,3 +1,5 @@
+import AppleAds
+
 /// An ad network as its postbacks name it (`ad-network-id`, `ad-network-identifier`), with a
 /// display name and the campaigns it runs for the app developer: SKAdNetwork 4 and
 /// AdAttributionKit source identifiers, or the campaign ids of SKAdNetwork before 4.0.
@@ -41,4 +43,16 @@ public struct AdNetwork: Sendable, Equatable, Codable {
         let longer = campaigns.filter { ($0.sourceIdentifier?.hasPrefix(value) ?? false) }
         return longer.isEmpty ? nil : longer.map(\.name).joined(separator: " or ")
     }
+
+    /// Apple Ads, which has sent SKAdNetwork postbacks (1.0 to 3.0, taps only) as `com.apple.ads`
+    /// since 10 April 2025, with the placement as the campaign id (docs/APPLE.md). Known without
+    /// registering; a registration of the same id takes its place.
+    public static let appleAds = AdNetwork(
+        id: "com.apple.ads", name: "Apple Ads",
+        campaigns: AppleAdsPlacement.allCases.compactMap { placement in
+            placement.postbackCampaign.flatMap(Int.init).map { Campaign(campaignID: $0, name: placement.label) }
+        })
+
+    /// The ad networks every endpoint knows.
+    public static let known = [appleAds]
 }

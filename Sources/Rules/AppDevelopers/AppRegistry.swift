@@ -100,5 +100,9 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         adNetworks.removeEvery { $0.id == id }
     }
 
-    public func adNetwork(id: String) -> AdNetwork? { adNetworks.first { $0.id == id } }
+    /// The registered ad network, or one every endpoint knows (`AdNetwork.known`: Apple Ads).
+    public func adNetwork(id: String) -> AdNetwork? { adNetworks.first { $0.id == id } ?? AdNetwork.known.first { $0.id == id } }
+
+    /// Only what was registered: what the registrations' list and configuration compare.
+    public func registeredAdNetwork(id: String) -> AdNetwork? { adNetworks.first { $0.id == id } }
 }

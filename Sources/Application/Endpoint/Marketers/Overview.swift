@@ -1,4 +1,5 @@
 import AppDevelopers
+import AppleAds
 import Marketers
 import PCM
 import Primitives
@@ -27,8 +28,19 @@ struct Overview {
         var top: [Top] = []
         /// Why there are no numbers right now (a start still reading the log), or nil.
         var unavailable: String? = nil
+        /// Apple Ads' installs by App Store placement, both ways they arrive, side by side; only
+        /// on the Apple Ads line.
+        var placements: [PlacementRow]? = nil
 
         var total: Int { perDay.reduce(0, +) }
+    }
+
+    /// One placement: installs Apple's attribution API attributed there, and Apple Ads'
+    /// winning first-window postbacks (SKAdNetwork, AdAttributionKit) whose campaign id names it.
+    struct PlacementRow {
+        var placement: AppleAdsPlacement
+        var attributed = 0
+        var postbacks = 0
     }
 
     static let sideBySide = "Channels are shown side by side, never added: Apple Ads is also an ad network in SKAdNetwork and AdAttributionKit, so one install can arrive both as an Apple Ads attribution and as an install postback, and a web conversion and an app install can be the same person."
@@ -85,8 +97,9 @@ struct Overview {
         return [installs, reEngagements]
     }
 
-    /// Apple Ads attributed installs, from the outbox's answers.
-    static func appleAds(_ summary: AppleAdsSummary, query: AppsSummary.Query, registry: AppRegistry) -> Channel {
+    /// Apple Ads attributed installs, from the outbox's answers; by placement beside Apple Ads'
+    /// own postbacks when `postbacks` (the Apps view's counts) can be read.
+    static func appleAds(_ summary: AppleAdsSummary, postbacks: AppsSummary?, query: AppsSummary.Query, registry: AppRegistry) -> Channel {
         var channel = Channel(id: "apple_ads", name: "Apple Ads attributed installs",
                               source: "Apple Ads tokens that Apple's attribution API attributed to a campaign")
         channel.perDay = (query.from...query.to).map { summary.attributedPerDay[$0] ?? 0 }
@@ -95,6 +108,13 @@ struct Overview {
         channel.top = byCampaign.map { id, count in
             Top(name: registry.appleAdsCampaign(id: id)?.name ?? id.map { "campaign \($0)" } ?? "no campaign", detail: id.map { "campaign id \($0)" } ?? "", count: count)
         }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
+        var rows: [AppleAdsPlacement: PlacementRow] = [:]
+        for (key, count) in summary.placements { rows[key.placement, default: PlacementRow(placement: key.placement)].attributed += count }
+        for (key, counts) in postbacks?.conversions ?? [:] where key.adNetwork == AdNetwork.appleAds.id {
+            let placement = AppleAdsPlacement(postbackCampaign: key.campaign) ?? .other
+            rows[placement, default: PlacementRow(placement: placement)].postbacks += counts.installs + counts.redownloads
+        }
+        channel.placements = rows.values.filter { $0.attributed + $0.postbacks > 0 }.sorted { $0.placement < $1.placement }
         return channel
     }
 
@@ -127,7 +147,13 @@ struct Overview {
                 JSONValue.writeString(top.detail, to: &t)
                 return t + ",\"count\":\(top.count)}"
             }.joined(separator: ",")
-            return o + "],\"unavailable\":null}"
+            o += "],\"unavailable\":null"
+            if let placements = channel.placements {
+                o += ",\"placements\":[" + placements.map {
+                    "{\"placement\":\"\($0.placement.name)\",\"label\":\"\($0.placement.label)\",\"attributed\":\($0.attributed),\"postbacks\":\($0.postbacks)}"
+                }.joined(separator: ",") + "]"
+            }
+            return o + "}"
         }.joined(separator: ",") + "]"
         out += ",\"scope\":\"\(cluster ? "cluster" : "node")\",\"cluster_available\":\(cluster || clusterAvailable)"
         out += ",\"side_by_side\":"

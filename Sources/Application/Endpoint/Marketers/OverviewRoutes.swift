@@ -46,8 +46,10 @@ struct OverviewRoutes: SurfaceRoutes {
                 var overview = withoutChannels
                 overview.cluster = true
                 overview.channels.append(Overview.web(SummaryReport(try ClusterSummary.aggregates(cluster, from: period.from, to: period.to), pcm)))
-                overview.channels += Overview.apps(try ClusterAppsSummary.summary(cluster, query: appsQuery), query: appsQuery, registry: registry)
-                overview.channels.append(Overview.appleAds(try ClusterAppleAdsSummary.summary(cluster, query: appsQuery), query: appsQuery, registry: registry))
+                let postbacks = try ClusterAppsSummary.summary(cluster, query: appsQuery)
+                overview.channels += Overview.apps(postbacks, query: appsQuery, registry: registry)
+                overview.channels.append(Overview.appleAds(try ClusterAppleAdsSummary.summary(cluster, query: appsQuery), postbacks: postbacks,
+                                                           query: appsQuery, registry: registry))
                 return JSONResponse.make(200, overview.json())
             }
         }
@@ -58,8 +60,10 @@ struct OverviewRoutes: SurfaceRoutes {
             channel.unavailable = "the summary is being rebuilt from the log after a start (\(Int(progress.fraction * 100)) % done)"
             overview.channels.append(channel)
         }
+        var postbacks: AppsSummary?
         if (try? rebuild.requireReady("the overview")) != nil {
-            overview.channels += Overview.apps(aggregates.summary(appsQuery), query: appsQuery, registry: registry)
+            postbacks = aggregates.summary(appsQuery)
+            overview.channels += Overview.apps(postbacks!, query: appsQuery, registry: registry)
         } else {
             for (id, name) in [("app_installs", "App installs"), ("re_engagements", "Re-engagements")] {
                 var channel = Overview.Channel(id: id, name: name, source: "SKAdNetwork and AdAttributionKit postbacks")
@@ -68,7 +72,7 @@ struct OverviewRoutes: SurfaceRoutes {
             }
         }
         if (try? appleAds.requireReady()) != nil {
-            overview.channels.append(Overview.appleAds(appleAds.summary(appsQuery), query: appsQuery, registry: registry))
+            overview.channels.append(Overview.appleAds(appleAds.summary(appsQuery), postbacks: postbacks, query: appsQuery, registry: registry))
         } else {
             var channel = Overview.Channel(id: "apple_ads", name: "Apple Ads attributed installs", source: "Apple Ads tokens")
             channel.unavailable = "the Apple Ads tokens are being read again from the log after a start"

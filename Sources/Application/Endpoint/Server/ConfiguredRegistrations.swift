@@ -32,8 +32,8 @@ enum ConfiguredRegistrations {
                     if registry.app(id: app.appID) != nil { registry.removeApp(appID: app.appID) }
                     try registry.add(app, siteRules: book.siteRules)
                 }
-                for network in configuration.adNetworks where registry.adNetwork(id: network.id) != network {
-                    if registry.adNetwork(id: network.id) != nil { registry.removeAdNetwork(id: network.id) }
+                for network in configuration.adNetworks where registry.registeredAdNetwork(id: network.id) != network {
+                    if registry.registeredAdNetwork(id: network.id) != nil { registry.removeAdNetwork(id: network.id) }
                     try registry.add(network)
                 }
                 for campaign in configuration.appleAdsCampaigns where registry.appleAdsCampaign(id: campaign.campaignID) != campaign {

@@ -136,8 +136,8 @@ final class AppsAggregates: SegmentDigestOwner {
     // MARK: - Digests
 
     /// 3: duplicates are counted at their postback's origin. 4: conversions by value too, and
-    /// every accepted postback (the campaign × value table).
-    var digestName: String { "apps-4" }
+    /// every accepted postback (the campaign × value table). 5: unverifiable postbacks by ad network.
+    var digestName: String { "apps-5" }
     /// Its days outlive their records.
     var keptAfterRemoval: Bool { true }
 
@@ -170,10 +170,11 @@ final class AppsAggregates: SegmentDigestOwner {
     }
 
     /// A removed segment's digest may hold an earlier version's section. `apps-2`: the same
-    /// counts, with each conversion's counts by their kind's name. `apps-3` reads as it is: its
-    /// days have no campaign × value cells.
+    /// counts, with each conversion's counts by their kind's name. `apps-3` and `apps-4` read as
+    /// they are: their days have no campaign × value cells (3) and no unverifiable postbacks by
+    /// ad network (3 and 4).
     func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
-        if let bytes = sections[digestName] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
+        if let bytes = sections[digestName] ?? sections["apps-4"] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
         return sections["apps-2"].flatMap(Self.fromApps2).flatMap { readDigest($0, of: digest) }
     }
 

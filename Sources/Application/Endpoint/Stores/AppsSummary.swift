@@ -106,6 +106,9 @@ struct AppsSummary: Codable {
     private var digits: [Int: Int] = [:]
     private var valueTiers: [String: Int] = [:]
     private var signatures: [String: Int] = [:]
+    /// Postbacks no key could check (SKAdNetwork 1.0 and 2.0's P-192 signatures), by ad network:
+    /// kept and counted, and shown apart, Apple Ads' among them. Nil in digests before apps-5.
+    private var unverifiable: [String: Int]? = nil
     private var reasons: [String: Int] = [:]
     /// Installs, redownloads and re-engagements per day of the query; only in an answer.
     var perDay: [Int32: ConversionCounts]? = nil
@@ -188,6 +191,7 @@ struct AppsSummary: Codable {
         for (k, n) in other.digits { digits[k, default: 0] +|= n }
         for (k, n) in other.valueTiers { valueTiers[k, default: 0] +|= n }
         for (k, n) in other.signatures { signatures[k, default: 0] +|= n }
+        for (k, n) in other.unverifiable ?? [:] { unverifiable = unverifiable ?? [:]; unverifiable![k, default: 0] +|= n }
         for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
         if let days = other.perDay { for (d, counts) in days { addPerDay(d, counts) } }
     }
@@ -203,6 +207,11 @@ struct AppsSummary: Codable {
         stored += count
         duplicates += retries
         signatures[facts.signature, default: 0] += count
+        if facts.signature == SignatureOutcome.unverifiable.name {
+            let network = facts.text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? ""
+            unverifiable = unverifiable ?? [:]
+            unverifiable![network, default: 0] += count
+        }
         if facts.development { development += count }
         guard facts.accepted else {
             for reason in facts.reasons { reasons[reason, default: 0] += count }
@@ -335,6 +344,11 @@ struct AppsSummary: Codable {
             JSONMember(key: "conversion_value", value: Self.object(valueTiers)),
         ])))
         out.append(("signatures", Self.object(signatures)))
+        out.append(("unverifiable_by_ad_network", .array((unverifiable ?? [:]).sorted { $0.key < $1.key }.map { network, count in
+            .object([JSONMember(key: "ad_network", value: .string(network)),
+                     JSONMember(key: "ad_network_name", value: registry.adNetwork(id: network).map { .string($0.name) } ?? .null),
+                     JSONMember(key: "postbacks", value: .number(String(count)))])
+        })))
         out.append(("quarantine_reasons", Self.object(reasons)))
         return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
     }
