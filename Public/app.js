@@ -327,6 +327,17 @@ function renderOverview(o) {
       }
       box.appendChild(table);
     }
+    if (c.placements && c.placements.length) {
+      const table = document.createElement("table");
+      table.className = "top placements";
+      table.innerHTML = '<thead><tr><th scope="col">Placement</th><th scope="col" class="num">Attributed</th><th scope="col" class="num">Postbacks</th></tr></thead><tbody></tbody>';
+      for (const p of c.placements) {
+        const tr = document.createElement("tr");
+        cell(tr, p.label); cell(tr, p.attributed, "num"); cell(tr, p.postbacks, "num");
+        table.tBodies[0].appendChild(tr);
+      }
+      box.appendChild(table);
+    }
     top.appendChild(box);
   }
 }
@@ -469,7 +480,7 @@ function renderApps(a) {
     ? `Postbacks and Apple Ads tokens received before ${a.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
 }
 
-function renderAppleAds(a) {
+function renderAppleAds(a, postbacks) {
   const count = (name) => a.by_status[name] || 0;
   text($("apple-ads-tokens"), a.tokens);
   text($("apple-ads-attributed"), count("attributed"));
@@ -484,9 +495,39 @@ function renderAppleAds(a) {
     cell(tr, label(r.campaign_name, r.campaign_id, "campaign"));
     cell(tr, label(r.ad_group_name, r.ad_group_id, "ad group"));
     cell(tr, label(r.keyword_name, r.keyword_id, "keyword"));
-    cell(tr, r.downloads, "num"); cell(tr, r.redownloads, "num");
+    cell(tr, r.downloads, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.pre_orders, "num");
   });
+  // Placement × claim from the attributions, beside Apple Ads' own postbacks by placement.
+  const rows = new Map();
+  const row = (name, label) => rows.get(name) || rows.set(name, { label, click: 0, view: 0, unstated: 0, postbacks: 0 }).get(name);
+  for (const p of a.placements || []) row(p.placement, p.label)[p.claim] += p.installs;
+  for (const p of (postbacks && postbacks.placements) || []) row(p.placement, p.label).postbacks += p.postbacks;
+  fill("apple-ads-placements", [...rows.values()], (tr, r) => {
+    cell(tr, r.label); cell(tr, r.click, "num"); cell(tr, r.view, "num"); cell(tr, r.unstated, "num"); cell(tr, r.postbacks, "num");
+  });
+  const uncheckable = (postbacks && postbacks.unverifiable) || 0;
+  $("apple-ads-unverifiable").hidden = !uncheckable;
+  $("apple-ads-unverifiable").textContent = uncheckable
+    ? `${uncheckable} of Apple Ads' postbacks are SKAdNetwork 1.0 or 2.0 copies, signed with a P-192 key no library here can check: they are kept and counted, marked unverifiable.` : "";
+  $("apple-ads-tests").hidden = !a.test_payloads;
+  $("apple-ads-tests").textContent = a.test_payloads
+    ? `${a.test_payloads} token${a.test_payloads === 1 ? " was" : "s were"} answered with Apple's Developer Mode test payload (campaign 1234567890): the app's setup works; they are left out of every count here.` : "";
   fill("apple-ads-statuses", entries(a.by_status).filter((e) => e.count), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+}
+
+/// Apple Ads' own postbacks (ad network com.apple.ads) by the placement their campaign id names,
+/// and how many of them no key could check, from the Apps view's answer.
+function appleAdsPostbacks(apps) {
+  const names = { "Search Results": "search_results", "Search Tab": "search_tab", "Today Tab": "today_tab", "Product Pages": "product_pages" };
+  const byPlacement = new Map();
+  for (const c of apps.conversions || []) {
+    if (c.ad_network !== "com.apple.ads") continue;
+    const name = names[c.campaign_name] || "other";
+    const p = byPlacement.get(name) || byPlacement.set(name, { placement: name, label: c.campaign_name in names ? c.campaign_name : "Another placement", postbacks: 0 }).get(name);
+    p.postbacks += c.installs + c.redownloads;
+  }
+  const apart = (apps.unverifiable_by_ad_network || []).find((u) => u.ad_network === "com.apple.ads");
+  return { placements: [...byPlacement.values()], unverifiable: apart ? apart.postbacks : 0 };
 }
 
 const when = (time) => time ? time.slice(0, 16).replace("T", " ") + " UTC" : "never";
@@ -604,10 +645,14 @@ async function loadView() {
     renderApps(a);
     status = describeStatus(a);
   } else if (view === "apple-ads") {
+    // Apple Ads' postbacks are a column beside the attributions: without them (the Apps view
+    // still being rebuilt) the view shows the rest.
+    const apps = api("/api/apps/summary?" + params(period)).then((r) => r.json()).then(appleAdsPostbacks).catch(() => null);
     const a = await (await api("/api/apple-ads/summary?" + params(period))).json();
+    const postbacks = await apps;
     if (!current()) return;
     adoptPeriod(a);
-    renderAppleAds(a);
+    renderAppleAds(a, postbacks);
     status = describeStatus(a);
   } else {
     await loadTokenKeys();

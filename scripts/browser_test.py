@@ -176,6 +176,12 @@ def check_apple_ads(driver, base, day_from, day_to):
     WebDriverWait(driver, 10).until(lambda d: text(d, "apple-ads-tokens") != "0")
     lines = [json.loads(line) for line in api(base, "/api/apple-ads").splitlines() if line]
     lines = [l for l in lines if day_from <= l["received_at"][:10] <= day_to]
+    # Apple's Developer Mode answers are listed in the export and counted in nothing on the page.
+    tests = [l for l in lines if l["status"] == "test"]
+    lines = [l for l in lines if l["status"] != "test"]
+    check(all(l["campaignId"] == 1234567890 for l in tests), "only Apple's test answer is a test")
+    if tests:
+        check(str(len(tests)) in text(driver, "apple-ads-tests"), f"the test answers are said apart: {text(driver, 'apple-ads-tests')!r}")
     status = collections.Counter(l["status"] for l in lines)
     check(int(text(driver, "apple-ads-tokens")) == len(lines), f"Apple Ads tokens {text(driver, 'apple-ads-tokens')} = export {len(lines)}")
     for element, key in [("apple-ads-attributed", "attributed"), ("apple-ads-not-attributed", "not_attributed"), ("apple-ads-pending", "pending")]:
@@ -187,17 +193,30 @@ def check_apple_ads(driver, base, day_from, day_to):
     wanted = collections.Counter()
     for l in lines:
         if l["status"] == "attributed":
-            kind = "downloads" if l["conversionType"] == "Download" else "redownloads"
+            kind = {"download": "downloads", "redownload": "redownloads", "preorder": "pre-orders"}.get((l["conversionType"] or "").lower(), "other")
             wanted[(l["campaignId"], l["adGroupId"], l["keywordId"], kind)] += 1
     shown = collections.Counter()
     ident = lambda cell_text: None if cell_text == "—" else int(cell_text.split("\n")[-1].split()[-1])
-    for campaign, group, keyword, downloads, redownloads in table(driver, "apple-ads-installs"):
-        for kind, n in (("downloads", downloads), ("redownloads", redownloads)):
+    for campaign, group, keyword, downloads, redownloads, pre_orders in table(driver, "apple-ads-installs"):
+        for kind, n in (("downloads", downloads), ("redownloads", redownloads), ("pre-orders", pre_orders)):
             if int(n):
                 shown[(ident(campaign), ident(group), ident(keyword), kind)] += int(n)
     check(shown == wanted, f"Apple Ads installs table = export ({len(wanted)} cells)")
     check("puzzle game" in text(driver, "apple-ads-installs") and "Today tab" in text(driver, "apple-ads-installs"),
           "keyword and campaign names come from the registration")
+    # Placement × claim, as the export's lines say it.
+    claims = {"Click": "taps", "Impression": "views"}
+    wanted = collections.Counter()
+    for l in lines:
+        if l["status"] == "attributed":
+            label = {"APPSTORE_SEARCH_RESULTS": "Search Results", "APPSTORE_TODAY_TAB": "Today Tab"}.get(l["supplyPlacement"], "?")
+            wanted[(label, claims.get(l["claimType"], "not stated"))] += 1
+    shown = collections.Counter()
+    for placement, taps, views, unstated, postbacks in table(driver, "apple-ads-placements"):
+        for kind, n in (("taps", taps), ("views", views), ("not stated", unstated)):
+            if int(n):
+                shown[(placement, kind)] += int(n)
+    check(shown == wanted and wanted[("Today Tab", "views")] > 0, f"Apple Ads placements table = export: {dict(shown)} vs {dict(wanted)}")
     driver.execute_script("document.getElementById('apple-ads').scrollIntoView()")
     driver.save_screenshot(os.path.join(SHOTS, "apple-ads-1280.png"))
 
@@ -267,7 +286,10 @@ def check_overview(driver, base, day_from, day_to, advertiser):
     lines = driver.find_elements(By.CSS_SELECTOR, "#overview-chart polyline")
     check(len(lines) == 4, f"one line per channel on one chart ({len(lines)})")
     check("never added" in text(driver, "overview-note"), "the overview says why channels are not added")
-    check(len(driver.find_elements(By.CSS_SELECTOR, "#overview-top table")) == 4, "top campaigns for each channel")
+    check(len(driver.find_elements(By.CSS_SELECTOR, "#overview-top table.top:not(.placements)")) == 4, "top campaigns for each channel")
+    # Apple Ads' placements, both ways, beside its top campaigns.
+    placements = table(driver, "overview-top table.placements")
+    check(any(row[0] == "Today Tab" and int(row[1]) > 0 for row in placements), f"the Apple Ads line has its placements: {placements}")
 
 
 def check_crosstab(driver, base, day_from, day_to):

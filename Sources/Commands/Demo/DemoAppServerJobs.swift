@@ -19,14 +19,19 @@ enum DemoAppServerJobs {
         var steps: [AppleAdsStandIn.Step]
     }
 
-    static func record(campaign: Int64, adGroup: Int64, keyword: Int64?, redownload: Bool, claim: String) -> String {
+    /// Apple's answer as it is since 2026: the placement, and a view's date in place of a tap's.
+    static func record(campaign: Int64, adGroup: Int64, keyword: Int64?, redownload: Bool, claim: String, placement: String) -> String {
         let keywordField = keyword.map { #","keywordId":\#($0)"# } ?? ""
-        return #"{"attribution":true,"orgId":40669820,"campaignId":\#(campaign),"conversionType":"\#(redownload ? "Redownload" : "Download")","claimType":"\#(claim)","adGroupId":\#(adGroup),"countryOrRegion":"US"\#(keywordField),"adId":\#(adGroup + 41)}"#
+        let date = claim == "Impression" ? #""impressionDate":"2026-01-08T17:17Z""# : #""clickDate":"2026-01-08T17:17Z""#
+        return #"{"attribution":true,"orgId":40669820,"campaignId":\#(campaign),"conversionType":"\#(redownload ? "Redownload" : "Download")","claimType":"\#(claim)",\#(date),"adGroupId":\#(adGroup),"countryOrRegion":"US"\#(keywordField),"adId":\#(adGroup + 41),"supplyPlacement":"\#(placement)"}"#
     }
+
+    /// Apple's answer to a token from a device in Developer Mode (docs/APPLE.md).
+    static let testPayload = #"{"attribution":true,"orgId":1234567890,"campaignId":1234567890,"conversionType":"Download","clickDate":"2020-04-08T17:17Z","claimType":"Click","adGroupId":1234567890,"countryOrRegion":"US","keywordId":123222,"adId":542317136,"supplyPlacement":"APPSTORE_SEARCH_RESULTS"}"#
 
     /// Installs over the demo's weeks: most attributed to the search campaign's keywords or the
     /// Today tab, some organic (attribution false), two invalid tokens, a few answered only after
-    /// 404s or an outage, and two still waiting for Apple at the end.
+    /// 404s or an outage, the developer's test device, and two still waiting for Apple at the end.
     static func appleAdsTokens(start: Timestamp, days: Int, end: Timestamp, seed: UInt64 = 77) -> [AppleAdsToken] {
         var random = SplitMix64(seed: seed)
         var out: [AppleAdsToken] = []
@@ -41,9 +46,11 @@ enum DemoAppServerJobs {
                 case 0..<8:
                     let adGroup: Int64 = pick % 2 == 0 ? 542317095 : 542317096
                     let keyword: Int64 = [87675432, 87675433, 87675434][Int(random.next() % 3)]
-                    answer = record(campaign: 542370539, adGroup: adGroup, keyword: keyword, redownload: pick == 7, claim: "Click")
+                    answer = record(campaign: 542370539, adGroup: adGroup, keyword: keyword, redownload: pick == 7, claim: "Click",
+                                    placement: "APPSTORE_SEARCH_RESULTS")
                 case 8..<11:
-                    answer = record(campaign: 642370540, adGroup: 642317100, keyword: nil, redownload: false, claim: pick == 10 ? "Impression" : "Click")
+                    answer = record(campaign: 642370540, adGroup: 642317100, keyword: nil, redownload: false, claim: pick == 10 ? "Impression" : "Click",
+                                    placement: "APPSTORE_TODAY_TAB")
                 default:
                     answer = #"{"attribution":false}"#
                 }
@@ -54,6 +61,9 @@ enum DemoAppServerJobs {
                 out.append(AppleAdsToken(time: time, token: token, steps: steps))
             }
         }
+        // The developer's own phone, in Developer Mode, on the first day: Apple's test answer.
+        out.append(AppleAdsToken(time: Timestamp(millisecondsSinceEpoch: start.millisecondsSinceEpoch + 2 * hour),
+                                 token: "demo-token-developer-mode", steps: [.answer(200, testPayload)]))
         // Installed in the demo's last hours: Apple has no record yet.
         for (k, hours) in [3, 1].enumerated() {
             out.append(AppleAdsToken(time: Timestamp(millisecondsSinceEpoch: end.millisecondsSinceEpoch - Int64(hours) * hour),
