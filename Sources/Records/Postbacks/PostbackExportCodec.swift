@@ -101,8 +101,13 @@ public struct PostbackFields {
     public var unsigned: [String] = []
 
     public init(_ postback: StoredPostback) {
-        guard case .object(let body)? = try? JSONParser(maxDepth: 64).parse(postback.draft.body) else { return }
-        switch postback.protocol {
+        self.init(postback.protocol, body: postback.draft.body)
+    }
+
+    /// A body as `proto`'s path would take it, stored or not.
+    public init(_ proto: AttributionProtocol, body bytes: [UInt8]) {
+        guard case .object(let body)? = try? JSONParser(maxDepth: 64).parse(bytes) else { return }
+        switch proto {
         case .adattributionkit:
             if case .string(let text)? = body.first(where: { $0.key == "jws-string" })?.value, let jws = CompactJWS(text) {
                 if case .object(let header)? = try? JSONParser().parse(jws.header),

@@ -85,6 +85,13 @@ public final class PostbackLedger: Sendable {
         return state.withLock { s in s.same(key, contentHash: contentHash).map { ($0.id, s.origin($0)) } }
     }
 
+    /// The deliveries memory holds under a key, with their content's fingerprints: what an
+    /// inspection reports, counting nothing.
+    public func known(duplicateKey: String) -> [(id: UInt64, contentHash: UInt64)] {
+        let key = DuplicateKeyHash(duplicateKey)
+        return state.withLock { s in s.deliveries.positions(of: key).map { (s.deliveries[$0].id, s.deliveries[$0].contentHash) } }
+    }
+
     /// Where postback `id` was stored, while memory holds it.
     public func origin(of id: UInt64) -> PostbackOrigin? {
         state.withLock { s in s.deliveries.position(of: id).map { s.origin(s.deliveries[$0]) } }

@@ -295,6 +295,9 @@ public final class EndpointServer: Sendable {
                 arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
             }).routes(bearer: registrationGate)
             + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds).routes(bearer: bearer)
+            + PostbackInspectionRoutes(context: shared, keyring: keyring, ledger: ledger, store: store, book: apps,
+                                       developmentMode: configuration.developmentMode, maxBytes: configuration.maxPostbackBytes)
+                .routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
             + PlistCheckRoutes(context: shared).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
             + ConversionValueRoutes(book: apps, context: context).routes
