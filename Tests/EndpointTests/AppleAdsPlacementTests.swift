@@ -41,6 +41,12 @@ import Testing
         }
         live.at(endpoint, start, plus: 0)
 
+        // The setup view of an app of that site says Apple's test answer came.
+        #expect(endpoint.request("POST", "/api/apps", headers: [("Authorization", "Bearer test-token")], body: Array(AppsTests.app.utf8)).status == 201)
+        let setup = try #require((json(try endpoint.get("/api/apps/setup"))["apps"] as? [[String: Any]])?.first)
+        #expect((setup["apple_ads_test_answer"] as? [String: Any])?["last_at"] as? String == "2026-11-20T10:00:00.000Z", "\(setup)")
+        #expect(!(setup["next_steps"] as? [String] ?? []).contains { $0.contains("For Apple Ads") })
+
         // The app that asked reads that its answer is Apple's test, with Apple's record.
         let asked = live.status(endpoint, try #require(ids["t1"]))
         #expect(asked["status"] as? String == "test", "\(asked)")

@@ -26,6 +26,8 @@ struct PostbackHandler: Sendable {
     let maxPostbackBytes: Int
     let store: RecordLog
     let context: HandlerContext
+    /// Where a copy signed with one of Apple's development keys is noted for the setup view.
+    var development: DevelopmentPostbacks? = nil
 
     /// Finds the site and the size on arrival; the rest is the checks' and the turn's.
     func handle(_ proto: AttributionProtocol, _ request: HTTPRequest, responder: HTTPResponder) throws {
@@ -103,6 +105,10 @@ struct PostbackHandler: Sendable {
                 if verdict == .accepted {
                     context.accepted(path, at: item.site, time: record.time)
                     if let app { arrivals?.received(path, app: app, at: record.time) }
+                }
+                // Stored as before, and shown on the setup view too: what a developer is waiting for.
+                if check.outcome == .appleDevelopment, let development {
+                    development.note(proto, body: item.body, at: record.time, signature: check.outcome)
                 }
             },
             // Never stored, so the device's next delivery must be stored, not counted.

@@ -46,6 +46,8 @@ public final class EndpointServer: Sendable {
     private let heapTrim = HeapTrim()
     /// When each site and app last received something.
     let arrivals: Arrivals
+    /// Each app's last development postbacks (the setup view's).
+    let developmentPostbacks: DevelopmentPostbacks
     /// The postback ledger and the Apps view, when a start could not take them from digests.
     let postbackRebuild: PostbackRebuild
     /// Sealed segments' digests, for the next start.
@@ -184,6 +186,10 @@ public final class EndpointServer: Sendable {
                                   siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        let developmentPaths = try DevelopmentPathStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        let developmentPostbacks = try DevelopmentPostbacks(directory: configuration.dataDirectory + "/development",
+                                                            knows: { [apps] id in id == 0 || apps.registry.app(id: id) != nil })
+        self.developmentPostbacks = developmentPostbacks
         try ConfiguredRegistrations.ensure(configuration, in: apps)
         let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: advertisers)
@@ -274,7 +280,8 @@ public final class EndpointServer: Sendable {
                                     tokens: tokenChecks, context: context)
         postbacks = PostbackHandler(checks: checks, keyring: keyring, ledger: ledger, aggregates: state.apps, rebuild: postbackRebuild,
                                     developmentMode: configuration.developmentMode,
-                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context)
+                                    maxPostbackBytes: configuration.maxPostbackBytes, store: store, context: context,
+                                    development: developmentPostbacks)
         let bearer = access.gate()
         // In a cluster, what every node must agree on comes from the files they share.
         let registrationGate = configuration.cluster ? ClusterMode.registrationGate(bearer) : bearer
@@ -297,6 +304,12 @@ public final class EndpointServer: Sendable {
             + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds).routes(bearer: bearer)
             + PostbackInspectionRoutes(context: shared, keyring: keyring, ledger: ledger, store: store, book: apps,
                                        developmentMode: configuration.developmentMode, maxBytes: configuration.maxPostbackBytes)
+                .routes(bearer: bearer)
+            + DevelopmentPathRoutes(context: shared, paths: developmentPaths, apps: apps, postbacks: developmentPostbacks, keyring: keyring,
+                                    maxPostbackBytes: configuration.maxPostbackBytes)
+                .routes(admin: configuration.cluster ? ClusterMode.registrationGate(access.gate(viewersMay: [])) : access.gate(viewersMay: []))
+            + SetupRoutes(context: shared, access: access, apps: apps, paths: developmentPaths, development: developmentPostbacks,
+                          appleAds: appleAds, keyring: keyring, ledger: ledger, store: store, developmentMode: configuration.developmentMode)
                 .routes(bearer: bearer)
             // Checking a plist changes nothing: a viewer token may.
             + PlistCheckRoutes(context: shared).routes(bearer: access.gate(viewersMay: ["POST", "GET", "HEAD"]))
@@ -381,7 +394,7 @@ public final class EndpointServer: Sendable {
         let (digests, postbackWindow, retention, segmentSites) = (self.digests, self.postbackWindow, self.retention, self.segmentSites)
         let (exporter, postbackRebuild, summaryRebuild, tokenKeys, tokenKeyRotation) = (self.exporter, self.postbackRebuild, self.summaryRebuild, self.tokenKeys, self.tokenKeyRotation)
         let (readWorkers, exportProducers, signingPool, postbacks, appleAds) = (self.readWorkers, self.exportProducers, self.signingPool, self.postbacks, self.appleAds)
-        let (http, turns, relays) = (self.http, self.turns, self.relays)
+        let (http, turns, relays, development) = (self.http, self.turns, self.relays, self.developmentPostbacks)
         return ServiceGroup([
             Service("summary-checkpoint", stop: { checkpointer.finish() }),
             Service("log", stop: { store.close() }),
@@ -391,6 +404,8 @@ public final class EndpointServer: Sendable {
             // The query in flight is cancelled first: the worker would otherwise wait out its time-out.
             Service("cluster-summary", stop: { clusterScope?.client.stop(); clusterScope?.pool.stop() }),
             Service("arrivals", start: { arrivals.start() }, stop: { arrivals.stopAndSave() }),
+            // The setup view's notes of development postbacks: each on disk before the stop ends.
+            Service("development-postbacks", stop: { development.drain() }),
             Service("heap-trim", start: { heapTrim.start() }, stop: { heapTrim.stop() }),
             // These four need the postback ledger whole, or must not remove a segment its rebuild
             // still reads: the rebuild starts them when it is done.

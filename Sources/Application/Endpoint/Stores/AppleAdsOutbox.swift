@@ -73,6 +73,9 @@ final class AppleAdsOutbox: Sendable {
         var arrivals: [UInt64] = []
         var arrivalsHead = 0
         var counts = Counts()
+        /// When each site last had Apple's Developer Mode answer, as the tokens the start read
+        /// and those settled since say (the setup view's "it works"); one time per site.
+        var lastTest: [String: Timestamp] = [:]
         var byPublicID: [AppleAdsPublicID: UInt64] = [:]
         /// The same token posted again gets the same id, and is never sent to Apple twice. Keyed
         /// by a 64-bit hash, so that an answered token's text is not kept; a match is a candidate
@@ -139,6 +142,10 @@ final class AppleAdsOutbox: Sendable {
         /// A token has just become final, its call's record on disk at `start`: only where that
         /// record is stays in memory, for a day.
         mutating func settle(_ entry: Entry, recordStart start: Int) {
+            if entry.status == .test {
+                let at = entry.answeredAt ?? entry.receivedAt
+                if lastTest[entry.site].map({ $0 < at }) ?? true { lastTest[entry.site] = at }
+            }
             pending.remove(entry.tokenID)
             tally.add(entry)
             entries[entry.tokenID] = nil
@@ -204,6 +211,9 @@ final class AppleAdsOutbox: Sendable {
     let digestsDirectory: String?
     /// Sealed segments the start took from their digests.
     var segmentsFromDigests: Int { state.withLock { $0.segmentsFromDigests } }
+
+    /// When `site` last had Apple's Developer Mode answer, if this process knows.
+    func lastTestAnswer(site: String) -> Timestamp? { state.withLock { $0.lastTest[site] } }
 
     /// `replayInBackground`: the log is read by `start`'s thread, before its first call, while the
     /// endpoint serves (`isReady` false meanwhile); for a start whose digests do not cover the old

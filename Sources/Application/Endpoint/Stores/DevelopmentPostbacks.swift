@@ -1,0 +1,114 @@
+import Dispatch
+import DurableFiles
+import Foundation
+import Locking
+import Postbacks
+import Primitives
+
+/// Each app's last development postbacks: what its development path took (stored here and
+/// nowhere else), and the copies signed with one of Apple's development keys that came to the
+/// production paths (stored in the log as before, noted here too). What the setup view shows;
+/// never in a count, never in an export of production postbacks, never relayed.
+///
+/// At most `perApp` per app, newest last, for at most `maxApps` apps (the production paths' only
+/// for registered apps, and `0` for Xcode builds, whose `advertised-item-identifier` is 0), each app's in
+/// `DATA/development/APPID.json`, replaced whole. The development path's are written before the
+/// device is answered; the production paths' notes are written by a thread of their own, at most
+/// `maxPending` waiting (past that a note is left out and counted: its postback is in the log).
+final class DevelopmentPostbacks: Sendable {
+    struct Entry: Codable, Sendable, Equatable {
+        /// Milliseconds since 1970.
+        var receivedAt: Int64
+        /// `development` (the app's development path) or `production` (a well-known path).
+        var path: String
+        var proto: String
+        /// The body as it came, as text.
+        var body: String
+        /// What the signature check said (`SignatureOutcome.name`).
+        var signature: String
+
+        enum CodingKeys: String, CodingKey { case receivedAt = "received_at", path, proto = "protocol", body, signature }
+    }
+
+    static let perApp = 50
+    static let maxApps = 1_000
+    static let maxPending = 256
+
+    let directory: String
+    private let entries: Locked<[Int: [Entry]]>
+    private let writer = DispatchQueue(label: "development-postbacks", qos: .utility)
+    private let pending = Locked((waiting: 0, leftOut: 0))
+    /// One file replaced at a time: the path's writes and the notes' thread.
+    private let writing = NSLock()
+
+    /// Whether a production path's postback for this app is noted: registered apps and Xcode builds (0).
+    private let knows: @Sendable (Int) -> Bool
+
+    init(directory: String, knows: @escaping @Sendable (Int) -> Bool = { _ in true }) throws {
+        self.directory = directory
+        self.knows = knows
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var loaded: [Int: [Entry]] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasSuffix(".json") {
+            guard let app = Int(name.dropLast(5)), loaded.count < Self.maxApps else { continue }
+            let file = DurableJSONFile<[Entry]>(path: directory + "/" + name, empty: [])
+            // One unreadable file costs its app its history, not the start.
+            if let list = try? file.load() { loaded[app] = Array(list.suffix(Self.perApp)) }
+        }
+        entries = Locked(loaded)
+    }
+
+    /// The app's entries, oldest first.
+    func list(appID: Int) -> [Entry] { entries.withLock { $0[appID] ?? [] } }
+
+    /// Notes left out because the thread was behind.
+    var leftOut: Int { pending.withLock { $0.leftOut } }
+
+    /// Keeps a development path's postback, on disk before it returns; throws when it cannot be.
+    func record(appID: Int, _ entry: Entry) throws {
+        try keep(appID: appID, entry)
+    }
+
+    /// Notes a production path's development postback, on the notes' thread, under the app its
+    /// body names (`app-id`, `advertised-item-identifier`; 0 for an Xcode build).
+    func note(_ proto: AttributionProtocol, body: [UInt8], at time: Timestamp, signature: SignatureOutcome) {
+        let admitted = pending.withLock { p -> Bool in
+            guard p.waiting < Self.maxPending else {
+                p.leftOut += 1
+                return false
+            }
+            p.waiting += 1
+            return true
+        }
+        guard admitted else { return }
+        writer.async { [self] in
+            let named = PostbackFields(proto, body: body).value(proto == .skadnetwork ? "app-id" : "advertised-item-identifier")
+            guard case .number(let digits)? = named, let appID = Int(digits), appID >= 0, knows(appID) else {
+                pending.withLock { $0.waiting -= 1 }
+                return
+            }
+            let entry = Entry(receivedAt: time.millisecondsSinceEpoch, path: "production", proto: proto.name,
+                              body: String(decoding: body, as: UTF8.self), signature: signature.name)
+            do { try keep(appID: appID, entry) } catch {
+                EventLog.write("development_postback_not_noted", ["app_id": .number(String(appID)), "error": .string("\(error)")])
+            }
+            pending.withLock { $0.waiting -= 1 }
+        }
+    }
+
+    private func keep(appID: Int, _ entry: Entry) throws {
+        writing.lock()
+        defer { writing.unlock() }
+        guard let list = entries.withLock({ all -> [Entry]? in
+            guard all[appID] != nil || all.count < Self.maxApps else { return nil }
+            return Array(((all[appID] ?? []) + [entry]).suffix(Self.perApp))
+        }) else {
+            throw DurableFileError(description: "development postbacks are kept for at most \(Self.maxApps) apps")
+        }
+        try DurableJSONFile<[Entry]>(path: directory + "/\(appID).json", empty: []).save(list)
+        entries.withLock { $0[appID] = list }
+    }
+
+    /// Waits until every note handed to the thread is on disk (tests, a stop).
+    func drain() { writer.sync {} }
+}
