@@ -655,9 +655,9 @@ async function loadView() {
     renderAppleAds(a, postbacks);
     status = describeStatus(a);
   } else {
-    await loadTokenKeys();
+    await Promise.all([loadTokenKeys(), loadSetup()]);
     if (!current()) return;
-    status = "Tools: what arrives where, Info.plist checks, relays and token keys.";
+    status = "Tools: did the setup work, what arrives where, Info.plist checks, relays and token keys.";
   }
   const [arrived, relayed] = [await arrivals, await relays];
   if (!current()) return;
@@ -741,6 +741,96 @@ function renderPlist(r) {
   fill("plist-settings", settings, (tr, [name, value]) => { cell(tr, name); cell(tr, value); });
 }
 
+// MARK: - Did my setup work?
+
+let setupApps = [];
+
+/// The setup of every app the token may read; the chosen one shown. Asked again every 5 s while
+/// the Tools view is open, so that a development postback shows up without a click.
+async function loadSetup() {
+  try {
+    setupApps = (await (await api("/api/apps/setup")).json()).apps || [];
+  } catch (error) {
+    if (error.login) throw error;
+    setupApps = [];
+  }
+  const select = $("setup-app");
+  const chosen = select.value;
+  select.replaceChildren(...setupApps.map((a) => {
+    const option = document.createElement("option");
+    option.value = String(a.app_id);
+    option.textContent = `${a.name} (${a.app_id})`;
+    return option;
+  }));
+  if (setupApps.some((a) => String(a.app_id) === chosen)) select.value = chosen;
+  renderSetup();
+}
+
+function renderSetup() {
+  const app = setupApps.find((a) => String(a.app_id) === $("setup-app").value);
+  empty("setup-empty", app ? "" : "No app is registered yet. Register one (POST /api/apps, see the README) and its setup shows here.");
+  $("setup-body").hidden = !app;
+  for (const id of ["setup-make-path", "setup-samples"]) $(id).disabled = !app;
+  if (!app) return;
+  const steps = $("setup-steps");
+  steps.replaceChildren(...app.next_steps.map((step) => { const li = document.createElement("li"); li.textContent = step; return li; }));
+  const path = app.development_path;
+  fill("setup-facts", [
+    ["Info.plist", `NSAdvertisingAttributionReportEndpoint and AttributionCopyEndpoint: ${app.info_plist.NSAdvertisingAttributionReportEndpoint} (check the file below)`],
+    ["Last SKAdNetwork copy", when(app.production.skadnetwork.last_accepted)],
+    ["Last AdAttributionKit copy", when(app.production.adattributionkit.last_accepted)],
+    ["Development URL", path.enabled ? (path.url || "made " + when(path.created_at) + " (the admin token sees it)") : "none yet"],
+    ["Apple Ads test answer", when(app.apple_ads_test_answer.last_at)],
+  ], (tr, [what, value]) => { cell(tr, what); cell(tr, value); });
+  const last = app.development_postbacks.last;
+  const inspection = last && last.inspection;
+  text($("setup-last"), last
+    ? `${when(last.received_at)}, on the ${last.path} path (${last.protocol}): ${inspection ? inspection.signature.explanation : "no longer readable"}.`
+    : "None yet.");
+  $("setup-last").className = inspection && inspection.signature.outcome === "invalid" ? "error" : "";
+  fill("setup-fields", inspection ? inspectionRows(inspection) : [], (tr, [name, value]) => { cell(tr, name); cell(tr, value); });
+}
+
+/// What an inspection says, as rows: the decoded parts first, then every field.
+function inspectionRows(r) {
+  const rows = [["Protocol", r.protocol + (r.version ? " " + r.version : "")], ["On the production paths", r.verdict + (r.reasons.length ? ": " + r.reasons.join(", ") : "")]];
+  if (r.app) rows.push(["App", `${r.app.name || "not registered"} (${r.app.app_id})`]);
+  if (r.ad_network) rows.push(["Ad network", `${r.ad_network.name || r.ad_network.id}, campaign ${r.ad_network.campaign_name || r.ad_network.campaign || "—"}`]);
+  if (r.conversion_value) rows.push(["Conversion value", `${r.conversion_value.value} (${r.conversion_value.tier})${r.conversion_value.meaning ? ": " + r.conversion_value.meaning : ""}`]);
+  rows.push(["In the production log", r.seen.stored ? `yes, postback ${r.seen.id}` : r.seen.other_content_ids.length ? `another postback under its key: ${r.seen.other_content_ids.join(", ")}` : "no"]);
+  for (const [name, value] of Object.entries(r.fields)) rows.push([name, typeof value === "string" ? value : JSON.stringify(value)]);
+  return rows;
+}
+
+async function setupAction(path, done) {
+  const app = $("setup-app").value;
+  if (!app) return;
+  try {
+    const answer = await (await api(`${path}?app_id=${encodeURIComponent(app)}`, "")).json();
+    $("status").textContent = done(answer);
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    $("status").textContent = error.message;
+  }
+  await loadSetup();
+}
+
+async function verifyPostback(event) {
+  event.preventDefault();
+  $("verify-result").hidden = false;
+  try {
+    const r = await (await api("/api/postbacks/verify", $("verify-text").value)).json();
+    text($("verify-verdict"), `${r.signature.outcome}: ${r.signature.explanation}.`);
+    $("verify-verdict").className = r.signature.outcome === "invalid" ? "error" : "";
+    fill("verify-fields", inspectionRows(r), (tr, [name, value]) => { cell(tr, name); cell(tr, value); });
+  } catch (error) {
+    if (error.login) return showLogin(error.message);
+    text($("verify-verdict"), error.message);
+    $("verify-verdict").className = "error";
+    fill("verify-fields", [], () => {});
+  }
+}
+
 async function checkPlist(event) {
   event.preventDefault();
   const file = $("plist-file").files[0];
@@ -769,6 +859,14 @@ function update(event) {
 document.addEventListener("DOMContentLoaded", () => {
   readFragment();
   $("plist-form").addEventListener("submit", checkPlist);
+  $("verify-form").addEventListener("submit", verifyPostback);
+  $("setup-app").addEventListener("change", renderSetup);
+  $("setup-make-path").addEventListener("click", () => setupAction("/api/apps/development-path",
+    (a) => `New development URL for app ${a.app_id}: ${a.url} (the old one no longer takes postbacks).`));
+  $("setup-samples").addEventListener("click", () => setupAction("/api/apps/development-path/samples",
+    (a) => `Sent ${a.sent.length} of Apple's sample postbacks through app ${a.app_id}'s development URL.`));
+  // While someone waits for a postback: the setup is asked again every 5 s, only while it is shown.
+  setInterval(() => { if (state.view === "tools" && !document.hidden && token()) loadSetup().catch(() => {}); }, 5000);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -248,6 +249,48 @@ def check_plist_form(driver, base):
     check(text(driver, "plist-verdict").startswith(f"BINARY property list: {wanted['errors']} error"), "an uploaded binary plist is checked: " + text(driver, "plist-verdict"))
     windows = {row[0].split("\n")[0]: (row[1].split("\n")[0], row[2].split("\n")[0], row[3]) for row in table(driver, "plist-windows")}
     check(windows.get("com.apple.test.itms11.2") == ("5 days", "3 days", "view"), f"the seed's precedence example on the page: {windows}")
+
+
+def check_setup(driver, base):
+    """The setup card: a development URL made on the page, a device's development postback shown
+    by the card's own refresh, and paste and verify against Apple's examples."""
+    driver.execute_script("document.getElementById('setup').scrollIntoView()")
+    WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#setup-app option"))
+    app_id = driver.find_element(By.ID, "setup-app").get_attribute("value")
+    driver.find_element(By.ID, "setup-make-path").click()
+    WebDriverWait(driver, 10).until(lambda d: "New development URL" in d.find_element(By.ID, "status").text)
+    url = text(driver, "status").split(": ", 1)[1].split(" ")[0]
+    path = urllib.parse.urlsplit(url).path
+    check(path.startswith("/development-postbacks/") and path.endswith("/"), f"the page made a development URL: {url}")
+    with open(os.path.join(ROOT, "Tests/PostbackTests/Resources/vectors/adattributionkit_postbacks.json")) as f:
+        sample = json.load(f)["apple_doc_developer_settings"]["body"]
+    stored_before = len(api(base, "/api/postbacks").splitlines())
+    # As the device sends it, to the URL Settings › Developer was given.
+    request = urllib.request.Request(base + path, data=json.dumps(sample).encode(), method="POST",
+                                     headers={"Host": urllib.parse.urlsplit(url).netloc, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        check(response.status == 200, "the device's development postback is taken")
+    # No click: the card asks again by itself.
+    WebDriverWait(driver, 15).until(lambda d: "development path" in d.find_element(By.ID, "setup-last").text)
+    check("Apple's development key" in text(driver, "setup-last"), "the setup card says which key verified it: " + text(driver, "setup-last"))
+    facts = {row[0]: row[1] for row in table(driver, "setup-facts")}
+    check(facts.get("Development URL") == url, f"the card shows the development URL: {facts}")
+    check(any(row[0] == "In the production log" for row in table(driver, "setup-fields")), "the last development postback's fields are decoded")
+    check(len(api(base, "/api/postbacks").splitlines()) == stored_before, "the development postback is not among the production postbacks")
+    # Paste and verify: Apple's 3.0 example, and the same with a signed field changed.
+    with open(os.path.join(ROOT, "Tests/PostbackTests/Resources/vectors/skadnetwork_postbacks.json")) as f:
+        vectors = json.load(f)
+    for name, outcome in [("apple_3.0_win", "apple: Apple's SKAdNetwork P-256 key verifies it"), ("apple_3.0_win_tampered_campaign", "invalid: no key verifies it")]:
+        area = driver.find_element(By.ID, "verify-text")
+        driver.execute_script("arguments[0].value = arguments[1]", area, json.dumps(vectors[name]["postback"]))
+        driver.find_element(By.CSS_SELECTOR, "#verify-form button[type=submit]").click()
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "verify-verdict").text.startswith(outcome.split(":")[0] + ":"))
+        check(text(driver, "verify-verdict").startswith(outcome), f"paste and verify {name}: {text(driver, 'verify-verdict')}")
+    rows = {row[0]: row[1] for row in table(driver, "verify-fields")}
+    check(rows.get("Protocol") == "skadnetwork 3.0" and "transaction-id" in rows, f"the pasted postback's fields: {sorted(rows)[:6]}")
+    driver.execute_script("document.getElementById('setup').scrollIntoView()")
+    driver.save_screenshot(os.path.join(SHOTS, "setup-1280.png"))
+    return app_id
 
 
 def log_in(driver, base, token, fragment=""):
@@ -616,6 +659,7 @@ def main():
             show(driver, "apple-ads")
             check_apple_ads(driver, base, day_from, day_to)
             show(driver, "tools")
+            check_setup(driver, base)
             check_plist_form(driver, base)
             check_url_state(driver, base)
             errors = console_errors(driver)

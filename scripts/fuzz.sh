@@ -28,8 +28,12 @@ swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPostback -
   2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzPlist -o "$out/fuzz-plist" -I "$out" \
   "$out/Primitives.o" Sources/Rules/AppConfiguration/*.swift Tests/Fuzz/PlistCheckFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+# AppDevelopers names Apple Ads' placements from the AppleAds rules: a module of its own first.
+swiftc -O -sanitize=fuzzer,address -parse-as-library -wmo -module-name AppleAds -emit-module -I "$out" \
+  -emit-module-path "$out/AppleAds.swiftmodule" -c Sources/Rules/AppleAds/*.swift -o "$out/AppleAds.o" \
+  2> >(grep -v "Cannot export local symbol" >&2)
 swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzCounters -o "$out/fuzz-counters" -I "$out" \
-  "$out/Primitives.o" Sources/Rules/AppDevelopers/*.swift Tests/Fuzz/ConversionValueFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
+  "$out/Primitives.o" "$out/AppleAds.o" Sources/Rules/AppDevelopers/*.swift Tests/Fuzz/ConversionValueFuzz.swift 2> >(grep -v "Cannot export local symbol" >&2)
 
 # Seeds: real requests and real reports, so mutation starts from the interesting shapes.
 printf '\x03POST /.well-known/private-click-measurement/report-attribution/ HTTP/1.1\r\nHost: shop.example\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\nHost: a\r\n\r\n' > "$out/corpus-http/seed1"

@@ -141,4 +141,18 @@ import Testing
         #expect(endpoint.request("POST", "/api/apps/development-path?app_id=5", headers: Self.admin).status == 404)
         #expect(endpoint.request("POST", "/api/apps/development-path?app_id=10738027756").status == 401)
     }
+
+    /// The samples the replay tool sends are the vectors' copies of Apple's own, byte for byte in meaning.
+    @Test func theSamplesAreApplesVectors() throws {
+        let skadnetwork = try PostbackPathTests.vectors("skadnetwork_postbacks")
+        let adattributionkit = try PostbackPathTests.vectors("adattributionkit_postbacks")
+        for sample in ApplesSamplePostbacks.all {
+            let vector = try #require((skadnetwork[sample.name] as? [String: Any])?["postback"] ?? (adattributionkit[sample.name] as? [String: Any])?["body"],
+                                      "\(sample.name) is no vector")
+            let mine = try JSONSerialization.jsonObject(with: Data(sample.body.utf8)) as! NSDictionary
+            #expect(mine == vector as! NSDictionary, "\(sample.name)")
+            let entry = (skadnetwork[sample.name] ?? adattributionkit[sample.name]) as! [String: Any]
+            #expect(entry["expect_valid"] as? Bool == true, "\(sample.name) verifies")
+        }
+    }
 }
