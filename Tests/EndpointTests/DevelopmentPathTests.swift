@@ -155,4 +155,22 @@ import Testing
             #expect(entry["expect_valid"] as? Bool == true, "\(sample.name) verifies")
         }
     }
+
+    /// `attribution-endpoint send-samples`, over real HTTP: every sample through the app's
+    /// development URL; usage and an endpoint that is not there are said so.
+    @Test func theSendSamplesCommandSendsApplesSamples() throws {
+        let endpoint = try LiveEndpoint(sites: ["app.example"])
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.sampleApp.utf8)).status == 201)
+        let path = try #require(json(endpoint.request("POST", "/api/apps/development-path?app_id=10738027756", headers: Self.admin))["path"] as? String)
+        let url = "http://127.0.0.1:\(endpoint.port)" + path
+        #expect(SendSamplesCommand.main(arguments: [url, "--host", "app.example"], environment: [:]) == 0)
+        #expect(((try setup(endpoint))["development_postbacks"] as? [String: Any])?["kept"] as? Int == ApplesSamplePostbacks.all.count)
+        #expect(try endpoint.get("/api/postbacks").bodyText.isEmpty)
+        // Another host is not served: every sample refused, and the command says so.
+        #expect(SendSamplesCommand.main(arguments: [url, "--host", "elsewhere.example"], environment: [:]) == 1)
+        #expect(SendSamplesCommand.main(arguments: [], environment: [:]) == 64)
+        #expect(SendSamplesCommand.main(arguments: ["ftp://x/"], environment: [:]) == 64)
+        #expect(SendSamplesCommand.main(arguments: ["http://127.0.0.1:9/development-postbacks/x/"], environment: [:]) == 1)
+    }
 }

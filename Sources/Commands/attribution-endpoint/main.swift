@@ -8,6 +8,7 @@ let environment = ProcessInfo.processInfo.environment
 switch arguments.first {
 case "demo": exit(Demo.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "check-plist": exit(CheckPlistCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
+case "send-samples": exit(SendSamplesCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "clickhouse": exit(ClickHouseCommand.main(arguments: Array(arguments.dropFirst())))
 case "token-keys": exit(TokenKeysCommand.main(arguments: Array(arguments.dropFirst())))

@@ -159,6 +159,7 @@ public struct EndpointConfiguration: Sendable {
     USAGE: attribution-endpoint [options]
            attribution-endpoint demo [--port N] [--exit]   (a demo on a manual clock; see demo --help)
            attribution-endpoint check-plist Info.plist [--site S]... [--config F] [--json]
+           attribution-endpoint send-samples URL [--host H]   (Apple's sample postbacks, to a development URL)
            attribution-endpoint rotate-token-key SITE [--at RFC3339]   (see rotate-token-key --help)
            attribution-endpoint viewer-token add|list|revoke …   (read-only tokens; see viewer-token --help)
 
