@@ -56,9 +56,9 @@ import Testing
         attributed.addAttributed(AppleAdsRecord(attribution: true, campaignID: 5, supplyPlacement: "APPSTORE_SEARCH_RESULTS"), count: 6)
         attributed.addAttributed(AppleAdsRecord(attribution: true, campaignID: 5, claimType: "Impression", supplyPlacement: "APPSTORE_TODAY_TAB"), count: 2)
         let query = AppsSummary.Query(site: nil, from: 20_000, to: 20_000)
-        let channel = Overview.appleAds(attributed, postbacks: postbacks, query: query, registry: AppRegistry())
+        let channel = Overview.appleAds(attributed, postbacks: postbacks, query: query, naming: AppleAdsNaming(registry: AppRegistry()))
         let rows = try #require(channel.placements).map { "\($0.placement.name) \($0.attributed) \($0.postbacks)" }
         #expect(rows == ["search_results 6 4", "today_tab 2 0", "other 0 1"])
-        #expect(Overview.appleAds(attributed, postbacks: nil, query: query, registry: AppRegistry()).placements?.count == 2)
+        #expect(Overview.appleAds(attributed, postbacks: nil, query: query, naming: AppleAdsNaming(registry: AppRegistry())).placements?.count == 2)
     }
 }

@@ -2,13 +2,18 @@ import Crypto
 import Foundation
 
 /// A P-256 signing key. The endpoint never signs a postback: this is for the demo, which signs
-/// its own with a key it trusts through `--postback-key`, and for tests.
+/// its own with a key it trusts through `--postback-key`, for tests, and for the client secret of
+/// the Apple Ads Platform API (`ES256JWT`).
 public struct P256PrivateKey: Sendable {
-    private let key: P256.Signing.PrivateKey
+    let key: P256.Signing.PrivateKey
 
     /// A new random key.
     public init() {
         key = P256.Signing.PrivateKey()
+    }
+
+    init(key: P256.Signing.PrivateKey) {
+        self.key = key
     }
 
     /// A key from its 32-byte scalar, so that a demo or a test can be repeated.

@@ -14,6 +14,8 @@ struct AppsSummaryRoutes: SurfaceRoutes {
     let rebuild: PostbackRebuild
     let book: AppRegistryStore
     let appleAds: AppleAdsOutbox
+    /// Looked-up Apple Ads names (`--apple-ads-platform`), beside the typed ones.
+    var names: AppleAdsNames? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -30,7 +32,7 @@ struct AppsSummaryRoutes: SurfaceRoutes {
                 }),
                 Route(.exact("/api/apple-ads/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsAppleAds: true, node: { appleAdsSummary($0) }) { cluster, query, registry in
-                        try ClusterAppleAdsSummary.summary(cluster, query: query).json(registry, query: query)
+                        try ClusterAppleAdsSummary.summary(cluster, query: query).json(AppleAdsNaming(registry: registry, lookedUp: names), query: query)
                     }
                 }),
             ]),
@@ -43,7 +45,7 @@ struct AppsSummaryRoutes: SurfaceRoutes {
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.
     func appleAdsSummary(_ query: AppsSummary.Query) -> String {
-        appleAds.summary(query).json(book.registry, query: query)
+        appleAds.summary(query).json(AppleAdsNaming(registry: book.registry, lookedUp: names), query: query)
     }
 
     /// The node's numbers (`node`, at once), or with `scope=cluster` the cluster's (`cluster`, on

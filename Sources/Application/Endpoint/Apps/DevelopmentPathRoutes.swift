@@ -11,8 +11,8 @@ import Primitives
 ///   its body, or by a well-known path appended to the URL (`…/SECRET/.well-known/skadnetwork/
 ///   report-attribution/`), as the tool's "Use Developer Postback URL" may write it. 200 once it
 ///   is on disk; 404 for a secret that is no app's, so that a guess learns nothing.
-/// - `GET, POST, DELETE /api/apps/development-path?app_id=` (admin): the app's URL; a new secret
-///   (the old one stops at once); none.
+/// - `POST, DELETE /api/apps/development-path?app_id=` (admin): a new secret, and its URL (the
+///   old one stops at once); none. The setup view shows the URL to the admin token.
 /// - `POST /api/apps/development-path/samples?app_id=` (admin): Apple's published sample
 ///   postbacks through the app's development path, as a device would send them.
 struct DevelopmentPathRoutes: SurfaceRoutes {
@@ -32,14 +32,6 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
                 Route(.prefix(Self.intakePrefix), methods: ["POST"], workers: workers, answer: intake),
             ]),
             RouteGroup("development paths", gate: admin, routes: [
-                Route(.exact(Self.adminPath), methods: ["GET", "HEAD"]) { request in
-                    let app = try registeredApp(request)
-                    guard let path = paths.registry.path(appID: app.appID) else {
-                        throw Problem(status: 404, rule: "no_development_path", field: "app_id",
-                                      detail: "app \(app.appID) has no development path: POST to make one")
-                    }
-                    return JSONResponse.make(200, Self.describe(path, app: app))
-                },
                 Route(.exact(Self.adminPath), methods: ["POST"]) { request in
                     let app = try registeredApp(request)
                     var random = SystemRandomNumberGenerator()

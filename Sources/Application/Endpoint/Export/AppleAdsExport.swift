@@ -24,7 +24,7 @@ enum AppleAdsExport {
     /// the log is read: a token final by then has its record in what is read, and one still
     /// waiting then is listed as waiting, its final record (if it comes meanwhile) passed over.
     static func rows(outbox: AppleAdsOutbox, store: RecordLog, since: Timestamp?, until: Timestamp?,
-                     registry: AppRegistry) -> () -> ExportRow? {
+                     naming: AppleAdsNaming) -> () -> ExportRow? {
         let (legacy, pending) = outbox.exportSnapshot(since: since, until: until)
         let waiting = Set(pending.map(\.tokenID))
         // A token's calls come after it, and its final one within its 24 hours (later only if the
@@ -34,15 +34,15 @@ enum AppleAdsExport {
         var old = legacy.sorted { $0.tokenID < $1.tokenID }.makeIterator()
         var open = pending.sorted { $0.tokenID < $1.tokenID }.makeIterator()
         return {
-            if let entry = old.next() { return row(entry, registry: registry) }
+            if let entry = old.next() { return row(entry, naming: naming) }
             let settled = calls.next { view -> AppleAdsOutbox.Entry? in
                 guard let call = StoredAppleAdsCall.decode(view), call.status.isFinal, let token = call.token,
                       !waiting.contains(call.tokenID), since.map({ token.receivedAt >= $0 }) ?? true,
                       until.map({ token.receivedAt < $0 }) ?? true else { return nil }
                 return AppleAdsOutbox.Entry.settled(call, token)
             }
-            if let settled { return row(settled, registry: registry) }
-            return open.next().map { row($0, registry: registry) }
+            if let settled { return row(settled, naming: naming) }
+            return open.next().map { row($0, naming: naming) }
         }
     }
 
@@ -51,16 +51,16 @@ enum AppleAdsExport {
     /// recorded at a start after a longer outage) is listed by an export whose period has no end.
     static let settledWithin: Int64 = 7 * 86_400_000
 
-    static func row(_ entry: AppleAdsOutbox.Entry, registry: AppRegistry) -> ExportRow {
+    static func row(_ entry: AppleAdsOutbox.Entry, naming: AppleAdsNaming) -> ExportRow {
         func string(_ text: String?) -> JSONValue { text.map { .string($0) } ?? .null }
         func number<T: BinaryInteger>(_ value: T?) -> JSONValue { value.map { .number("\($0)") } ?? .null }
         let r = entry.record
-        let campaign = registry.appleAdsCampaign(id: r?.campaignID)
         let values: [JSONValue] = [
             string(entry.publicID), string(entry.receivedAt.rfc3339), string(entry.site), string(entry.status.name),
             number(entry.calls), number(entry.lastHTTPStatus), string(entry.answeredAt?.rfc3339),
         ] + AppleAdsRecord.fieldValues(r) + [
-            string(campaign?.name), string(campaign?.adGroupName(r?.adGroupID)), string(campaign?.keywordName(r?.keywordID)),
+            string(naming.campaign(r?.campaignID)), string(naming.adGroup(r?.adGroupID, campaign: r?.campaignID)),
+            string(naming.keyword(r?.keywordID, campaign: r?.campaignID)),
         ]
         let cells = values.map { value -> String in
             switch value {

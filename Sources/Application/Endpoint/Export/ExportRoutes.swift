@@ -17,6 +17,8 @@ struct ExportRoutes: SurfaceRoutes {
     /// Apple Ads tokens: those waiting, and those settled by an earlier version's final calls, which do not carry their token.
     let appleAds: AppleAdsOutbox
     let apps: AppRegistryStore
+    /// Looked-up Apple Ads names (`--apple-ads-platform`), beside the typed ones.
+    var names: AppleAdsNames? = nil
     /// The threads that read and write every export, off the event loop.
     let producers: BodyProducers
     /// What each sealed segment holds: a scoped export passes over the others unread.
@@ -62,7 +64,8 @@ struct ExportRoutes: SurfaceRoutes {
         try appleAds.requireReady()
         let (since, until) = try RequestedPeriod.parse(request, alsoTaking: ["advertiser"])
         let sites = try scope(request).sites
-        let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until, registry: apps.registry)
+        let rows = AppleAdsExport.rows(outbox: appleAds, store: store, since: since, until: until,
+                                       naming: AppleAdsNaming(registry: apps.registry, lookedUp: names))
         return try ExportStream(format, columns: AppleAdsExport.columns, rows: rows, shape: Self.shown(to: sites, columns: AppleAdsExport.columns))
             .response(fileName: "apple-ads", producers: producers)
     }

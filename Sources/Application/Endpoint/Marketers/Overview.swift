@@ -99,14 +99,14 @@ struct Overview {
 
     /// Apple Ads attributed installs, from the outbox's answers; by placement beside Apple Ads'
     /// own postbacks when `postbacks` (the Apps view's counts) can be read.
-    static func appleAds(_ summary: AppleAdsSummary, postbacks: AppsSummary?, query: AppsSummary.Query, registry: AppRegistry) -> Channel {
+    static func appleAds(_ summary: AppleAdsSummary, postbacks: AppsSummary?, query: AppsSummary.Query, naming: AppleAdsNaming) -> Channel {
         var channel = Channel(id: "apple_ads", name: "Apple Ads attributed installs",
                               source: "Apple Ads tokens that Apple's attribution API attributed to a campaign")
         channel.perDay = (query.from...query.to).map { summary.attributedPerDay[$0] ?? 0 }
         var byCampaign: [Int64?: Int] = [:]
         for (key, row) in summary.installs { byCampaign[key.campaign, default: 0] += row.downloads + row.redownloads + row.other }
         channel.top = byCampaign.map { id, count in
-            Top(name: registry.appleAdsCampaign(id: id)?.name ?? id.map { "campaign \($0)" } ?? "no campaign", detail: id.map { "campaign id \($0)" } ?? "", count: count)
+            Top(name: naming.campaign(id) ?? id.map { "campaign \($0)" } ?? "no campaign", detail: id.map { "campaign id \($0)" } ?? "", count: count)
         }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
         var rows: [AppleAdsPlacement: PlacementRow] = [:]
         for (key, count) in summary.placements { rows[key.placement, default: PlacementRow(placement: key.placement)].attributed += count }

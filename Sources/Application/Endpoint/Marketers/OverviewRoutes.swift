@@ -13,6 +13,8 @@ struct OverviewRoutes: SurfaceRoutes {
     let appleAds: AppleAdsOutbox
     let apps: AppRegistryStore
     let access: AccessControl
+    /// Looked-up Apple Ads names (`--apple-ads-platform`), beside the typed ones.
+    var names: AppleAdsNames? = nil
 
     func routes(bearer gate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [RouteGroup("overview", gate: gate, routes: [Route(.exact("/api/overview"), methods: ["GET", "HEAD"], workers: workers, handler: overview)])]
@@ -49,7 +51,7 @@ struct OverviewRoutes: SurfaceRoutes {
                 let postbacks = try ClusterAppsSummary.summary(cluster, query: appsQuery)
                 overview.channels += Overview.apps(postbacks, query: appsQuery, registry: registry)
                 overview.channels.append(Overview.appleAds(try ClusterAppleAdsSummary.summary(cluster, query: appsQuery), postbacks: postbacks,
-                                                           query: appsQuery, registry: registry))
+                                                           query: appsQuery, naming: AppleAdsNaming(registry: registry, lookedUp: names)))
                 return JSONResponse.make(200, overview.json())
             }
         }
@@ -72,7 +74,8 @@ struct OverviewRoutes: SurfaceRoutes {
             }
         }
         if (try? appleAds.requireReady()) != nil {
-            overview.channels.append(Overview.appleAds(appleAds.summary(appsQuery), postbacks: postbacks, query: appsQuery, registry: registry))
+            overview.channels.append(Overview.appleAds(appleAds.summary(appsQuery), postbacks: postbacks, query: appsQuery,
+                                                       naming: AppleAdsNaming(registry: registry, lookedUp: names)))
         } else {
             var channel = Overview.Channel(id: "apple_ads", name: "Apple Ads attributed installs", source: "Apple Ads tokens")
             channel.unavailable = "the Apple Ads tokens are being read again from the log after a start"

@@ -91,6 +91,13 @@ public struct EndpointConfiguration: Sendable {
     public var appleAdsAPI = "https://api-adservices.apple.com/api/v1/"
     /// Seconds to wait for Apple's answer: above the ~1 s for which Apple holds a 404.
     public var appleAdsTimeout: Double = 10
+    /// The Apple Ads Platform API's client (`AppleAdsPlatformCredentials`): names for the ids
+    /// Apple's answers carry. Nil: no lookups.
+    public var appleAdsPlatformFile: String?
+    public var appleAdsPlatformAPI = "https://api.ads.apple.com/v1/"
+    public var appleAdsPlatformTokenURL = "https://appleid.apple.com/auth/oauth2/token"
+    /// Seconds between two requests to it.
+    public var appleAdsPlatformPace: Double = 1
     /// Apple Ads tokens that may wait for Apple's final answer at once; past it a new one is
     /// answered 503 `apple_ads_backlogged`. At a million installs a day that is hours of an
     /// outage of Apple's API; each waiting token takes about 2 KB (docs/DEPLOYMENT.md).

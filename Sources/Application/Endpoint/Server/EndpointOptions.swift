@@ -84,6 +84,21 @@ extension EndpointConfiguration {
                   }),
             .number("--apple-ads-timeout", "apple_ads_timeout", \.appleAdsTimeout, 1.5...300,
                     "Time to wait for Apple's answer: Apple holds a 404 for about a second before answering it."),
+            .optionalText("--apple-ads-platform", "apple_ads_platform", \.appleAdsPlatformFile, placeholder: "FILE",
+                          "A JSON file (keep it 0600) with the Apple Ads Platform API's client_id, team_id, key_id, ad_account_id and private_key_file (a PEM file): the names of the Apple Ads campaigns, ad groups and keywords seen are then looked up in the background, daily, and cached in DATA. Names typed in win.",
+                          check: { configuration in
+                              guard let file = configuration.appleAdsPlatformFile else { return nil }
+                              do { _ = try AppleAdsPlatformCredentials.load(file: file) } catch { return "\(error)" }
+                              return nil
+                          }),
+            .text("--apple-ads-platform-api", "apple_ads_platform_api", \.appleAdsPlatformAPI, placeholder: "URL",
+                  "The Apple Ads Platform API (a stand-in for tests).",
+                  check: { configuration in Self.httpURL(configuration.appleAdsPlatformAPI) }),
+            .text("--apple-ads-platform-token-url", "apple_ads_platform_token_url", \.appleAdsPlatformTokenURL, placeholder: "URL",
+                  "Apple's OAuth token endpoint for it (a stand-in for tests).",
+                  check: { configuration in Self.httpURL(configuration.appleAdsPlatformTokenURL) }),
+            .number("--apple-ads-platform-pace", "apple_ads_platform_pace", \.appleAdsPlatformPace, 0.01...60,
+                    "Seconds between two requests to the Apple Ads Platform API; a 429 is waited out besides."),
             .number("--relay-timeout", "relay_timeout", \.relayTimeout, 1...300,
                     "Seconds a relay waits for a destination's whole answer before trying the copy again later (whole seconds)."),
             .integer("--relay-connections", "relay_connections", \.relayConnections, 1...16,
@@ -146,5 +161,13 @@ extension EndpointConfiguration {
                 configuration.advertisers.append(try AdvertiserInput.advertiser(from: json))
             },
         ]
+    }
+
+    /// Why `text` is no http(s) URL, or nil.
+    static func httpURL(_ text: String) -> String? {
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            return "\(text): not an http(s) URL"
+        }
+        return nil
     }
 }

@@ -48,6 +48,8 @@ public final class EndpointServer: Sendable {
     let arrivals: Arrivals
     /// Each app's last development postbacks (the setup view's).
     let developmentPostbacks: DevelopmentPostbacks
+    /// With `--apple-ads-platform`: the Apple Ads names' lookups.
+    let appleAdsNames: AppleAdsNameLookup?
     /// The postback ledger and the Apps view, when a start could not take them from digests.
     let postbackRebuild: PostbackRebuild
     /// Sealed segments' digests, for the next start.
@@ -186,6 +188,20 @@ public final class EndpointServer: Sendable {
                                   siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
         let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
+        // With --apple-ads-platform: the names of the Apple Ads ids seen, looked up in the background.
+        if let file = configuration.appleAdsPlatformFile {
+            let credentials = try AppleAdsPlatformCredentials.load(file: file)
+            guard let api = URL(string: configuration.appleAdsPlatformAPI), let tokenURL = URL(string: configuration.appleAdsPlatformTokenURL) else {
+                throw EndpointConfiguration.ParseError(description: "--apple-ads-platform-api and --apple-ads-platform-token-url must be URLs")
+            }
+            let client = AppleAdsPlatformClient(credentials: credentials, api: api, tokenURL: tokenURL, pace: configuration.appleAdsPlatformPace,
+                                                clock: { clock.now() })
+            let outbox = appleAds
+            appleAdsNames = AppleAdsNameLookup(names: AppleAdsNames(dataDirectory: configuration.dataDirectory), client: client,
+                                               seen: { outbox.isReady ? .init(outbox.summary(.init(site: nil, from: .min, to: .max))) : .init() }, clock: { clock.now() })
+        } else {
+            appleAdsNames = nil
+        }
         let developmentPaths = try DevelopmentPathStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let developmentPostbacks = try DevelopmentPostbacks(directory: configuration.dataDirectory + "/development",
                                                             knows: { [apps] id in id == 0 || apps.registry.app(id: id) != nil })
@@ -301,13 +317,15 @@ public final class EndpointServer: Sendable {
             + AppRegistrationRoutes(context: shared, book: apps, registered: { app in
                 arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
             }).routes(bearer: registrationGate)
-            + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds).routes(bearer: bearer)
+            + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds,
+                                names: appleAdsNames?.names).routes(bearer: bearer)
             + PostbackInspectionRoutes(context: shared, keyring: keyring, ledger: ledger, store: store, book: apps,
                                        developmentMode: configuration.developmentMode, maxBytes: configuration.maxPostbackBytes)
                 .routes(bearer: bearer)
             + DevelopmentPathRoutes(context: shared, paths: developmentPaths, apps: apps, postbacks: developmentPostbacks, keyring: keyring,
                                     maxPostbackBytes: configuration.maxPostbackBytes)
-                .routes(admin: configuration.cluster ? ClusterMode.registrationGate(access.gate(viewersMay: [])) : access.gate(viewersMay: []))
+                .routes(admin: registrationGate)
+            + AppleAdsNamesRoutes(context: shared, lookup: appleAdsNames).routes(bearer: bearer)
             + SetupRoutes(context: shared, access: access, apps: apps, paths: developmentPaths, development: developmentPostbacks,
                           appleAds: appleAds, keyring: keyring, ledger: ledger, store: store, developmentMode: configuration.developmentMode)
                 .routes(bearer: bearer)
@@ -322,9 +340,9 @@ public final class EndpointServer: Sendable {
             + SummaryRoutes(context: shared, summary: summary, book: book).routes(bearer: bearer)
             + marketers.routes(bearer: bearer, registrationGate: registrationGate)
             + OverviewRoutes(context: shared, summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                             access: access).routes(bearer: bearer)
+                             access: access, names: appleAdsNames?.names).routes(bearer: bearer)
             + ExportRoutes(context: shared, store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,
-                           producers: exportProducers, segmentSites: segmentSites).routes(bearer: bearer)
+                           names: appleAdsNames?.names, producers: exportProducers, segmentSites: segmentSites).routes(bearer: bearer)
             + OperationsRoutes(context: shared, node: configuration.node, store: store, clock: clock, sources: metricsSources,
                                exportHealth: exportHealth, arrivals: { marketers.report($0) }).routes(bearer: bearer)
         routes = EndpointRoutes(surfaces: surfaces, store: store, publicDirectory: publicDirectory, checkpointer: checkpointer,
@@ -394,7 +412,7 @@ public final class EndpointServer: Sendable {
         let (digests, postbackWindow, retention, segmentSites) = (self.digests, self.postbackWindow, self.retention, self.segmentSites)
         let (exporter, postbackRebuild, summaryRebuild, tokenKeys, tokenKeyRotation) = (self.exporter, self.postbackRebuild, self.summaryRebuild, self.tokenKeys, self.tokenKeyRotation)
         let (readWorkers, exportProducers, signingPool, postbacks, appleAds) = (self.readWorkers, self.exportProducers, self.signingPool, self.postbacks, self.appleAds)
-        let (http, turns, relays, development) = (self.http, self.turns, self.relays, self.developmentPostbacks)
+        let (http, turns, relays, development, appleAdsNames) = (self.http, self.turns, self.relays, self.developmentPostbacks, self.appleAdsNames)
         return ServiceGroup([
             Service("summary-checkpoint", stop: { checkpointer.finish() }),
             Service("log", stop: { store.close() }),
@@ -406,6 +424,7 @@ public final class EndpointServer: Sendable {
             Service("arrivals", start: { arrivals.start() }, stop: { arrivals.stopAndSave() }),
             // The setup view's notes of development postbacks: each on disk before the stop ends.
             Service("development-postbacks", stop: { development.drain() }),
+            Service("apple-ads-names", start: { appleAdsNames?.start() }, stop: { appleAdsNames?.stopLookups() }),
             Service("heap-trim", start: { heapTrim.start() }, stop: { heapTrim.stop() }),
             // These four need the postback ledger whole, or must not remove a segment its rebuild
             // still reads: the rebuild starts them when it is done.

@@ -99,7 +99,7 @@ struct AppleAdsSummary: Sendable {
         for (key, count) in other.placements { placements[key, default: 0] +|= count }
     }
 
-    func json(_ registry: AppRegistry, query: AppsSummary.Query) -> String {
+    func json(_ naming: AppleAdsNaming, query: AppsSummary.Query) -> String {
         var out = "{\"from\":\"\(SummaryQuery.text(query.from))\",\"to\":\"\(SummaryQuery.text(query.to))\",\"site\":"
         if let site = query.site { JSONValue.writeString(site, to: &out) } else { out += "null" }
         let counted = AppleAdsCallPolicy.Status.allCases.filter { $0 != .test }
@@ -108,13 +108,12 @@ struct AppleAdsSummary: Sendable {
         out += "},\"test_payloads\":\(byStatus[.test, default: 0]),\"installs\":["
         out += installs.keys.sorted().map { key in
             let row = installs[key]!
-            let campaign = registry.appleAdsCampaign(id: key.campaign)
             var line = "{\"campaign_id\":" + (key.campaign.map(String.init) ?? "null") + ",\"campaign_name\":"
-            Self.write(campaign?.name, &line)
+            Self.write(naming.campaign(key.campaign), &line)
             line += ",\"ad_group_id\":" + (key.adGroup.map(String.init) ?? "null") + ",\"ad_group_name\":"
-            Self.write(campaign?.adGroupName(key.adGroup), &line)
+            Self.write(naming.adGroup(key.adGroup, campaign: key.campaign), &line)
             line += ",\"keyword_id\":" + (key.keyword.map(String.init) ?? "null") + ",\"keyword_name\":"
-            Self.write(campaign?.keywordName(key.keyword), &line)
+            Self.write(naming.keyword(key.keyword, campaign: key.campaign), &line)
             line += ",\"downloads\":\(row.downloads),\"redownloads\":\(row.redownloads),\"pre_orders\":\(row.preOrders),\"other\":\(row.other)}"
             return line
         }.joined(separator: ",")
