@@ -47,6 +47,7 @@ class StandIn:
         self.campaigns, self.ad_groups, self.keywords = campaigns, ad_groups, keywords
         self.attributions = attributions or {}
         self.max_page_size = max_page_size
+        self.expires_in = 3600           # the access tokens' life, in seconds
         self.lock = threading.Lock()
         self.tokens = {}            # access token -> expiry (time.time())
         self.issued = 0
@@ -144,8 +145,8 @@ class StandIn:
                         return self.answer(401, {"error": "invalid_client"})
                     standin.issued += 1
                     token = "token-%d" % standin.issued
-                    standin.tokens[token] = time.time() + 3600
-                self.answer(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "scope": "searchadsorg"})
+                    standin.tokens[token] = time.time() + standin.expires_in
+                self.answer(200, {"access_token": token, "token_type": "Bearer", "expires_in": standin.expires_in, "scope": "searchadsorg"})
 
             def query(self, kind, body):
                 with standin.lock:

@@ -128,6 +128,21 @@ def main():
         check("Today tab (looked up)" in export, "the export names it too")
         status, _ = request(port, TOKEN, "POST", "/api/apple-ads/names/refresh")
         check(status == 429, "a refresh asked again at once is 429")
+        # Every token forgotten (the next call is a 401), the new ones living two seconds, and a
+        # one-second wait halfway: the token is renewed halfway through its life, before it expires.
+        standin.expires_in = 2
+        standin.tokens.clear()
+        standin.too_many_once = "keywords/query"
+        standin.refusals.clear()
+        issued_before = standin.issued
+        until(lambda: request(port, TOKEN, "POST", "/api/apple-ads/names/refresh")[0] == 202, timeout=30, poll=0.5)
+        until(lambda: names()["attempted_at"] != good["attempted_at"], timeout=60)
+        short = names()
+        check(short["last_error"] is None, "a refresh with short-lived tokens ends well: %s" % short["last_error"])
+        check(standin.issued >= issued_before + 2 and len(standin.refusals) == 1,
+              "a forgotten token replaced, and a short-lived one renewed before it expired (%d new, refusals %s)"
+              % (standin.issued - issued_before, standin.refusals))
+        standin.expires_in = 3600
         requests_before = standin.requests
     finally:
         code = endpoint.stop()

@@ -32,7 +32,9 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
     /// Woken by `stop`: a wait between requests ends at once.
     private let interrupt = DispatchSemaphore(value: 0)
     private var stopped = false
-    private var token: (value: String, expiresAt: Int64)?
+    /// The bearer token, and when to fetch the next: a minute before it expires, or halfway
+    /// through a shorter life.
+    private var token: (value: String, renewAt: Int64)?
     private var lastRequest: DispatchTime?
     /// Every request sent (token and API), for the metrics and the measurements.
     private(set) var requests = 0
@@ -82,7 +84,7 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
     /// A bearer token, fetched when there is none or it is about to expire.
     func accessToken() throws(Failure) -> String {
         let now = clock().millisecondsSinceEpoch
-        if let token, token.expiresAt - 60_000 > now { return token.value }
+        if let token, now < token.renewAt { return token.value }
         var form = URLComponents()
         form.queryItems = [URLQueryItem(name: "grant_type", value: "client_credentials"),
                            URLQueryItem(name: "client_id", value: credentials.clientID),
@@ -105,7 +107,7 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
         if case .number(let text)? = members.first(where: { $0.key == "expires_in" })?.value, let seconds = Int64(text), seconds > 0 {
             lifetime = min(seconds, 86_400)
         }
-        token = (value, clock().millisecondsSinceEpoch + lifetime * 1000)
+        token = (value, clock().millisecondsSinceEpoch + max(lifetime * 1000 - 60_000, lifetime * 500))
         return value
     }
 
