@@ -337,6 +337,12 @@ function renderOverview(o) {
         table.tBodies[0].appendChild(tr);
       }
       box.appendChild(table);
+      if (c.unverifiable_postbacks) {
+        const note = document.createElement("p");
+        note.className = "explain";
+        note.textContent = `${c.unverifiable_postbacks} of Apple Ads' postbacks are SKAdNetwork 1.0 or 2.0 copies, signed with a P-192 key no library here can check: counted, but anyone could have sent them.`;
+        box.appendChild(note);
+      }
     }
     top.appendChild(box);
   }
@@ -766,6 +772,15 @@ async function loadSetup() {
   renderSetup();
 }
 
+/// The chosen app's setup asked again: one app's, not every app's, every 5 s.
+async function refreshSetup() {
+  const chosen = $("setup-app").value;
+  if (!chosen) return loadSetup();
+  const fresh = (await (await api("/api/apps/setup?app_id=" + encodeURIComponent(chosen))).json()).apps || [];
+  setupApps = setupApps.map((a) => fresh.find((f) => f.app_id === a.app_id) || a);
+  if ($("setup-app").value === chosen) renderSetup();
+}
+
 function renderSetup() {
   const app = setupApps.find((a) => String(a.app_id) === $("setup-app").value);
   empty("setup-empty", app ? "" : "No app is registered yet. Register one (POST /api/apps, see the README) and its setup shows here.");
@@ -861,12 +876,16 @@ document.addEventListener("DOMContentLoaded", () => {
   $("plist-form").addEventListener("submit", checkPlist);
   $("verify-form").addEventListener("submit", verifyPostback);
   $("setup-app").addEventListener("change", renderSetup);
-  $("setup-make-path").addEventListener("click", () => setupAction("/api/apps/development-path",
-    (a) => `New development URL for app ${a.app_id}: ${a.url} (the old one no longer takes postbacks).`));
+  $("setup-make-path").addEventListener("click", () => {
+    const app = setupApps.find((a) => String(a.app_id) === $("setup-app").value);
+    // A new URL ends the old one, which a test device may still be configured with.
+    if (app && app.development_path.enabled && !confirm("Make a new development URL? The current one stops taking postbacks at once.")) return;
+    setupAction("/api/apps/development-path", (a) => `New development URL for app ${a.app_id}: ${a.url} (the old one no longer takes postbacks).`);
+  });
   $("setup-samples").addEventListener("click", () => setupAction("/api/apps/development-path/samples",
     (a) => `Sent ${a.sent.length} of Apple's sample postbacks through app ${a.app_id}'s development URL.`));
   // While someone waits for a postback: the setup is asked again every 5 s, only while it is shown.
-  setInterval(() => { if (state.view === "tools" && !document.hidden && token()) loadSetup().catch(() => {}); }, 5000);
+  setInterval(() => { if (state.view === "tools" && !document.hidden && token()) refreshSetup().catch(() => {}); }, 5000);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());

@@ -57,7 +57,8 @@ class StandIn:
         self.requests = 0           # every request to the OAuth server and the API
         # Failure modes, each used once when set: the test arms them.
         self.revoke_after_calls = None   # revoke the token in use after this many more API calls
-        self.too_many_once = None        # answer this path's next call 429 with Retry-After: 1
+        self.too_many_once = None        # answer this path's next call 429 with Retry-After: `retry_after`
+        self.retry_after = "1"
         self.fail_page_once = None       # (path, offset): answer that page 500 once
         self.server = Quiet(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -164,7 +165,7 @@ class StandIn:
                     if standin.too_many_once == kind:
                         standin.too_many_once = None
                         return self.answer(429, {"error": {"code": "RATE_LIMIT_EXCEEDED", "message": "slow down"}},
-                                           [("Retry-After", "1"), ("RateLimit-Remaining", "0")])
+                                           [("Retry-After", standin.retry_after), ("RateLimit-Remaining", "0")])
                     if standin.fail_page_once == (kind, offset):
                         standin.fail_page_once = None
                         return self.answer(500, {"error": {"code": "INTERNAL_SERVER_ERROR", "message": "try later"}})

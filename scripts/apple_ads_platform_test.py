@@ -143,6 +143,14 @@ def main():
               "a forgotten token replaced, and a short-lived one renewed before it expired (%d new, refusals %s)"
               % (standin.issued - issued_before, standin.refusals))
         standin.expires_in = 3600
+        # A 429 whose Retry-After is no number of seconds: waited as a day, the refresh ends, nothing traps.
+        standin.retry_after = "inf"
+        standin.too_many_once = "campaigns/query"
+        until(lambda: request(port, TOKEN, "POST", "/api/apple-ads/names/refresh")[0] == 202, timeout=30, poll=0.5)
+        until(lambda: names()["attempted_at"] != short["attempted_at"], timeout=60)
+        check("86400 s" in (names()["last_error"] or ""), "Retry-After: inf is a day's wait: %s" % names()["last_error"])
+        check(request(port, TOKEN, "GET", "/api/apple-ads/names")[0] == 200, "and the endpoint answers on")
+        standin.retry_after = "1"
         requests_before = standin.requests
     finally:
         code = endpoint.stop()

@@ -360,6 +360,8 @@ def check_url_state(driver, base):
     show(driver, "web")
     Select(driver.find_element(By.ID, "advertiser")).select_by_value("acme")
     WebDriverWait(driver, 10).until(lambda d: "advertiser=acme" in d.current_url)
+    # The address changes before the view is read again: the filter is used once it is shown.
+    WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "site").is_displayed())
     Select(driver.find_element(By.ID, "site")).select_by_value("shop.example")
     WebDriverWait(driver, 10).until(lambda d: "site=shop.example" in d.current_url)
     WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "status").text.startswith("Showing"))

@@ -157,5 +157,6 @@ import Testing
                 == ["ALTER TABLE attribution.apple_ads_calls ADD COLUMN `orgId` Nullable(Int64)"])
         #expect(schema.missingColumns(database: "attribution", existing: "").isEmpty)
         #expect(ClickHouseSchema.columnsQuery(database: "attribution").contains("system.columns WHERE database = 'attribution'"))
+        #expect(ClickHouseSchema.columnsQuery(database: "a'b").contains(#"database = 'a\'b'"#))
     }
 }

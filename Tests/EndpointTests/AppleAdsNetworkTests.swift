@@ -61,4 +61,20 @@ import Testing
         #expect(rows == ["search_results 6 4", "today_tab 2 0", "other 0 1"])
         #expect(Overview.appleAds(attributed, postbacks: nil, query: query, naming: AppleAdsNaming(registry: AppRegistry())).placements?.count == 2)
     }
+
+    /// Anyone can send an uncheckable postback under any ad network's name: the count apart keeps
+    /// 64 names, the rest together, and nothing is lost from the total.
+    @Test func uncheckableCopiesKeepABoundedListOfNetworks() throws {
+        var summary = AppsSummary(sites: ["app.example"])
+        for n in 0..<200 { summary.add(Self.facts(network: "n\(n).skadnetwork", campaign: "1", signature: "unverifiable", version: "1.0"), retries: 0) }
+        var merged = AppsSummary(sites: ["app.example"])
+        merged.merge(summary)
+        merged.merge(summary)
+        for counted in [summary, merged] {
+            let answer = try #require(try JSONSerialization.jsonObject(with: Data(counted.json(AppRegistry(), query: .init(site: nil, from: 0, to: 0)).utf8)) as? [String: Any])
+            let apart = try #require(answer["unverifiable_by_ad_network"] as? [[String: Any]])
+            #expect(apart.count == AppsSummary.unverifiableNetworks + 1)
+            #expect(apart.reduce(0) { $0 + ($1["postbacks"] as! Int) } == (counted.unverifiableCount(adNetwork: "n0.skadnetwork") == 2 ? 400 : 200))
+        }
+    }
 }

@@ -172,4 +172,40 @@ import Testing
         #expect(SendSamplesCommand.main(arguments: ["ftp://x/"], environment: [:]) == 64)
         #expect(SendSamplesCommand.main(arguments: ["http://127.0.0.1:9/development-postbacks/x/"], environment: [:]) == 1)
     }
+
+    /// What a development postback names is read through what the token may see: a viewer of one
+    /// advertiser learns nothing of another's app, schema or ledger through the setup view; an
+    /// app removed keeps no working development path.
+    @Test func theSetupViewShowsAViewerOnlyItsOwn() throws {
+        let endpoint = try AccessTests.endpoint()
+        defer { endpoint.stop() }
+        let other = AppsTests.app.replacingOccurrences(of: "1000000003", with: "2000000001").replacingOccurrences(of: "app.example", with: "news.example")
+            .replacingOccurrences(of: "Example Game", with: "News Reader")
+        for app in [Self.sampleApp, other] {
+            #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(app.utf8)).status == 201)
+        }
+        let path = try #require(json(endpoint.request("POST", "/api/apps/development-path?app_id=10738027756", headers: Self.admin))["path"] as? String)
+        // A body naming the other advertiser's app, its value meaningful in that app's schema.
+        let body = #"{"version":"4.0","ad-network-id":"x.skadnetwork","transaction-id":"t-1","attribution-signature":"x","app-id":2000000001,"conversion-value":5}"#
+        #expect(try device(endpoint, path, Array(body.utf8)).status == 200)
+        let viewer = try AccessTests.token(endpoint, advertiser: "acme")
+        let seenByViewer = json(endpoint.request("GET", "/api/apps/setup?app_id=10738027756", headers: [("Authorization", "Bearer \(viewer)")]))
+        let viewerApps = try #require(seenByViewer["apps"] as? [[String: Any]], "\(seenByViewer)")
+        let viewerLast = try #require((viewerApps.first?["development_postbacks"] as? [String: Any])?["last"] as? [String: Any])
+        let inspection = try #require(viewerLast["inspection"] as? [String: Any])
+        #expect((inspection["app"] as? [String: Any])?["name"] is NSNull && (inspection["app"] as? [String: Any])?["registered"] as? Bool == false)
+        #expect((inspection["conversion_value"] as? [String: Any])?["meaning"] is NSNull)
+        #expect(inspection["seen"] is NSNull && inspection["duplicate_key"] is NSNull, "the ledger is the admin's")
+        // The other advertiser's app is not in the viewer's list at all.
+        #expect(endpoint.request("GET", "/api/apps/setup?app_id=2000000001", headers: [("Authorization", "Bearer \(viewer)")]).status == 404)
+        // The admin sees what it names.
+        let adminView = json(try endpoint.get("/api/apps/setup?app_id=10738027756"))
+        let adminApps = try #require(adminView["apps"] as? [[String: Any]])
+        let adminLast = try #require((adminApps.first?["development_postbacks"] as? [String: Any])?["last"] as? [String: Any])
+        let seenByAdmin = try #require(adminLast["inspection"] as? [String: Any])
+        #expect((seenByAdmin["app"] as? [String: Any])?["name"] as? String == "News Reader" && seenByAdmin["seen"] is [String: Any])
+        // An app removed: its development URL takes nothing more.
+        #expect(endpoint.request("DELETE", "/api/apps?app_id=10738027756", headers: Self.admin).status == 204)
+        #expect(try device(endpoint, path, Array(body.utf8)).status == 404)
+    }
 }

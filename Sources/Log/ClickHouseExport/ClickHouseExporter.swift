@@ -157,16 +157,20 @@ public final class ClickHouseExporter: Sendable {
         for statement in schema.statements(database: database) {
             guard case .done = client.run(statement).failure(self) else { return .failed }
         }
-        // Tables an older version made lack the columns added since.
-        guard case .done(let existing) = client.run(ClickHouseSchema.columnsQuery(database: database)).failure(self) else { return .failed }
-        for statement in schema.missingColumns(database: database, existing: existing) {
-            guard case .done = client.run(statement).failure(self) else { return .failed }
-            announce("export_column_added", [("statement", .string(statement))])
-        }
         guard case .done(let text) = client.run("SELECT max(version) FROM \(database).schema_version FORMAT TabSeparated").failure(self) else {
             return .failed
         }
         let found = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        // Tables an older version made lack the columns added since; a newer schema is left as
+        // it is. Two nodes adding the same column at once: the second fails, and its next turn
+        // finds the column there.
+        if found <= ClickHouseSchema.version {
+            guard case .done(let existing) = client.run(ClickHouseSchema.columnsQuery(database: database)).failure(self) else { return .failed }
+            for statement in schema.missingColumns(database: database, existing: existing) {
+                guard case .done = client.run(statement).failure(self) else { return .failed }
+                announce("export_column_added", [("statement", .string(statement))])
+            }
+        }
         if found > ClickHouseSchema.version {
             let reason = "the schema in \(client.target) is version \(found), newer than this endpoint's \(ClickHouseSchema.version): upgrade the endpoint"
             state.withLock { s in

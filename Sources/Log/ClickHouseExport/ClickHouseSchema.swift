@@ -37,7 +37,7 @@ public struct ClickHouseSchema: Sendable {
 
     /// What `system.columns` lists for this database's tables.
     public static func columnsQuery(database: String) -> String {
-        "SELECT table, name FROM system.columns WHERE database = '\(database)' FORMAT TabSeparated"
+        "SELECT table, name FROM system.columns WHERE database = \(ClickHouseClient.quoted(database)) FORMAT TabSeparated"
     }
 
     /// The `ALTER TABLE … ADD COLUMN` statements that bring tables made by an older version up to

@@ -12,7 +12,12 @@ struct AppleAdsNamesRoutes: SurfaceRoutes {
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
             RouteGroup("apple ads names", gate: bearer, routes: [
-                Route(.exact(Self.path), methods: ["GET", "HEAD"]) { _ in
+                Route(.exact(Self.path), methods: ["GET", "HEAD"]) { request in
+                    // The whole ad account's counts and Apple's last error: the operator's, not one advertiser's.
+                    let readable = try scope(request)
+                    guard readable.isEverything else {
+                        throw Problem(status: 403, rule: "outside_scope", detail: "the Apple Ads names are the whole ad account's; this token reads \(readable.advertiser.map { "advertiser \($0.id)'s" } ?? "no") sites alone")
+                    }
                     guard let lookup else { return JSONResponse.make(200, "{\"configured\":false}") }
                     let book = lookup.names.book
                     func time(_ ms: Int64?) -> String { ms.map { "\"" + Timestamp(millisecondsSinceEpoch: $0).rfc3339 + "\"" } ?? "null" }

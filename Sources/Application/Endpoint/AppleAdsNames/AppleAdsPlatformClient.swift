@@ -31,6 +31,9 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
     private let session: URLSession
     /// Woken by `stop`: a wait between requests ends at once.
     private let interrupt = DispatchSemaphore(value: 0)
+    /// Set by `stop`, under `lock`: no task is made once the session is being invalidated
+    /// (Foundation on Linux traps on a task of an invalidated session).
+    private let lock = NSLock()
     private var stopped = false
     /// The bearer token, and when to fetch the next: a minute before it expires, or halfway
     /// through a shorter life.
@@ -62,9 +65,17 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
     }
 
     func stop() {
+        lock.lock()
         stopped = true
+        lock.unlock()
         interrupt.signal()
         session.invalidateAndCancel()
+    }
+
+    private var isStopped: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return stopped
     }
 
     /// The client secret: a JWT signed with the client's key, good for an hour (Apple allows up to 180 days).
@@ -139,7 +150,10 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
                 total = Int(text)
             }
             offset += items.count
-            if items.count < Self.pageSize || items.isEmpty || total.map({ offset >= $0 }) ?? false { return results }
+            // The total, when the API gives it, says when the last page came: a server may cap
+            // its pages below the size asked. Without it, a short page is the last.
+            if items.isEmpty { return results }
+            if let total { if offset >= total { return results } } else if items.count < Self.pageSize { return results }
         }
         throw Failure(description: "\(path) was still paging after \(Self.maxPages) pages")
     }
@@ -157,7 +171,9 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
             // Too many requests: wait as told when it is short, else end here.
             var waits = 0
             while answer.status == 429 && waits < 3 {
-                let wait = Self.retryAfter(answer.headers) ?? 1
+                // A wait that is no finite number of seconds is a day's.
+                let asked = Self.retryAfter(answer.headers) ?? 1
+                let wait = asked.isFinite ? min(asked, 86_400) : 86_400
                 guard wait <= Self.longestWait else {
                     throw Failure(description: "the API asks to wait \(Int(wait)) s (429)",
                                   retryAt: Timestamp(millisecondsSinceEpoch: clock().millisecondsSinceEpoch + Int64(wait * 1000)))
@@ -169,7 +185,7 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
             switch answer.status {
             case 200...299:
                 if answer.headers["ratelimit-remaining"].flatMap(Int.init) == 0,
-                   let reset = answer.headers["ratelimit-reset"].flatMap(Double.init), reset > 0 {
+                   let reset = answer.headers["ratelimit-reset"].flatMap(Double.init), reset > 0, reset.isFinite {
                     try pause(min(reset, Self.longestWait))
                 }
                 return answer.body
@@ -186,16 +202,20 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
 
     private func send(_ request: URLRequest) throws(Failure) -> (status: Int, headers: [String: String], body: [UInt8]) {
         if let lastRequest {
-            let next = lastRequest + pace
-            if next > .now() { try pause(Double(next.uptimeNanoseconds - DispatchTime.now().uptimeNanoseconds) / 1e9) }
+            let next = lastRequest + pace, now = DispatchTime.now()
+            if next > now { try pause(Double(next.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9) }
         }
-        guard !stopped else { throw Failure(description: "stopped") }
         lastRequest = .now()
         requests += 1
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: (Int, [String: String], [UInt8]) = (0, [:], [])
         nonisolated(unsafe) var failure: String?
-        session.dataTask(with: request) { data, response, error in
+        lock.lock()
+        guard !stopped else {
+            lock.unlock()
+            throw Failure(description: "stopped")
+        }
+        let task = session.dataTask(with: request) { data, response, error in
             if let response = response as? HTTPURLResponse {
                 var headers: [String: String] = [:]
                 for (name, value) in response.allHeaderFields {
@@ -206,7 +226,9 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
                 failure = error?.localizedDescription ?? "no answer"
             }
             done.signal()
-        }.resume()
+        }
+        task.resume()
+        lock.unlock()
         done.wait()
         if let failure { throw Failure(description: "\(request.url?.host ?? "the API") did not answer: \(failure)") }
         return result
@@ -215,7 +237,7 @@ final class AppleAdsPlatformClient: @unchecked Sendable {
     /// Waits `seconds`, or until `stop`.
     private func pause(_ seconds: Double) throws(Failure) {
         guard seconds > 0 else { return }
-        if interrupt.wait(timeout: .now() + seconds) == .success || stopped {
+        if interrupt.wait(timeout: .now() + seconds) == .success || isStopped {
             interrupt.signal()
             throw Failure(description: "stopped")
         }

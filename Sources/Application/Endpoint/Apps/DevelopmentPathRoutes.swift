@@ -91,7 +91,8 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
         let rest = request.path.dropFirst(Self.intakePrefix.count)
         let secret = rest.prefix { $0 != "/" }
         let suffix = rest.dropFirst(secret.count)
-        guard DevelopmentPaths.isSecretShaped(secret), let appID = paths.registry.appID(secret: secret) else {
+        // An app removed since keeps no development path that works.
+        guard DevelopmentPaths.isSecretShaped(secret), let appID = paths.registry.appID(secret: secret), apps.registry.app(id: appID) != nil else {
             throw Problem(status: 404, rule: "unknown_development_path", detail: "no app's development path is \(Self.intakePrefix)…")
         }
         var proto: AttributionProtocol?
@@ -107,8 +108,8 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
             throw Problem(status: 413, rule: "body_too_large", field: "body",
                           detail: "the body has \(request.body.count) bytes; postbacks are at most \(maxPostbackBytes)")
         }
-        let (found, body) = try PostbackInspection.read(request.body)
-        let entry = try keep(body, proto: proto ?? found, appID: appID)
+        let read = try PostbackInspection.read(request.body)
+        let entry = try keep(read.json, proto: proto ?? read.proto, appID: appID)
         return JSONResponse.make(200, "{\"stored\":true,\"development\":true,\"app_id\":\(appID),\"signature\":\"\(entry.signature)\"}")
     }
 
@@ -124,7 +125,9 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
         do {
             try postbacks.record(appID: appID, entry)
         } catch {
-            throw Problem(status: 503, rule: "development_postbacks_unavailable", detail: "the postback could not be kept: \(error)")
+            // The reason (a path in DATA) is the operator's: logged, not answered.
+            EventLog.write("development_postback_not_kept", ["app_id": .number(String(appID)), "error": .string("\(error)")])
+            throw Problem(status: 503, rule: "development_postbacks_unavailable", detail: "the postback could not be kept; send it again later")
         }
         return entry
     }

@@ -30,10 +30,13 @@ struct PostbackInspection {
         case stored(id: UInt64)
         /// Another postback under the same key (`transaction-id`, `postback-identifier`).
         case otherContent(ids: [UInt64])
+        /// A bare JWS: postbacks under its key are stored, but whether one is this one cannot be
+        /// told (the stored copy carries fields beside its JWS).
+        case sameKey(ids: [UInt64])
     }
 
     /// The body read as one of the two protocols; a refusal names what it is not.
-    static func read(_ body: [UInt8]) throws(Problem) -> (AttributionProtocol, [UInt8]) {
+    static func read(_ body: [UInt8]) throws(Problem) -> (proto: AttributionProtocol, json: [UInt8], bare: Bool) {
         var start = 0, end = body.count
         while start < end, [9, 10, 13, 32].contains(body[start]) { start += 1 }
         while end > start, [9, 10, 13, 32].contains(body[end - 1]) { end -= 1 }
@@ -46,8 +49,8 @@ struct PostbackInspection {
             guard case .success(.object(let members)) = Postback.parse(trimmed) else {
                 throw Problem(status: 400, rule: "malformed_json", field: "body", detail: "the body begins like JSON but is not a JSON object")
             }
-            if members.contains(where: { $0.key == "jws-string" }) { return (.adattributionkit, trimmed) }
-            if members.contains(where: { $0.key == "ad-network-id" || $0.key == "attribution-signature" }) { return (.skadnetwork, trimmed) }
+            if members.contains(where: { $0.key == "jws-string" }) { return (.adattributionkit, trimmed, false) }
+            if members.contains(where: { $0.key == "ad-network-id" || $0.key == "attribution-signature" }) { return (.skadnetwork, trimmed, false) }
             throw Problem(status: 400, rule: "not_a_postback", field: "body",
                           detail: "a JSON object with neither jws-string (AdAttributionKit) nor ad-network-id (SKAdNetwork)")
         }
@@ -59,13 +62,13 @@ struct PostbackInspection {
         }
         var wrapped = "{\"jws-string\":"
         JSONValue.writeString(text, to: &wrapped)
-        return (.adattributionkit, Array((wrapped + "}").utf8))
+        return (.adattributionkit, Array((wrapped + "}").utf8), true)
     }
 
     /// Reads, checks and looks up `body`; `lookUpOnDisk` finds what the key tables hold under a key.
     static func inspect(_ body: [UInt8], keyring: PostbackKeyring, ledger: PostbackLedger, developmentMode: Bool,
                         lookUpOnDisk: (String) -> [PostbackArchive.Earlier]) throws(Problem) -> PostbackInspection {
-        let (proto, json) = try read(body)
+        let (proto, json, bare) = try read(body)
         let parsed: JSONValue, postback: Postback
         switch Postback.parse(json).flatMap({ value in Postback.read(proto, json: value).map { (value, $0) } }) {
         case .success(let read): (parsed, postback) = read
@@ -76,12 +79,15 @@ struct PostbackInspection {
         var seen = Seen.never
         let inMemory = ledger.known(duplicateKey: key)
         let onDisk = lookUpOnDisk(key)
-        if let same = inMemory.first(where: { $0.contentHash == contentHash }) {
+        let ids = Array(Set(inMemory.map(\.id) + onDisk.map(\.id))).sorted()
+        if bare {
+            if !ids.isEmpty { seen = .sameKey(ids: ids) }
+        } else if let same = inMemory.first(where: { $0.contentHash == contentHash }) {
             seen = .stored(id: same.id)
         } else if let same = onDisk.first(where: { $0.contentHash == contentHash }) {
             seen = .stored(id: same.id)
-        } else if !inMemory.isEmpty || !onDisk.isEmpty {
-            seen = .otherContent(ids: (inMemory.map(\.id) + onDisk.map(\.id)).sorted())
+        } else if !ids.isEmpty {
+            seen = .otherContent(ids: ids)
         }
         let check = keyring.check(postback)
         let (verdict, reasons) = PostbackVerdict.judge(postback, signature: check, developmentMode: developmentMode,
@@ -125,7 +131,9 @@ struct PostbackInspection {
         }
     }
 
-    func json(_ registry: AppRegistry) -> String {
+    /// `showsLedger`: whether the answer may say what the endpoint has stored (the admin's: the
+    /// ledger is every app's); else `seen` and `duplicate_key` are null.
+    func json(_ registry: AppRegistry, showsLedger: Bool = true) -> String {
         var members: [JSONMember] = []
         func add(_ key: String, _ value: JSONValue) { members.append(JSONMember(key: key, value: value)) }
         func text(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
@@ -146,7 +154,7 @@ struct PostbackInspection {
                                   JSONMember(key: "explanation", value: .string(signatureExplanation))]))
         add("verdict", .string(verdict.name))
         add("reasons", .array(reasons.map { .string($0) }))
-        add("duplicate_key", .string(postback.duplicateKey))
+        add("duplicate_key", showsLedger ? .string(postback.duplicateKey) : .null)
         let app = appID.flatMap { registry.app(id: $0) }
         add("app", appID.map { id in
             .object([JSONMember(key: "app_id", value: .number(String(id))), JSONMember(key: "name", value: text(app?.name)),
@@ -166,16 +174,23 @@ struct PostbackInspection {
             : .null)
         add("fields", .object(fields.members.filter { $0.key != "jws-string" && $0.key != "attribution-signature" }))
         add("unsigned_fields", .array(fields.unsigned.map { .string($0) }))
-        switch seen {
-        case .never:
+        switch showsLedger ? seen : nil {
+        case nil:
+            add("seen", .null)
+        case .never?:
             add("seen", .object([JSONMember(key: "stored", value: .bool(false)), JSONMember(key: "id", value: .null),
                                  JSONMember(key: "other_content_ids", value: .array([]))]))
-        case .stored(let id):
+        case .stored(let id)?:
             add("seen", .object([JSONMember(key: "stored", value: .bool(true)), JSONMember(key: "id", value: .number(String(id))),
                                  JSONMember(key: "other_content_ids", value: .array([]))]))
-        case .otherContent(let ids):
+        case .otherContent(let ids)?:
             add("seen", .object([JSONMember(key: "stored", value: .bool(false)), JSONMember(key: "id", value: .null),
                                  JSONMember(key: "other_content_ids", value: .array(ids.prefix(16).map { .number(String($0)) }))]))
+        case .sameKey(let ids)?:
+            // Stored under its key, as these ids; whether as this very copy, a bare JWS cannot say.
+            add("seen", .object([JSONMember(key: "stored", value: .null), JSONMember(key: "id", value: .null),
+                                 JSONMember(key: "same_key_ids", value: .array(ids.prefix(16).map { .number(String($0)) })),
+                                 JSONMember(key: "other_content_ids", value: .array([]))]))
         }
         return JSONValue.object(members).serialized()
     }

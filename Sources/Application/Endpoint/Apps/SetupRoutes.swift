@@ -50,7 +50,9 @@ struct SetupRoutes: SurfaceRoutes {
             shown = shown.filter { $0.appID == id }
             guard !shown.isEmpty else { throw Problem(status: 404, rule: "unknown_app", field: "app_id", detail: "no app registered with app_id \(id) that this token may read") }
         }
-        let registry = apps.registry
+        // What a postback names is read through the registry this token may see: another
+        // advertiser's app, schema or campaigns are not named, and the ledger is the admin's.
+        let registry = apps.registry.scoped(to: readable.sites)
         let book = context.arrivals?.book
         let rows = shown.map { app in
             describe(app, registry: registry, times: book?.apps[String(app.appID)], isAdmin: isAdmin)
@@ -58,7 +60,7 @@ struct SetupRoutes: SurfaceRoutes {
         var out = "{\"apps\":[" + rows.joined(separator: ",") + "]"
         // Xcode builds send item id 0: which app they are is anyone's guess, so they are shown apart.
         if let xcode = development.list(appID: 0).last, readable.isEverything {
-            out += ",\"xcode_builds\":" + entryJSON(xcode, registry: registry)
+            out += ",\"xcode_builds\":" + entryJSON(xcode, registry: registry, isAdmin: isAdmin)
         } else {
             out += ",\"xcode_builds\":null"
         }
@@ -93,7 +95,7 @@ struct SetupRoutes: SurfaceRoutes {
         let last = entries.last
         add("development_postbacks", .object([
             JSONMember(key: "kept", value: .number(String(entries.count))),
-            JSONMember(key: "last", value: last.flatMap { try? JSONParser().parse(Array(entryJSON($0, registry: registry).utf8)) } ?? .null),
+            JSONMember(key: "last", value: last.flatMap { try? JSONParser().parse(Array(entryJSON($0, registry: registry, isAdmin: isAdmin).utf8)) } ?? .null),
         ]))
         let test = appleAds.lastTestAnswer(site: app.site)
         add("apple_ads_test_answer", .object([JSONMember(key: "last_at", value: time(test?.millisecondsSinceEpoch))]))
@@ -102,7 +104,7 @@ struct SetupRoutes: SurfaceRoutes {
     }
 
     /// `{"received_at":…,"path":"development","protocol":…,"inspection":{…}}`: the entry checked again now.
-    private func entryJSON(_ entry: DevelopmentPostbacks.Entry, registry: AppRegistry) -> String {
+    private func entryJSON(_ entry: DevelopmentPostbacks.Entry, registry: AppRegistry, isAdmin: Bool) -> String {
         var out = "{\"received_at\":\"\(Timestamp(millisecondsSinceEpoch: entry.receivedAt).rfc3339)\",\"path\":"
         JSONValue.writeString(entry.path, to: &out)
         out += ",\"protocol\":"
@@ -110,7 +112,7 @@ struct SetupRoutes: SurfaceRoutes {
         out += ",\"inspection\":"
         if let inspection = try? PostbackInspection.inspect(Array(entry.body.utf8), keyring: keyring, ledger: ledger,
                                                             developmentMode: developmentMode, lookUpOnDisk: { _ in [] }) {
-            out += inspection.json(registry)
+            out += inspection.json(registry, showsLedger: isAdmin)
         } else {
             out += "null"
         }

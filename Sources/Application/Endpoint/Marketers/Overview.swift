@@ -31,6 +31,9 @@ struct Overview {
         /// Apple Ads' installs by App Store placement, both ways they arrive, side by side; only
         /// on the Apple Ads line.
         var placements: [PlacementRow]? = nil
+        /// Of Apple Ads' postbacks, those no key could check (SKAdNetwork 1.0 and 2.0): anyone
+        /// could have sent them, so the page says how many.
+        var unverifiablePostbacks = 0
 
         var total: Int { perDay.reduce(0, +) }
     }
@@ -109,12 +112,13 @@ struct Overview {
             Top(name: naming.campaign(id) ?? id.map { "campaign \($0)" } ?? "no campaign", detail: id.map { "campaign id \($0)" } ?? "", count: count)
         }.filter { $0.count > 0 }.sorted { ($1.count, $0.name) < ($0.count, $1.name) }.prefix(topCount).map { $0 }
         var rows: [AppleAdsPlacement: PlacementRow] = [:]
-        for (key, count) in summary.placements { rows[key.placement, default: PlacementRow(placement: key.placement)].attributed += count }
+        for (key, count) in summary.placements { rows[key.placement, default: PlacementRow(placement: key.placement)].attributed +|= count }
         for (key, counts) in postbacks?.conversions ?? [:] where key.adNetwork == AdNetwork.appleAds.id {
             let placement = AppleAdsPlacement(postbackCampaign: key.campaign) ?? .other
-            rows[placement, default: PlacementRow(placement: placement)].postbacks += counts.installs + counts.redownloads
+            rows[placement, default: PlacementRow(placement: placement)].postbacks +|= counts.installs &+ counts.redownloads
         }
-        channel.placements = rows.values.filter { $0.attributed + $0.postbacks > 0 }.sorted { $0.placement < $1.placement }
+        channel.placements = rows.values.filter { $0.attributed > 0 || $0.postbacks > 0 }.sorted { $0.placement < $1.placement }
+        channel.unverifiablePostbacks = postbacks?.unverifiableCount(adNetwork: AdNetwork.appleAds.id) ?? 0
         return channel
     }
 
@@ -151,7 +155,7 @@ struct Overview {
             if let placements = channel.placements {
                 o += ",\"placements\":[" + placements.map {
                     "{\"placement\":\"\($0.placement.name)\",\"label\":\"\($0.placement.label)\",\"attributed\":\($0.attributed),\"postbacks\":\($0.postbacks)}"
-                }.joined(separator: ",") + "]"
+                }.joined(separator: ",") + "],\"unverifiable_postbacks\":\(channel.unverifiablePostbacks)"
             }
             return o + "}"
         }.joined(separator: ",") + "]"

@@ -93,10 +93,10 @@ extension EndpointConfiguration {
                           }),
             .text("--apple-ads-platform-api", "apple_ads_platform_api", \.appleAdsPlatformAPI, placeholder: "URL",
                   "The Apple Ads Platform API (a stand-in for tests).",
-                  check: { configuration in Self.httpURL(configuration.appleAdsPlatformAPI) }),
+                  check: { configuration in Self.httpsURL(configuration.appleAdsPlatformAPI) }),
             .text("--apple-ads-platform-token-url", "apple_ads_platform_token_url", \.appleAdsPlatformTokenURL, placeholder: "URL",
                   "Apple's OAuth token endpoint for it (a stand-in for tests).",
-                  check: { configuration in Self.httpURL(configuration.appleAdsPlatformTokenURL) }),
+                  check: { configuration in Self.httpsURL(configuration.appleAdsPlatformTokenURL) }),
             .number("--apple-ads-platform-pace", "apple_ads_platform_pace", \.appleAdsPlatformPace, 0.01...60,
                     "Seconds between two requests to the Apple Ads Platform API; a 429 is waited out besides."),
             .number("--relay-timeout", "relay_timeout", \.relayTimeout, 1...300,
@@ -163,10 +163,14 @@ extension EndpointConfiguration {
         ]
     }
 
-    /// Why `text` is no http(s) URL, or nil.
-    static func httpURL(_ text: String) -> String? {
-        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            return "\(text): not an http(s) URL"
+    /// Why `text` is no https URL (plain http only to this machine: a stand-in), or nil. The
+    /// client secret and the bearer token never cross a network in clear.
+    static func httpsURL(_ text: String) -> String? {
+        guard let url = URL(string: text), let host = url.host, ["http", "https"].contains(url.scheme ?? "") else {
+            return "\(text): not an https URL"
+        }
+        if url.scheme == "http" && !["127.0.0.1", "localhost", "::1", "[::1]"].contains(host) {
+            return "\(text): plain http only to this machine (a stand-in); Apple's API is https"
         }
         return nil
     }

@@ -109,6 +109,12 @@ struct AppsSummary: Codable {
     /// Postbacks no key could check (SKAdNetwork 1.0 and 2.0's P-192 signatures), by ad network:
     /// kept and counted, and shown apart, Apple Ads' among them. Nil in digests before apps-5.
     private var unverifiable: [String: Int]? = nil
+    /// Ad networks named in `unverifiable` at most; past them, `otherNetworks`.
+    static let unverifiableNetworks = 64
+    static let otherNetworks = "(other ad networks)"
+
+    /// Postbacks of `adNetwork` no key could check.
+    func unverifiableCount(adNetwork: String) -> Int { unverifiable?[adNetwork] ?? 0 }
     private var reasons: [String: Int] = [:]
     /// Installs, redownloads and re-engagements per day of the query; only in an answer.
     var perDay: [Int32: ConversionCounts]? = nil
@@ -191,7 +197,15 @@ struct AppsSummary: Codable {
         for (k, n) in other.digits { digits[k, default: 0] +|= n }
         for (k, n) in other.valueTiers { valueTiers[k, default: 0] +|= n }
         for (k, n) in other.signatures { signatures[k, default: 0] +|= n }
-        for (k, n) in other.unverifiable ?? [:] { unverifiable = unverifiable ?? [:]; unverifiable![k, default: 0] +|= n }
+        if let theirs = other.unverifiable {
+            var counts = unverifiable ?? [:]
+            for (network, n) in theirs {
+                let named = counts.keys.count - (counts[Self.otherNetworks] == nil ? 0 : 1)
+                let key = network != Self.otherNetworks && counts[network] == nil && named >= Self.unverifiableNetworks ? Self.otherNetworks : network
+                counts[key, default: 0] +|= n
+            }
+            unverifiable = counts
+        }
         for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
         if let days = other.perDay { for (d, counts) in days { addPerDay(d, counts) } }
     }
@@ -208,9 +222,14 @@ struct AppsSummary: Codable {
         duplicates += retries
         signatures[facts.signature, default: 0] += count
         if facts.signature == SignatureOutcome.unverifiable.name {
-            let network = facts.text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? ""
-            unverifiable = unverifiable ?? [:]
-            unverifiable![network, default: 0] += count
+            // Anyone can send such a postback under any name: a handful of networks are kept by
+            // name, the rest together.
+            var network = facts.text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? ""
+            var counts = unverifiable ?? [:]
+            let named = counts.keys.count - (counts[Self.otherNetworks] == nil ? 0 : 1)
+            if counts[network] == nil && named >= Self.unverifiableNetworks { network = Self.otherNetworks }
+            counts[network, default: 0] +|= count
+            unverifiable = counts
         }
         if facts.development { development += count }
         guard facts.accepted else {
