@@ -98,6 +98,8 @@ import Testing
         #expect(end == bytes.count)
         let back = decoded.summary(AppsSummary.Query(site: nil, from: 20_000, to: 20_000))
         #expect(back.placements == summary.placements && back.installs == summary.installs && back.byStatus == summary.byStatus)
+        // The day of Apple's test answers survives too: the setup view's after a start from digests.
+        #expect(decoded.lastTestDay(site: "app.example") == 20_000 && decoded.lastTestDay(site: "shop.example") == nil)
         // Cut anywhere, it is refused, never half read.
         for cut in 0..<bytes.count { #expect(AppleAdsTally.decode(Array(bytes[..<cut]), at: 0) == nil, "cut at \(cut)") }
     }

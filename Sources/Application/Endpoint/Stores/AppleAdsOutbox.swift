@@ -212,8 +212,14 @@ final class AppleAdsOutbox: Sendable {
     /// Sealed segments the start took from their digests.
     var segmentsFromDigests: Int { state.withLock { $0.segmentsFromDigests } }
 
-    /// When `site` last had Apple's Developer Mode answer, if this process knows.
-    func lastTestAnswer(site: String) -> Timestamp? { state.withLock { $0.lastTest[site] } }
+    /// When `site` last had Apple's Developer Mode answer: the time, when this process saw the
+    /// token settle (or read it from the log at start); else the start of the last day the
+    /// digests' counts hold one.
+    func lastTestAnswer(site: String) -> Timestamp? {
+        state.withLock { s in
+            s.lastTest[site] ?? s.tally.lastTestDay(site: site).map { Timestamp(millisecondsSinceEpoch: Int64($0) * 86_400_000) }
+        }
+    }
 
     /// `replayInBackground`: the log is read by `start`'s thread, before its first call, while the
     /// endpoint serves (`isReady` false meanwhile); for a start whose digests do not cover the old

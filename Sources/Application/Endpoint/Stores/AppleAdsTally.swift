@@ -17,6 +17,12 @@ struct AppleAdsTally: Sendable {
         counts[DaySite(day: SummaryAggregates.day(of: entry.receivedAt), site: entry.site), default: AppleAdsSummary()].add(entry)
     }
 
+    /// The last UTC day `site` had Apple's Developer Mode answer, as the settled tokens say: what a
+    /// start that took its digests still knows of it.
+    func lastTestDay(site: String) -> Int32? {
+        counts.filter { $0.key.site == site && $0.value.byStatus[.test, default: 0] > 0 }.map(\.key.day).max()
+    }
+
     /// Counts a whole summary as one day's and site's (a test's, or a merge's).
     mutating func add(_ summary: AppleAdsSummary, day: Int32, site: String) {
         counts[DaySite(day: day, site: site), default: AppleAdsSummary()].merge(summary)
