@@ -135,6 +135,37 @@ import Testing
         return ((all?["destinations"] as? [[String: Any]]) ?? []).first { ($0["destination"] as? [String: Any])?["name"] as? String == name } ?? [:]
     }
 
+    /// A development URL's postbacks go only to a destination that asked for development ones;
+    /// the production postbacks' destination, and a relay of another app, get nothing of them.
+    @Test func developmentPathPostbacksGoOnlyWhereAsked() throws {
+        let asking = try Receiver(), production = try Receiver(), other = try Receiver()
+        defer { asking.stop(); production.stop(); other.stop() }
+        let endpoint = try Self.start()
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(111).utf8)).status == 201)
+        #expect(Self.register(endpoint, name: "asking", url: asking.url, appID: Self.appID, extra: #","development":true"#).status == 201)
+        #expect(Self.register(endpoint, name: "production", url: production.url, appID: Self.appID).status == 201)
+        #expect(Self.register(endpoint, name: "other", url: other.url, appID: 111, extra: #","development":true"#).status == 201)
+        let path = try #require(json(endpoint.request("POST", "/api/apps/development-path?app_id=\(Self.appID)", headers: Self.admin))["path"] as? String)
+        let sample = try DevelopmentPathTests.developerSettingsSample()
+        let taken = try httpRequest(port: endpoint.port, method: "POST", path: path, host: "app.example",
+                                    headers: [("Content-Type", "application/json")], body: sample)
+        #expect(taken.status == 200, "\(taken.bodyText)")
+        // A production postback after it, so that every destination has had a turn past the development one.
+        #expect(Self.send(endpoint, PostbackWindowTests.postback(900)).status == 200)
+        #expect(endpoint.relayTurns.until {
+            let statuses = endpoint.server.relays.statuses
+            return statuses.first { $0.name == "asking" }?.delivered == 2 && statuses.first { $0.name == "production" }?.delivered == 1
+                && statuses.allSatisfy { !$0.retrying }
+        })
+        #expect(asking.received.withLock { $0.map(\.body) }.contains(sample), "the development postback, byte for byte")
+        #expect(!production.received.withLock { $0.map(\.body) }.contains(sample), "not to a destination that did not ask")
+        #expect(other.received.withLock { $0.isEmpty }, "nor to another app's")
+        // Never among the production postbacks.
+        #expect(try endpoint.get("/api/postbacks").bodyText.split(separator: "\n").count == 1)
+    }
+
     @Test func aReplaySendsAPeriodAgainWithTheFirstDeliveryIDsAndItsRequestIsChecked() throws {
         let partner = try Receiver()
         defer { partner.stop() }

@@ -114,6 +114,11 @@ public struct StoredPostback: Sendable, Equatable {
     public static func decode(_ record: RecordLog.RecordView) -> StoredPostback? {
         guard record.kind == RecordKind.postback.number, let proto = AttributionProtocol(logTag: record.tag) else { return nil }
         var r = PayloadReader(record.payload)
+        return decodeDraft(&r, proto: proto).map { StoredPostback(id: record.id, receivedAt: record.time, draft: $0) }
+    }
+
+    /// The draft `r` holds from its start (`encodePayload`'s bytes).
+    static func decodeDraft(_ r: inout PayloadReader, proto: AttributionProtocol) -> Draft? {
         guard r.u8() == 1, let verdict = r.u8().flatMap(PostbackVerdict.init), let signature = r.u8().flatMap(SignatureOutcome.init),
               let contentHash = r.u64(), let site = r.text16(), let duplicateKey = r.text16(), let keyName = r.text16(),
               let reasonCount = r.u8() else { return nil }
@@ -125,10 +130,9 @@ public struct StoredPostback: Sendable, Equatable {
         guard let bodyLength = r.u32(), let body = r.bytes(Int(bodyLength)) else { return nil }
         // Absent from records written before it was kept.
         let contentType = r.text16()
-        return StoredPostback(id: record.id, receivedAt: record.time, draft: Draft(
-            protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
-            keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body,
-            contentType: contentType.flatMap { $0.isEmpty ? nil : $0 }))
+        return Draft(protocol: proto, site: site, verdict: verdict, reasons: reasons, signature: signature,
+                     keyName: keyName.isEmpty ? nil : keyName, duplicateKey: duplicateKey, contentHash: contentHash, body: body,
+                     contentType: contentType.flatMap { $0.isEmpty ? nil : $0 })
     }
 }
 
@@ -138,4 +142,7 @@ extension RecordKind {
     /// A repeated delivery of a stored postback: not stored again, only counted (its payload is
     /// the stored one's id).
     public static let postbackRetry = RecordKind(4, name: "postback_retry")
+    /// A postback an app's development URL took (`StoredDevelopmentPostback`): kept apart from the
+    /// postbacks, in no count, and relayed only to a destination that asks for development ones.
+    public static let developmentPostback = RecordKind(7, name: "development_postback")
 }

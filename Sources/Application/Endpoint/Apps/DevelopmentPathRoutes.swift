@@ -1,11 +1,16 @@
 import AppDevelopers
+import Dispatch
 import HTTPServer
+import Locking
 import Postbacks
 import Primitives
+import RecordLog
 
 /// Each app's development path, as Apple advises: a hard-to-guess URL for Settings › Developer ›
 /// Development Postbacks, whose postbacks are checked with Apple's keys (development ones
-/// included), kept apart (`DevelopmentPostbacks`), never counted and never relayed.
+/// included), kept apart (`development_postback` records in the log, and the setup view's
+/// `DevelopmentPostbacks`), never counted, and relayed only to a destination that asks for
+/// development postbacks.
 ///
 /// - `POST /development-postbacks/SECRET/` (devices): a postback of either protocol, told apart by
 ///   its body, or by a well-known path appended to the URL (`…/SECRET/.well-known/skadnetwork/
@@ -21,6 +26,9 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
     let apps: AppRegistryStore
     let postbacks: DevelopmentPostbacks
     let keyring: PostbackKeyring
+    let store: RecordLog
+    /// Asks the loop for a turn: a record queued off the loop is committed in one.
+    let turns: TurnRequester
     let maxPostbackBytes: Int
     static let intakePrefix = "/development-postbacks/"
     static let adminPath = "/api/apps/development-path"
@@ -29,7 +37,7 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
         [
             RouteGroup("development postbacks", routes: [
                 // A signature check and a file replaced: a worker's, never the loop's.
-                Route(.prefix(Self.intakePrefix), methods: ["POST"], workers: workers, answer: intake),
+                Route(.prefix(Self.intakePrefix), methods: ["POST"], workers: workers, handler: intake),
             ]),
             RouteGroup("development paths", gate: admin, routes: [
                 Route(.exact(Self.adminPath), methods: ["POST"]) { request in
@@ -52,8 +60,16 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
                         throw Problem(status: 409, rule: "no_development_path", field: "app_id",
                                       detail: "app \(app.appID) has no development path: POST \(Self.adminPath)?app_id=\(app.appID) first")
                     }
+                    // One after another, each on disk before the next: a worker's thread waits, not the loop.
                     let sent = try ApplesSamplePostbacks.all.map { sample in
-                        let entry = try keep(Array(sample.body.utf8), proto: sample.proto, appID: app.appID)
+                        let done = DispatchSemaphore(value: 0)
+                        let outcome = Locked<Result<DevelopmentPostbacks.Entry, Problem>?>(nil)
+                        try keep(Array(sample.body.utf8), proto: sample.proto, app: app) { result in
+                            outcome.withLock { $0 = result }
+                            done.signal()
+                        }
+                        done.wait()
+                        let entry = try outcome.withLock { $0 }!.get()
                         return "{\"name\":\"\(sample.name)\",\"protocol\":\"\(sample.proto.name)\",\"signature\":\"\(entry.signature)\"}"
                     }
                     return JSONResponse.make(200, "{\"app_id\":\(app.appID),\"sent\":[" + sent.joined(separator: ",") + "]}")
@@ -86,13 +102,13 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
         return app
     }
 
-    func intake(_ request: HTTPRequest) throws -> HTTPResponse {
+    func intake(_ request: HTTPRequest, responder: HTTPResponder) throws {
         _ = try context.servedSite(of: request, what: "the development postback")
         let rest = request.path.dropFirst(Self.intakePrefix.count)
         let secret = rest.prefix { $0 != "/" }
         let suffix = rest.dropFirst(secret.count)
         // An app removed since keeps no development path that works.
-        guard DevelopmentPaths.isSecretShaped(secret), let appID = paths.registry.appID(secret: secret), apps.registry.app(id: appID) != nil else {
+        guard DevelopmentPaths.isSecretShaped(secret), let appID = paths.registry.appID(secret: secret), let app = apps.registry.app(id: appID) else {
             throw Problem(status: 404, rule: "unknown_development_path", detail: "no app's development path is \(Self.intakePrefix)…")
         }
         var proto: AttributionProtocol?
@@ -109,27 +125,47 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
                           detail: "the body has \(request.body.count) bytes; postbacks are at most \(maxPostbackBytes)")
         }
         let read = try PostbackInspection.read(request.body)
-        let entry = try keep(read.json, proto: proto ?? read.proto, appID: appID)
-        return JSONResponse.make(200, "{\"stored\":true,\"development\":true,\"app_id\":\(appID),\"signature\":\"\(entry.signature)\"}")
+        // The device is answered once the record is on disk: 200, or 503 and it sends it again.
+        try keep(read.json, proto: proto ?? read.proto, app: app, contentType: request.headers["Content-Type"]) { result in
+            switch result {
+            case .success(let entry):
+                responder.respond(JSONResponse.make(200, "{\"stored\":true,\"development\":true,\"app_id\":\(appID),\"signature\":\"\(entry.signature)\"}"))
+            case .failure(let problem):
+                responder.respond(problem.response)
+            }
+        }
     }
 
-    /// Reads, checks and keeps a development postback; throws the refusal of what is no postback.
-    private func keep(_ body: [UInt8], proto: AttributionProtocol, appID: Int) throws -> DevelopmentPostbacks.Entry {
-        let postback: Postback
+    /// Reads and checks a development postback, throwing the refusal of what is no postback; then
+    /// writes its record and tells `done` once it is on disk (or cannot be).
+    private func keep(_ body: [UInt8], proto: AttributionProtocol, app: App, contentType: String? = nil,
+                      done: @escaping @Sendable (Result<DevelopmentPostbacks.Entry, Problem>) -> Void) throws {
+        let postback: Postback, contentHash: UInt64
         switch PostbackReading(proto, body) {
         case .refused(let problem): throw problem
-        case .postback(let read, _): postback = read
+        case .postback(let read, let hash): (postback, contentHash) = (read, hash)
         }
-        let entry = DevelopmentPostbacks.Entry(receivedAt: now.millisecondsSinceEpoch, path: "development", proto: proto.name,
-                                               body: String(decoding: body, as: UTF8.self), signature: keyring.check(postback).outcome.name)
-        do {
-            try postbacks.record(appID: appID, entry)
-        } catch {
-            // The reason (a path in DATA) is the operator's: logged, not answered.
-            EventLog.write("development_postback_not_kept", ["app_id": .number(String(appID)), "error": .string("\(error)")])
-            throw Problem(status: 503, rule: "development_postbacks_unavailable", detail: "the postback could not be kept; send it again later")
+        let check = keyring.check(postback)
+        let draft = StoredPostback.Draft(protocol: proto, site: app.site, verdict: .quarantined, reasons: ["development_path"] + postback.reasons,
+                                         signature: check.outcome, keyName: check.keyName, duplicateKey: postback.duplicateKey,
+                                         contentHash: contentHash, body: body, contentType: contentType)
+        let (postbacks, appID) = (self.postbacks, app.appID)
+        let queued = store.appendDevelopmentPostback(appID: appID, draft) { result in
+            switch result {
+            case .success(let written):
+                let entry = DevelopmentPostbacks.Entry(receivedAt: written.at.millisecondsSinceEpoch, path: "development", proto: proto.name,
+                                                       body: String(decoding: body, as: UTF8.self), signature: check.outcome.name)
+                postbacks.remember(appID: appID, entry)
+                done(.success(entry))
+            case .failure(let error):
+                EventLog.write("development_postback_not_kept", ["app_id": .number(String(appID)), "error": .string("\(error)")])
+                done(.failure(Problem(status: 503, rule: "development_postbacks_unavailable", detail: "the postback could not be kept; send it again later")))
+            }
         }
-        return entry
+        guard queued != nil else {
+            throw Problem(status: 503, rule: "development_postbacks_unavailable", detail: "the endpoint is stopping; send the postback again later")
+        }
+        turns.request()
     }
 }
 

@@ -323,7 +323,7 @@ public final class EndpointServer: Sendable {
                                        developmentMode: configuration.developmentMode, maxBytes: configuration.maxPostbackBytes)
                 .routes(bearer: bearer)
             + DevelopmentPathRoutes(context: shared, paths: developmentPaths, apps: apps, postbacks: developmentPostbacks, keyring: keyring,
-                                    maxPostbackBytes: configuration.maxPostbackBytes)
+                                    store: store, turns: turns, maxPostbackBytes: configuration.maxPostbackBytes)
                 .routes(admin: registrationGate)
             + AppleAdsNamesRoutes(context: shared, lookup: appleAdsNames).routes(bearer: bearer)
             + SetupRoutes(context: shared, access: access, apps: apps, paths: developmentPaths, development: developmentPostbacks,

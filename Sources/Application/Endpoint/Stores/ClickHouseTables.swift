@@ -7,7 +7,9 @@ import Primitives
 
 /// Every kind of record the log holds, and its table in ClickHouse: one table per kind, its
 /// columns under the protocols' own words, as the NDJSON export names them. A member no column
-/// takes is kept in `extra`. `deploy/clickhouse/schema.sql` is this list written out.
+/// takes is kept in `extra`. `deploy/clickhouse/schema.sql` is this list written out. The one
+/// kind without a table is the development URLs' postbacks (kind 7): a developer's tests, never
+/// a warehouse's numbers.
 ///
 /// Never exported: the PCM secret tokens and their signatures (the key ids that verified them
 /// are), the Apple Ads token and its public id. Nothing the log holds is an IP address, a

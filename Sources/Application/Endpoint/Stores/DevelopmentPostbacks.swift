@@ -5,16 +5,15 @@ import Locking
 import Postbacks
 import Primitives
 
-/// Each app's last development postbacks: what its development path took (stored here and
-/// nowhere else), and the copies signed with one of Apple's development keys that came to the
-/// production paths (stored in the log as before, noted here too). What the setup view shows;
-/// never in a count, never in an export of production postbacks, never relayed.
+/// Each app's last development postbacks: what its development path took (kept in the log as
+/// `development_postback` records, apart from the postbacks), and the copies signed with one of
+/// Apple's development keys that came to the production paths (stored as postbacks, as before):
+/// what the setup view shows; never in a count.
 ///
 /// At most `perApp` per app, newest last, for at most `maxApps` apps (the production paths' only
-/// for registered apps, and `0` for Xcode builds, whose `advertised-item-identifier` is 0), each app's in
-/// `DATA/development/APPID.json`, replaced whole. The development path's are written before the
-/// device is answered; the production paths' notes are written by a thread of their own, at most
-/// `maxPending` waiting (past that a note is left out and counted: its postback is in the log).
+/// for registered apps, and `0` for Xcode builds, whose `advertised-item-identifier` is 0), kept in
+/// memory and in `DATA/development/APPID.json`, replaced whole by a thread of its own: an app's
+/// file is written once for however many entries came while the last write ran.
 final class DevelopmentPostbacks: Sendable {
     struct Entry: Codable, Sendable, Equatable {
         /// Milliseconds since 1970.
@@ -38,8 +37,8 @@ final class DevelopmentPostbacks: Sendable {
     private let entries: Locked<[Int: [Entry]]>
     private let writer = DispatchQueue(label: "development-postbacks", qos: .utility)
     private let pending = Locked((waiting: 0, leftOut: 0))
-    /// One file replaced at a time: the path's writes and the notes' thread.
-    private let writing = NSLock()
+    /// Apps whose list changed since its file was last written.
+    private let dirty = Locked(Set<Int>())
 
     /// Whether a production path's postback for this app is noted: registered apps and Xcode builds (0).
     private let knows: @Sendable (Int) -> Bool
@@ -64,9 +63,19 @@ final class DevelopmentPostbacks: Sendable {
     /// Notes left out because the thread was behind.
     var leftOut: Int { pending.withLock { $0.leftOut } }
 
-    /// Keeps a development path's postback, on disk before it returns; throws when it cannot be.
-    func record(appID: Int, _ entry: Entry) throws {
-        try keep(appID: appID, entry)
+    /// Keeps an entry (a development path's postback, its record already in the log): in memory
+    /// at once, on disk soon.
+    func remember(appID: Int, _ entry: Entry) {
+        let kept = entries.withLock { all -> Bool in
+            guard all[appID] != nil || all.count < Self.maxApps else { return false }
+            all[appID] = Array(((all[appID] ?? []) + [entry]).suffix(Self.perApp))
+            return true
+        }
+        guard kept else {
+            pending.withLock { $0.leftOut += 1 }
+            return
+        }
+        save(appID)
     }
 
     /// Notes a production path's development postback, on the notes' thread, under the app its
@@ -82,33 +91,30 @@ final class DevelopmentPostbacks: Sendable {
         }
         guard admitted else { return }
         writer.async { [self] in
+            defer { pending.withLock { $0.waiting -= 1 } }
             let named = PostbackFields(proto, body: body).value(proto == .skadnetwork ? "app-id" : "advertised-item-identifier")
-            guard case .number(let digits)? = named, let appID = Int(digits), appID >= 0, knows(appID) else {
-                pending.withLock { $0.waiting -= 1 }
-                return
-            }
-            let entry = Entry(receivedAt: time.millisecondsSinceEpoch, path: "production", proto: proto.name,
-                              body: String(decoding: body, as: UTF8.self), signature: signature.name)
-            do { try keep(appID: appID, entry) } catch {
-                EventLog.write("development_postback_not_noted", ["app_id": .number(String(appID)), "error": .string("\(error)")])
-            }
-            pending.withLock { $0.waiting -= 1 }
+            guard case .number(let digits)? = named, let appID = Int(digits), appID >= 0, knows(appID) else { return }
+            remember(appID: appID, Entry(receivedAt: time.millisecondsSinceEpoch, path: "production", proto: proto.name,
+                                         body: String(decoding: body, as: UTF8.self), signature: signature.name))
         }
     }
 
-    private func keep(appID: Int, _ entry: Entry) throws {
-        writing.lock()
-        defer { writing.unlock() }
-        guard let list = entries.withLock({ all -> [Entry]? in
-            guard all[appID] != nil || all.count < Self.maxApps else { return nil }
-            return Array(((all[appID] ?? []) + [entry]).suffix(Self.perApp))
-        }) else {
-            throw DurableFileError(description: "development postbacks are kept for at most \(Self.maxApps) apps")
+    /// Writes the app's list as it stands when the thread gets to it; one write for the entries
+    /// that came meanwhile.
+    private func save(_ appID: Int) {
+        let first = dirty.withLock { $0.insert(appID).inserted }
+        guard first else { return }
+        writer.async { [self] in
+            _ = dirty.withLock { $0.remove(appID) }
+            let list = entries.withLock { $0[appID] ?? [] }
+            do { try DurableJSONFile<[Entry]>(path: directory + "/\(appID).json", empty: []).save(list) } catch {
+                EventLog.write("development_postbacks_not_saved", ["app_id": .number(String(appID)), "error": .string("\(error)")])
+            }
         }
-        try DurableJSONFile<[Entry]>(path: directory + "/\(appID).json", empty: []).save(list)
-        entries.withLock { $0[appID] = list }
     }
 
     /// Waits until every note handed to the thread is on disk (tests, a stop).
-    func drain() { writer.sync {} }
+    func drain() {
+        repeat { writer.sync {} } while dirty.withLock({ !$0.isEmpty }) || pending.withLock({ $0.waiting > 0 })
+    }
 }
