@@ -524,12 +524,13 @@ function renderAppleAds(a, postbacks) {
 /// Apple Ads' own postbacks (ad network com.apple.ads) by the placement their campaign id names,
 /// and how many of them no key could check, from the Apps view's answer.
 function appleAdsPostbacks(apps) {
-  const names = { "Search Results": "search_results", "Search Tab": "search_tab", "Today Tab": "today_tab", "Product Pages": "product_pages" };
+  // Apple Ads' campaign id is the placement (docs/APPLE.md §2), whatever name a registration gives it.
+  const codes = { "10": ["search_results", "Search Results"], "20": ["search_tab", "Search Tab"], "30": ["today_tab", "Today Tab"], "40": ["product_pages", "Product Pages"] };
   const byPlacement = new Map();
   for (const c of apps.conversions || []) {
     if (c.ad_network !== "com.apple.ads") continue;
-    const name = names[c.campaign_name] || "other";
-    const p = byPlacement.get(name) || byPlacement.set(name, { placement: name, label: c.campaign_name in names ? c.campaign_name : "Another placement", postbacks: 0 }).get(name);
+    const [name, label] = codes[c.campaign] || ["other", "Another placement"];
+    const p = byPlacement.get(name) || byPlacement.set(name, { placement: name, label, postbacks: 0 }).get(name);
     p.postbacks += c.installs + c.redownloads;
   }
   const apart = (apps.unverifiable_by_ad_network || []).find((u) => u.ad_network === "com.apple.ads");

@@ -208,4 +208,29 @@ import Testing
         #expect(endpoint.request("DELETE", "/api/apps?app_id=10738027756", headers: Self.admin).status == 204)
         #expect(try device(endpoint, path, Array(body.utf8)).status == 404)
     }
+
+    /// The setup view's and the names' parameters and refusals: a clear 4xx for every odd
+    /// `app_id`, samples before a URL, a refresh with nothing configured, a scoped viewer asking
+    /// for the ad account's names.
+    @Test func theSetupAndNamesCallsRefuseOddRequestsClearly() throws {
+        let endpoint = try AccessTests.endpoint()
+        defer { endpoint.stop() }
+        #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.sampleApp.utf8)).status == 201)
+        for query in ["?app_id=", "?app_id=abc", "?app_id=-1", "?app_id=042", "?app_id=+5", "?app_id=99999999999999999999",
+                      "?app_id=1e3", "?app_id=%00", "?app_id=10738027756&x=1"] {
+            let response = try endpoint.get("/api/apps/setup" + query)
+            #expect(response.status == 400, "\(query): \(response.status)")
+            #expect(json(response)["field"] != nil, "\(query): the refusal names its field")
+        }
+        #expect(try endpoint.get("/api/apps/setup?app_id=5").status == 404)
+        #expect(try endpoint.get("/api/apps/setup?app_id=10738027756&advertiser=acme").status == 200)
+        let samples = endpoint.request("POST", "/api/apps/development-path/samples?app_id=10738027756", headers: Self.admin)
+        #expect(samples.status == 409 && json(samples)["rule"] as? String == "no_development_path")
+        let refresh = endpoint.request("POST", "/api/apple-ads/names/refresh", headers: Self.admin)
+        #expect(refresh.status == 409 && json(refresh)["rule"] as? String == "apple_ads_platform_not_configured")
+        #expect(json(try endpoint.get("/api/apple-ads/names"))["configured"] as? Bool == false)
+        let viewer = try AccessTests.token(endpoint, advertiser: "acme")
+        #expect(endpoint.request("GET", "/api/apple-ads/names", headers: [("Authorization", "Bearer \(viewer)")]).status == 403)
+        #expect(endpoint.request("POST", "/api/apple-ads/names/refresh", headers: [("Authorization", "Bearer \(viewer)")]).status == 403)
+    }
 }

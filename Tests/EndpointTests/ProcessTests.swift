@@ -301,7 +301,12 @@ import RawHTTPClient
                       ["--request-timeout", "0x1p-1074"], ["--signature-threads", "-1"], ["--apple-ads-api", ""],
                       ["--trusted-proxy", "::ffff:1.2.3.4/129"], ["--postback-key", "=x"], ["--postback-key", "k="],
                       ["--token-public-key", "news.example=%%%"], ["--site", "news.example\u{0}"], ["--node", "\u{202E}n"],
-                      ["--max-report-bytes"], ["--no-page", "extra"]])
+                      ["--max-report-bytes"], ["--no-page", "extra"],
+                      // The Apple Ads Platform API: the pace's extremes, http to anyone but this machine, a file that is not there.
+                      ["--apple-ads-platform-pace", "0"], ["--apple-ads-platform-pace", "61"], ["--apple-ads-platform-pace", "nan"],
+                      ["--apple-ads-platform-pace", "inf"], ["--apple-ads-platform-api", "http://api.ads.apple.com/v1/"],
+                      ["--apple-ads-platform-token-url", "ftp://appleid.apple.com/"], ["--apple-ads-platform-api", ""],
+                      ["--apple-ads-platform", "/nonexistent/platform.json"], ["--apple-ads-platform", ""]])
     func anOptionsExtremeValuesAreRefusedNamingIt(arguments: [String]) {
         #expect(throws: EndpointConfiguration.ParseError.self, "\(arguments)") {
             try EndpointConfiguration.parse(arguments: ["--dev"] + arguments, environment: [:])

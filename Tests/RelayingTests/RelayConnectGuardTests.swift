@@ -23,6 +23,17 @@ import Glibc
                               announce: { _, _ in })
     }
 
+    /// A destination on loopback that keeps every body it is sent (`Keep`), and its port.
+    static func keeper() throws -> (HTTPServer, Int, Locked<[[UInt8]]>) {
+        let received = Locked<[[UInt8]]>([])
+        var configuration = HTTPServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.accessLog = nil
+        let server = HTTPServer(configuration: configuration, handler: Keep(received: received))
+        return (server, Int(try server.start()), received)
+    }
+
     /// A connection to the guard: what it writes and reads, as bytes.
     final class Client {
         let fd: Int32
@@ -123,13 +134,7 @@ import Glibc
     }
 
     @Test func anAllowedConnectionCarriesTheBytesBothWays() throws {
-        let received = Locked<[[UInt8]]>([])
-        var configuration = HTTPServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.accessLog = nil
-        let server = HTTPServer(configuration: configuration, handler: Keep(received: received))
-        let port = Int(try server.start())
+        let (server, port, received) = try Self.keeper()
         defer { server.shutdown(); server.waitUntilStopped() }
         let guarded = try Self.makeGuard(host: "localhost", port: port, allowInternal: true, resolve: HostResolver.addresses(of:))
         defer { guarded.stop() }
@@ -145,13 +150,7 @@ import Glibc
     }
 
     @Test func behindAnOperatorsProxyTheTunnelGoesThroughIt() throws {
-        let received = Locked<[[UInt8]]>([])
-        var configuration = HTTPServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.accessLog = nil
-        let server = HTTPServer(configuration: configuration, handler: Keep(received: received))
-        let port = Int(try server.start())
+        let (server, port, received) = try Self.keeper()
         defer { server.shutdown(); server.waitUntilStopped() }
         // The operator's proxy, played by another guard; it asks for credentials it is given.
         let operators = try Self.makeGuard(host: "localhost", port: port, allowInternal: true, resolve: HostResolver.addresses(of:))

@@ -101,7 +101,8 @@ final class AppleAdsNameLookup: PeriodicallySwept {
             return state.now
         }
         let waitAsked = retryAt.withLock { $0 }.map { now < $0 } ?? false
-        guard byHand && !waitAsked && !ids.campaigns.isEmpty || Self.isDue(names.book, seen: ids, now: now, retryAt: retryAt.withLock { $0 }) else {
+        let askedNow = byHand && !waitAsked && !ids.campaigns.isEmpty
+        guard askedNow || Self.isDue(names.book, seen: ids, now: now, retryAt: retryAt.withLock { $0 }) else {
             return
         }
         refresh(ids, now: now)

@@ -86,16 +86,7 @@ struct DevelopmentPathRoutes: SurfaceRoutes {
     }
 
     private func registeredApp(_ request: HTTPRequest) throws -> App {
-        for item in request.queryItems where item.name != "app_id" {
-            throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "\(request.path) takes only ?app_id=…")
-        }
-        guard let text = request.queryItems.first(where: { $0.name == "app_id" })?.value else {
-            throw Problem(status: 400, rule: "missing_parameter", field: "app_id", detail: "name the app: ?app_id=")
-        }
-        // Digits only, as registrations write the id: +42, 042 and -0 name nothing by accident.
-        guard JSONValue.isIntegerLiteral(text), let id = JSONValue.integerValue(text), id > 0 else {
-            throw Problem(status: 400, rule: "invalid_parameter", field: "app_id", detail: "app_id must be a positive integer; got \"\(text.prefix(30))\"")
-        }
+        let id = try RequestedAppID.required(request)
         guard let app = apps.registry.app(id: id) else {
             throw Problem(status: 404, rule: "unknown_app", field: "app_id", detail: "no app registered with app_id \(id)")
         }

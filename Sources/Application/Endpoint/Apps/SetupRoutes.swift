@@ -39,14 +39,8 @@ struct SetupRoutes: SurfaceRoutes {
     func setup(_ request: HTTPRequest) throws -> HTTPResponse {
         let readable = try scope(request)
         let isAdmin = (try? access.caller(request)).map { if case .admin = $0 { true } else { false } } ?? false
-        for item in request.queryItems where item.name != "app_id" && item.name != "advertiser" {
-            throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "\(Self.path) takes ?app_id=…")
-        }
         var shown = apps.registry.apps.filter { readable.allows($0.site) }
-        if let text = request.queryItems.first(where: { $0.name == "app_id" })?.value {
-            guard JSONValue.isIntegerLiteral(text), let id = JSONValue.integerValue(text), id > 0 else {
-                throw Problem(status: 400, rule: "invalid_parameter", field: "app_id", detail: "app_id must be a positive integer; got \"\(text.prefix(30))\"")
-            }
+        if let id = try RequestedAppID.parse(request, alsoTaking: ["advertiser"]) {
             shown = shown.filter { $0.appID == id }
             guard !shown.isEmpty else { throw Problem(status: 404, rule: "unknown_app", field: "app_id", detail: "no app registered with app_id \(id) that this token may read") }
         }

@@ -28,8 +28,6 @@ struct AppleAdsSummary: Sendable {
         var preOrders = 0
         var other = 0
 
-        var total: Int { downloads &+ redownloads &+ preOrders &+ other }
-
         mutating func add(_ conversion: AppleAdsRecord.Conversion, _ count: Int = 1) {
             switch conversion {
             case .download: downloads +|= count

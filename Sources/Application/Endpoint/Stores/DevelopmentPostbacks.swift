@@ -60,9 +60,6 @@ final class DevelopmentPostbacks: Sendable {
     /// The app's entries, oldest first.
     func list(appID: Int) -> [Entry] { entries.withLock { $0[appID] ?? [] } }
 
-    /// Notes left out because the thread was behind.
-    var leftOut: Int { pending.withLock { $0.leftOut } }
-
     /// Keeps an entry (a development path's postback, its record already in the log): in memory
     /// at once, on disk soon.
     func remember(appID: Int, _ entry: Entry) {
@@ -71,10 +68,7 @@ final class DevelopmentPostbacks: Sendable {
             all[appID] = Array(((all[appID] ?? []) + [entry]).suffix(Self.perApp))
             return true
         }
-        guard kept else {
-            pending.withLock { $0.leftOut += 1 }
-            return
-        }
+        guard kept else { return leftOut("more than \(Self.maxApps) apps") }
         save(appID)
     }
 
@@ -82,14 +76,11 @@ final class DevelopmentPostbacks: Sendable {
     /// body names (`app-id`, `advertised-item-identifier`; 0 for an Xcode build).
     func note(_ proto: AttributionProtocol, body: [UInt8], at time: Timestamp, signature: SignatureOutcome) {
         let admitted = pending.withLock { p -> Bool in
-            guard p.waiting < Self.maxPending else {
-                p.leftOut += 1
-                return false
-            }
+            guard p.waiting < Self.maxPending else { return false }
             p.waiting += 1
             return true
         }
-        guard admitted else { return }
+        guard admitted else { return leftOut("\(Self.maxPending) notes waiting") }
         writer.async { [self] in
             defer { pending.withLock { $0.waiting -= 1 } }
             let named = PostbackFields(proto, body: body).value(proto == .skadnetwork ? "app-id" : "advertised-item-identifier")
@@ -97,6 +88,15 @@ final class DevelopmentPostbacks: Sendable {
             remember(appID: appID, Entry(receivedAt: time.millisecondsSinceEpoch, path: "production", proto: proto.name,
                                          body: String(decoding: body, as: UTF8.self), signature: signature.name))
         }
+    }
+
+    /// A note not kept (its postback is in the log all the same): said, with how many so far.
+    private func leftOut(_ why: String) {
+        let count = pending.withLock { p -> Int in
+            p.leftOut += 1
+            return p.leftOut
+        }
+        EventLog.write("development_postback_not_noted", ["reason": .string(why), "left_out": .number(String(count))])
     }
 
     /// Writes the app's list as it stands when the thread gets to it; one write for the entries
