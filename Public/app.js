@@ -458,9 +458,16 @@ function renderApps(a) {
     cell(tr, r.installs, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.re_engagements, "num");
   });
   const x = a.crosstab;
-  drawCrosstab("apps-crosstab", "Campaign", x.columns.map((c) => [c.meaning, c.tier === "none" ? "below the privacy threshold" : c.tier + " value"]),
-    x.rows.map((r) => ({ label: named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}`),
+  const tierDetail = { none: "below the privacy threshold", ambiguous: "schema changed in its window" };
+  // Which version of the app's schema a row's values read with, or the versions they could be.
+  const version = (r) => r.schema_ambiguous_versions ? ` · schema v${r.schema_ambiguous_versions.replace("-", " or v")}, ambiguous`
+    : r.schema_version ? ` · schema v${r.schema_version}` : "";
+  drawCrosstab("apps-crosstab", "Campaign", x.columns.map((c) => [c.meaning, tierDetail[c.tier] || c.tier + " value"]),
+    x.rows.map((r) => ({ label: named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}${version(r)}`),
       counts: r.counts, total: r.total })), x.totals, x.total);
+  const ambiguous = a.schema_versions ? a.schema_versions.ambiguous_postbacks : 0;
+  $("apps-ambiguous").hidden = !ambiguous;
+  text($("apps-ambiguous"), ambiguous ? `${ambiguous} postback${ambiguous === 1 ? "" : "s"} could have been set under either of two versions of their app's schema (it changed while their value could be set): counted under "schema changed in its window", by value, and given no meaning.` : "");
   const fine = fineByMeaning(a.fine_values), most = Math.max(1, ...fine.map((r) => r.count));
   fill("apps-fine", fine, (tr, r) => {
     cell(tr, named(r.label, "values " + ranges(r.values)));

@@ -88,7 +88,7 @@ final class ExportTestLog: Sendable {
         ClickHouseTable(name: "pcm_triggers", codec: TriggerExportCodec(), columns: [
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
         ]),
-        ClickHouseTable(name: "postbacks", codec: PostbackExportCodec.withoutLedger, columns: [
+        ClickHouseTable(name: "postbacks", codec: PostbackExportCodec.withoutLedger(), columns: [
             .init("duplicate_key", .string), .init("content_hash", .uint64), .init("transaction-id", .string),
             .init("redownload", .nullable(.uint8)), .init("app-id", .nullable(.uint64)),
         ]),

@@ -112,7 +112,7 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         for base in removed {
             let path = directory + "/digests/\(base).digest"
             var digest = try #require(SegmentDigest.decode(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))))
-            let section = try #require(digest.sections["apps-5"])
+            let section = try #require(digest.sections["apps-6"])
             var pairs = try #require(try JSONSerialization.jsonObject(with: Data(section)) as? [[String: Any]])
             for i in pairs.indices {
                 var summary = try #require(pairs[i]["summary"] as? [String: Any])

@@ -32,7 +32,7 @@ import RawHTTPClient
         ("/api/relays/pause", "POST", true),
         ("/api/relays/resume", "POST", true),
         ("/api/relays/replay", "POST, DELETE", true),
-        ("/api/apps", "GET, HEAD, POST, DELETE", true),
+        ("/api/apps", "GET, HEAD, POST, PUT, DELETE", true),
         ("/api/ad-networks", "GET, HEAD, POST, DELETE", true),
         ("/api/apps/summary", "GET, HEAD", true),
         ("/api/apps/summary/crosstab.csv", "GET, HEAD", true),
@@ -88,7 +88,7 @@ import RawHTTPClient
         let endpoint = try LiveEndpoint { $0.manualClock = true }
         defer { endpoint.stop() }
         for (path, allow, token) in Self.table {
-            let wrong = endpoint.request("PUT", path, headers: [("Authorization", "Bearer test-token")])
+            let wrong = endpoint.request("PATCH", path, headers: [("Authorization", "Bearer test-token")])
             #expect(wrong.status == 405, "\(path)")
             #expect(wrong.header("Allow") == allow, "\(path)")
             #expect(json(wrong)["rule"] as? String == "method_not_allowed")
@@ -97,7 +97,7 @@ import RawHTTPClient
             if token {
                 #expect(anonymous.status == 401, "\(path) without the token")
                 #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
-                #expect(endpoint.request("PUT", path).status == 401, "\(path): the token is checked before the method")
+                #expect(endpoint.request("PATCH", path).status == 401, "\(path): the token is checked before the method")
             } else {
                 #expect(anonymous.status != 401, "\(path) needs no token")
             }

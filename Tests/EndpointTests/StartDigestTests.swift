@@ -89,7 +89,7 @@ import Testing
         // A digest of another log in a segment's place (same base and end, other records):
         // everything is read again from the log.
         let other = SegmentDigest(base: middle.base, end: middle.end, records: middle.records + 1, sections: [
-            "postback-ledger-2": [0], "triggers-1": [], "verified-tokens-1": [], "apps-5": Array("[]".utf8), "apple-ads-2": [0, 0, 0, 0, 0, 0, 0, 0],
+            "postback-ledger-2": [0], "triggers-1": [], "verified-tokens-1": [], "apps-6": Array("[]".utf8), "apple-ads-2": [0, 0, 0, 0, 0, 0, 0, 0],
         ])
         try Data(other.encoded()).write(to: URL(fileURLWithPath: path))
         endpoint = try Self.start(directory)

@@ -1,4 +1,4 @@
--- The attribution endpoint's tables in ClickHouse, schema version 2.
+-- The attribution endpoint's tables in ClickHouse, schema version 3.
 -- Written by `attribution-endpoint clickhouse schema`; the endpoint creates whatever is
 -- missing itself when started with --clickhouse. Runs on ClickHouse 18.16 (Debian) and
 -- on current releases. Read with FINAL (or argMax by (node, id)): a batch sent twice
@@ -98,6 +98,8 @@ CREATE TABLE IF NOT EXISTS attribution.postbacks
     `test_key` String,
     `kid` String,
     `unsigned_fields` Array(String),
+    `schema_version` Nullable(UInt16),
+    `schema_ambiguous_versions` String,
     `duplicate_key` String,
     `content_hash` UInt64,
     `version` String,
@@ -187,4 +189,4 @@ ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(received_at)
 ORDER BY (node, id);
 
-INSERT INTO attribution.schema_version (version, node, applied_at) VALUES (2, 'schema.sql', now());
+INSERT INTO attribution.schema_version (version, node, applied_at) VALUES (3, 'schema.sql', now());

@@ -8,8 +8,9 @@
 ///
 /// - 1: the first.
 /// - 2: `apple_ads_calls` gains `impressionDate` and `supplyPlacement` (Apple's answer since 2025–2026).
+/// - 3: `postbacks` gains `schema_version` and `schema_ambiguous_versions` (schemas keep their history).
 public struct ClickHouseSchema: Sendable {
-    public static let version = 2
+    public static let version = 3
     public let tables: [ClickHouseTable]
 
     public init(tables: [ClickHouseTable]) {

@@ -5,8 +5,12 @@ import RecordLog
 /// A stored postback as the exports show it:
 ///
 /// `{"id":3,"received_at":"…","protocol":"skadnetwork","site":"app.example","verdict":"accepted",
-///   "reasons":[],"signature":"apple","duplicates_received":2,"unsigned_fields":["conversion-value"],
-///   "version":"4.0","ad-network-id":"…",…}`
+///   "reasons":[],"signature":"apple","duplicates_received":2,"schema_version":2,"schema_ambiguous_versions":"",
+///   "unsigned_fields":["conversion-value"],"version":"4.0","ad-network-id":"…",…}`
+///
+/// `schema_version` is the version of the app's conversion-value schema its value reads with
+/// (null without a value, a registered app or one version); `schema_ambiguous_versions` names
+/// the versions it could have been set under when the schema changed in its window ("1-2").
 ///
 /// The postback's members keep their wire names (dashes), so they never collide with the
 /// endpoint's own snake_case keys; a member that would is under `extra`. The CSV row has the
@@ -21,34 +25,45 @@ public struct PostbackExportCodec: RecordCodec {
                                "publisher-item-identifier", "conversion-value", "coarse-conversion-value",
                                "ad-interaction-type", "country-code"]
     public let columns = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
-                          "duplicates_received", "kid", "unsigned_fields"] + PostbackExportCodec.fieldColumns
+                          "duplicates_received", "schema_version", "schema_ambiguous_versions", "kid", "unsigned_fields"]
+        + PostbackExportCodec.fieldColumns
     static let ownKeys: Set<String> = ["id", "received_at", "protocol", "site", "verdict", "reasons", "signature", "test_key",
-                                       "duplicates_received", "kid", "unsigned_fields", "extra",
+                                       "duplicates_received", "schema_version", "schema_ambiguous_versions", "kid", "unsigned_fields", "extra",
                                        "duplicate_key", "content_hash"]
     let ledger: PostbackLedger?
+    let schema: SchemaVersionReader
 
-    public init(ledger: PostbackLedger) {
+    /// Which versions of its app's schema a postback's value reads with: one, or the first and
+    /// last it could have been set under; nil when there is none to read (no value, no app).
+    public typealias SchemaVersionReader = @Sendable (StoredPostback) -> ClosedRange<Int>?
+
+    public init(ledger: PostbackLedger, schema: @escaping SchemaVersionReader = { _ in nil }) {
         self.ledger = ledger
+        self.schema = schema
     }
 
     /// For a warehouse that keeps the retries as rows of their own (ClickHouse): no
     /// `duplicates_received`, which is the ledger's count as of the export and changes after it,
     /// but the postback's `duplicate_key` and `content_hash`, which tell the same postback stored
     /// on two nodes (a device that retried through a failover) from two postbacks.
-    public static var withoutLedger: PostbackExportCodec { PostbackExportCodec() }
+    public static func withoutLedger(schema: @escaping SchemaVersionReader = { _ in nil }) -> PostbackExportCodec {
+        PostbackExportCodec(schema: schema)
+    }
 
-    private init() {
+    private init(schema: @escaping SchemaVersionReader) {
         ledger = nil
+        self.schema = schema
     }
 
     public func reader() -> (RecordLog.RecordView) -> ExportRow? {
-        guard let ledger else { return { view in StoredPostback.decode(view).map { Self.row($0, retries: nil) } } }
+        let schema = self.schema
+        guard let ledger else { return { view in StoredPostback.decode(view).map { Self.row($0, retries: nil, schema: schema($0)) } } }
         // One reader per export, which reads rows in id order: a table's counts a block at a time.
         var reader = PostbackLedger.RetryReader(ledger: ledger)
-        return { view in StoredPostback.decode(view).map { Self.row($0, retries: { reader.retries(of: $0) }) } }
+        return { view in StoredPostback.decode(view).map { Self.row($0, retries: { reader.retries(of: $0) }, schema: schema($0)) } }
     }
 
-    static func row(_ postback: StoredPostback, retries: ((UInt64) -> Int)?) -> ExportRow {
+    static func row(_ postback: StoredPostback, retries: ((UInt64) -> Int)?, schema versions: ClosedRange<Int>? = nil) -> ExportRow {
         let fields = PostbackFields(postback)
         let d = postback.draft
         var members: [JSONMember] = [
@@ -67,6 +82,10 @@ public struct PostbackExportCodec: RecordCodec {
             members.append(JSONMember(key: "duplicate_key", value: .string(d.duplicateKey)))
             members.append(JSONMember(key: "content_hash", value: .number(String(d.contentHash))))
         }
+        let decided = versions.flatMap { $0.count == 1 ? $0.lowerBound : nil }
+        let ambiguous = versions.map { $0.count > 1 ? "\($0.lowerBound)-\($0.upperBound)" : "" } ?? ""
+        members.append(JSONMember(key: "schema_version", value: decided.map { .number(String($0)) } ?? .null))
+        members.append(JSONMember(key: "schema_ambiguous_versions", value: .string(ambiguous)))
         if let kid = fields.kid { members.append(JSONMember(key: "kid", value: .string(kid))) }
         members.append(JSONMember(key: "unsigned_fields", value: .array(fields.unsigned.map { .string($0) })))
         var extra: [JSONMember] = []
@@ -76,7 +95,8 @@ public struct PostbackExportCodec: RecordCodec {
         if !extra.isEmpty { members.append(JSONMember(key: "extra", value: .object(extra))) }
 
         var cells = [String(postback.id), postback.receivedAt.rfc3339, postback.protocol.name, d.site, d.verdict.name,
-                     d.reasons.joined(separator: ";"), d.signature.name, d.keyName ?? "", retries.map { String($0(postback.id)) } ?? "", fields.kid ?? "",
+                     d.reasons.joined(separator: ";"), d.signature.name, d.keyName ?? "", retries.map { String($0(postback.id)) } ?? "",
+                     decided.map(String.init) ?? "", ambiguous, fields.kid ?? "",
                      fields.unsigned.joined(separator: ";")]
         for key in fieldColumns {
             let text: String = switch fields.value(key) {

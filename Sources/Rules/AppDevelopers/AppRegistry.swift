@@ -6,11 +6,14 @@ public struct AppRegistry: Sendable, Equatable, Codable {
     public private(set) var apps: [App] = []
     public private(set) var adNetworks: [AdNetwork] = []
     public private(set) var appleAdsCampaigns: [AppleAdsCampaign] = []
+    /// Every registered app's schema versions, and those of apps since removed, whose postbacks
+    /// are still read with them.
+    public private(set) var schemaHistories: [SchemaHistory] = []
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case apps, adNetworks = "ad_networks", appleAdsCampaigns = "apple_ads_campaigns"
+        case apps, adNetworks = "ad_networks", appleAdsCampaigns = "apple_ads_campaigns", schemaHistories = "schema_histories"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -18,6 +21,40 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         apps = try container.decodeIfPresent([App].self, forKey: .apps) ?? []
         adNetworks = try container.decodeIfPresent([AdNetwork].self, forKey: .adNetworks) ?? []
         appleAdsCampaigns = try container.decodeIfPresent([AppleAdsCampaign].self, forKey: .appleAdsCampaigns) ?? []
+        schemaHistories = try container.decodeIfPresent([SchemaHistory].self, forKey: .schemaHistories) ?? []
+        // A registry written before schemas had versions: each app's schema is its version 1,
+        // which also reads every postback before it, as that registry read them.
+        for app in apps where history(appID: app.appID) == nil {
+            schemaHistories.append(SchemaHistory(appID: app.appID, schema: app.schema))
+        }
+    }
+
+    /// The versions of an app's schema, registered now or before.
+    public func history(appID: Int) -> SchemaHistory? {
+        schemaHistories.first { $0.appID == appID }
+    }
+
+    /// Which version of its app's schema a postback's value is read with: `appID` the postback's
+    /// app, `window` when its value could have been set.
+    public func schemaReading(appID: Int, window: ValueSetWindow) -> SchemaReading {
+        history(appID: appID)?.reading(window) ?? .beforeAnyVersion
+    }
+
+    /// The schema a reading stands for when it names one version; nil when it names none (no
+    /// version, or several).
+    public func schema(appID: Int, reading: SchemaReading) -> (version: Int, schema: ConversionValueSchema)? {
+        guard let history = history(appID: appID), case .version(let n) = history.resolve(reading),
+              let version = history.version(n) else { return nil }
+        return (n, version.schema)
+    }
+
+    /// Records the app's schema as its current version, from `now` if it changed.
+    private mutating func recordSchema(of app: App, at now: Timestamp) throws(RequestProblem) {
+        if let i = schemaHistories.firstIndex(where: { $0.appID == app.appID }) {
+            try schemaHistories[i].record(app.schema, at: now)
+        } else {
+            schemaHistories.append(SchemaHistory(appID: app.appID, schema: app.schema))
+        }
     }
 
     public mutating func add(_ campaign: AppleAdsCampaign) throws(RequestProblem) {
@@ -47,17 +84,36 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         id.flatMap { id in appleAdsCampaigns.first { $0.campaignID == id } }
     }
 
-    public mutating func add(_ app: App, siteRules: SiteRules) throws(RequestProblem) {
+    /// Registers an app. Its schema becomes a new version from `now` if the app had another
+    /// before it was removed; an app never registered gets version 1.
+    public mutating func add(_ app: App, siteRules: SiteRules, now: Timestamp) throws(RequestProblem) {
+        try check(app, siteRules: siteRules)
+        guard !apps.contains(where: { $0.appID == app.appID }) else {
+            throw RequestProblem(.conflict, rule: "duplicate_app", field: "app_id", detail: "app \(app.appID) is already registered; PUT changes it")
+        }
+        try recordSchema(of: app, at: now)
+        apps.append(app)
+    }
+
+    /// Changes a registered app's site, name or schema; a changed schema is a new version from
+    /// `now`, and postbacks set before it keep reading with the old one.
+    public mutating func replace(_ app: App, siteRules: SiteRules, now: Timestamp) throws(RequestProblem) {
+        try check(app, siteRules: siteRules)
+        guard let i = apps.firstIndex(where: { $0.appID == app.appID }) else {
+            throw RequestProblem(.notFound, rule: "unknown_app", field: "app_id", detail: "app \(app.appID) is not registered; POST registers it")
+        }
+        try recordSchema(of: app, at: now)
+        apps[i] = app
+    }
+
+    private func check(_ app: App, siteRules: SiteRules) throws(RequestProblem) {
         guard app.appID > 0 else { throw .invalid("app_id", "out_of_range", "must be the app's App Store id, a positive integer") }
         if let violation = siteRules.check(app.site) { throw .invalid("site", "not_registrable_domain", violation.detail) }
         try RegisteredName.check(app.name, field: "name")
         try app.schema.check()
-        guard !apps.contains(where: { $0.appID == app.appID }) else {
-            throw RequestProblem(.conflict, rule: "duplicate_app", field: "app_id", detail: "app \(app.appID) is already registered")
-        }
-        apps.append(app)
     }
 
+    /// Removes an app; its schema's versions stay, to read the postbacks it had.
     @discardableResult
     public mutating func removeApp(appID: Int) -> Bool {
         apps.removeEvery { $0.appID == appID }

@@ -9,6 +9,8 @@ public struct RequestProblem: Error, Sendable, Equatable {
         case invalid
         /// Valid alone, but clashes with what is registered.
         case conflict
+        /// Names something that is not registered.
+        case notFound
         /// Valid, but could not be kept (the disk refused it): try again.
         case unavailable
     }

@@ -19,19 +19,32 @@ struct AppRegistrationRoutes: SurfaceRoutes {
             RouteGroup("app registrations", gate: bearer, routes: [
                 Route(.exact("/api/apps"), methods: ["GET", "HEAD"]) { request in
                     let readable = try scope(request)
-                    return JSONResponse.make(200, JSONResponse.encode(book.registry.apps.filter { readable.allows($0.site) }))
+                    let registry = book.registry
+                    return JSONResponse.make(200, "[" + registry.apps.filter { readable.allows($0.site) }.map { Self.json($0, registry) }.joined(separator: ",") + "]")
                 },
                 Route(.exact("/api/apps"), methods: ["POST"]) { request in
                     var added: App?
                     let response = try register(request) { json, registry throws(RequestProblem) in
                         let app = try AppRegistryInput.app(from: json)
-                        try registry.add(app, siteRules: book.siteRules)
+                        try registry.add(app, siteRules: book.siteRules, now: now)
                         try Registrations.requireServed(app.site, field: "site", servedSites: context.served.sites)
                         added = app
-                        return JSONResponse.encode(app)
+                        return Self.json(app, registry)
                     }
                     if let added { registered(added) }
                     return response
+                },
+                // A change to a registered app; a changed schema is a new version from now.
+                Route(.exact("/api/apps"), methods: ["PUT"]) { request in
+                    let parsed = try JSONParser().parseBody(request.body)
+                    var changed = ""
+                    try book.update { (registry) throws(RequestProblem) in
+                        let app = try AppRegistryInput.app(from: parsed)
+                        try registry.replace(app, siteRules: book.siteRules, now: now)
+                        try Registrations.requireServed(app.site, field: "site", servedSites: context.served.sites)
+                        changed = Self.json(app, registry)
+                    }
+                    return JSONResponse.make(200, changed)
                 },
                 Route(.exact("/api/apps"), methods: ["DELETE"]) { request in
                     try remove(request, key: "app_id", numeric: true) { registry, value in Int(value).map { registry.removeApp(appID: $0) } ?? false }
@@ -66,6 +79,16 @@ struct AppRegistrationRoutes: SurfaceRoutes {
                 },
             ]),
         ]
+    }
+
+    /// An app as registered, with every version of its schema (`schema_versions`, oldest first:
+    /// `version`, `effective_from`, null for version 1, which also reads what came before it, and `schema`).
+    static func json(_ app: App, _ registry: AppRegistry) -> String {
+        var text = JSONResponse.encode(app)
+        let versions = registry.history(appID: app.appID)?.versions ?? []
+        guard text.hasSuffix("}") else { return text }
+        text.removeLast()
+        return text + (text.hasSuffix("{") ? "" : ",") + "\"schema_versions\":" + JSONResponse.encode(versions) + "}"
     }
 
     /// A registration no site owns: every advertiser's campaigns may be in it.

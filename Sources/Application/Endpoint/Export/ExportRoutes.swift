@@ -27,7 +27,7 @@ struct ExportRoutes: SurfaceRoutes {
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         let logExports: [(path: String, codec: any RecordCodec)] = [
             ("/api/reports", ReportExportCodec()),
-            ("/api/postbacks", PostbackExportCodec(ledger: ledger)),
+            ("/api/postbacks", PostbackExportCodec(ledger: ledger, schema: apps.postbackSchemaVersions)),
         ]
         var routes: [Route] = []
         for (path, codec) in logExports {

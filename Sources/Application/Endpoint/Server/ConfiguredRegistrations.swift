@@ -24,13 +24,17 @@ enum ConfiguredRegistrations {
         }
     }
 
-    static func ensure(_ configuration: EndpointConfiguration, in book: AppRegistryStore) throws {
+    /// An app whose schema the file changed gets a new version from `now`, the start.
+    static func ensure(_ configuration: EndpointConfiguration, in book: AppRegistryStore, now: Timestamp) throws {
         do {
             try book.update { (registry) throws(RequestProblem) in
                 for app in configuration.apps where registry.app(id: app.appID) != app {
                     try Registrations.requireServed(app.site, field: "apps: site", servedSites: Set(configuration.sites))
-                    if registry.app(id: app.appID) != nil { registry.removeApp(appID: app.appID) }
-                    try registry.add(app, siteRules: book.siteRules)
+                    if registry.app(id: app.appID) != nil {
+                        try registry.replace(app, siteRules: book.siteRules, now: now)
+                    } else {
+                        try registry.add(app, siteRules: book.siteRules, now: now)
+                    }
                 }
                 for network in configuration.adNetworks where registry.registeredAdNetwork(id: network.id) != network {
                     if registry.registeredAdNetwork(id: network.id) != nil { registry.removeAdNetwork(id: network.id) }

@@ -139,11 +139,16 @@ public final class EndpointServer: Sendable {
         let archive = try PostbackArchive(directory: configuration.dataDirectory + "/postback-keys")
         for path in archive.discarded { EventLog.write("postback_key_table_discarded", ["path": .string(path)]) }
         let keepTriggersFrom = SiteOwnerStore.oldestUseful(now: clock.now(), model: configuration.timingModel)
+        let siteRules = SiteRules(developmentMode: configuration.developmentMode)
+        // Before the log is read: which version of its app's schema a postback's value reads with
+        // is counted as the Apps view's aggregates are rebuilt.
+        let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         func rebuilt() -> RecoveredState {
             let ledger = PostbackLedger(archive: archive)
             return RecoveredState(triggers: TriggerReplay(keepingFrom: keepTriggersFrom), ledger: ledger,
                                   tokens: TokenChecks(keys: tokenKeys, requireTokens: configuration.requireTokens, clock: { clock.now() }),
-                                  apps: AppsAggregates(originOf: { ledger.origin(of: $0) }))
+                                  apps: AppsAggregates(originOf: { ledger.origin(of: $0) },
+                                                       schemaReading: { [apps] in apps.registry.schemaReading(appID: $0, window: $1) }))
         }
         // The sealed segments' digests, then only the log written since the last of them.
         let digestsDirectory = configuration.dataDirectory + "/digests"
@@ -183,11 +188,9 @@ public final class EndpointServer: Sendable {
         summaryRebuild = SummaryRebuild(summary: summary, store: store, checkpointer: checkpointer, claimed: claimed)
 
         // The registrations.
-        let siteRules = SiteRules(developmentMode: configuration.developmentMode)
         book = try SiteOwnerStore(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
                                   siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
         try ConfiguredRegistrations.ensure(configuration, in: book)
-        let apps = try AppRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         // With --apple-ads-platform: the names of the Apple Ads ids seen, looked up in the background.
         if let file = configuration.appleAdsPlatformFile {
             let credentials = try AppleAdsPlatformCredentials.load(file: file)
@@ -206,7 +209,7 @@ public final class EndpointServer: Sendable {
         let developmentPostbacks = try DevelopmentPostbacks(directory: configuration.dataDirectory + "/development",
                                                             knows: { [apps] id in id == 0 || apps.registry.app(id: id) != nil })
         self.developmentPostbacks = developmentPostbacks
-        try ConfiguredRegistrations.ensure(configuration, in: apps)
+        try ConfiguredRegistrations.ensure(configuration, in: apps, now: clock.now())
         let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         try ConfiguredRegistrations.ensure(configuration, in: advertisers)
         let relayBook = try RelayRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
@@ -244,13 +247,14 @@ public final class EndpointServer: Sendable {
         // computed beside a steady load never holds the core when the loop wakes.
         readWorkers = WorkerPool(named: "reads", threads: min(2, max(1, WorkerPool.allowedCores() - 1)), priority: .idle, maxWaiting: 64)
 
+        let postbackSchema = apps.postbackSchemaVersions
         let clickhouse = try configuration.resolvedClickHouse()
         // The cluster's summaries are read on a thread of their own, one query at a time.
         clusterScope = clickhouse.map { target in
             ClusterScope(client: ClickHouseClient(target: target), pool: WorkerPool(named: "cluster-summary", threads: 1, priority: .normal, maxWaiting: 8))
         }
         exporter = clickhouse.map { target in
-            ClickHouseExporter(store: store, schema: ClickHouseTables.schema, client: ClickHouseClient(target: target),
+            ClickHouseExporter(store: store, schema: ClickHouseTables.schema(postbackSchema: postbackSchema), client: ClickHouseClient(target: target),
                                node: configuration.node, dataDirectory: configuration.dataDirectory, clock: { clock.now() },
                                announce: { EventLog.write($0, $1) }, observer: hooks.exportTurnEnded)
         }
@@ -259,7 +263,7 @@ public final class EndpointServer: Sendable {
                                          announce: { EventLog.write($0, $1) })
         self.digests = digests
         let segmentSites = try SegmentSites(directory: configuration.dataDirectory + "/segment-sites", store: store,
-                                            kinds: [.init(ReportExportCodec()), .init(PostbackExportCodec(ledger: ledger))])
+                                            kinds: [.init(ReportExportCodec()), .init(PostbackExportCodec(ledger: ledger, schema: postbackSchema))])
         self.segmentSites = segmentSites
         let postbackWindow = PostbackWindow(days: configuration.postbackWindowDays, store: store, ledger: ledger, archive: archive,
                                             clock: clock, announce: { EventLog.write($0, $1) },

@@ -63,6 +63,7 @@ extension Problem {
         case .malformed: 400
         case .invalid: 422
         case .conflict: 409
+        case .notFound: 404
         case .unavailable: 503
         }
         self.init(status: status, rule: problem.rule, field: problem.field, detail: problem.detail)

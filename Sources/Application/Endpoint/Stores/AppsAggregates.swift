@@ -44,7 +44,8 @@ final class AppsAggregates: SegmentDigestOwner {
             days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].counts.merge(summary)
             for (conversion, counts) in conversions {
                 let numbers = ConversionTable.Key(network: names.number(conversion.adNetwork), campaign: names.number(conversion.campaign),
-                                                  app: names.number(conversion.appID), value: UInt32(clamping: conversion.valueCode))
+                                                  app: names.number(conversion.appID),
+                                                  value: UInt32(clamping: conversion.valueCode) & 0xFF | UInt32(clamping: conversion.schemaCode) << 8)
                 days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].conversions.add(numbers, ConversionTable.Counts(counts))
             }
             if key.day > newestDay {
@@ -57,9 +58,13 @@ final class AppsAggregates: SegmentDigestOwner {
     private let state = Locked(State())
     /// Where a postback was stored, for retry records that do not say (`PostbackLedger.origin(of:)`).
     private let originOf: @Sendable (UInt64) -> PostbackOrigin?
+    /// Which version of its app's schema a postback's value was set under (`AppRegistry.schemaReading`).
+    private let schemaReading: AppsSummary.SchemaReader
 
-    init(originOf: @escaping @Sendable (UInt64) -> PostbackOrigin? = { _ in nil }) {
+    init(originOf: @escaping @Sendable (UInt64) -> PostbackOrigin? = { _ in nil },
+         schemaReading: @escaping AppsSummary.SchemaReader = { _, _ in .beforeAnyVersion }) {
         self.originOf = originOf
+        self.schemaReading = schemaReading
     }
 
     /// Where the postback a retry record repeats was stored.
@@ -74,7 +79,7 @@ final class AppsAggregates: SegmentDigestOwner {
         let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
         var summary = AppsSummary(sites: [])
         let facts = AppsSummary.Facts(postback)
-        summary.add(facts, retries: 0)
+        summary.add(facts, retries: 0, schema: facts.schemaReading(receivedAt: postback.receivedAt, schemaReading))
         state.withLock { $0.add(key, summary) }
         return facts.appID
     }
@@ -122,7 +127,8 @@ final class AppsAggregates: SegmentDigestOwner {
                     installs.add(AppsSummary.ConversionCounts(installs: summary.installs, redownloads: summary.redownloads,
                                                               reEngagements: summary.reEngagements))
                     total.addConversions(AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
-                                                                   appID: s.names.name(numbers.app), value: Int(numbers.value)), summary)
+                                                                   appID: s.names.name(numbers.app), value: Int(numbers.value & 0xFF),
+                                                                   schema: Int(numbers.value >> 8)), summary)
                 }
                 total.addPerDay(key.day, installs)
             }
@@ -137,21 +143,25 @@ final class AppsAggregates: SegmentDigestOwner {
 
     /// 3: duplicates are counted at their postback's origin. 4: conversions by value too, and
     /// every accepted postback (the campaign × value table). 5: unverifiable postbacks by ad network.
-    var digestName: String { "apps-5" }
+    /// 6: conversions by the version of their app's schema too.
+    var digestName: String { "apps-6" }
     /// Its days outlive their records.
     var keptAfterRemoval: Bool { true }
 
-    func digester() -> any SegmentDigester { Digester(originOf: originOf) }
+    func digester() -> any SegmentDigester { Digester(originOf: originOf, schemaReading: schemaReading) }
 
     /// The segment's counts by day and site, as JSON.
     struct Digester: SegmentDigester {
         let originOf: @Sendable (UInt64) -> PostbackOrigin?
+        let schemaReading: AppsSummary.SchemaReader
         fileprivate var days: [DaySite: AppsSummary] = [:]
 
         mutating func take(_ view: RecordLog.RecordView) {
             if let postback = StoredPostback.decode(view) {
                 let key = DaySite(day: postback.receivedAt.day, site: postback.draft.site)
-                days[key, default: AppsSummary(sites: [])].add(AppsSummary.Facts(postback), retries: 0)
+                let facts = AppsSummary.Facts(postback)
+                days[key, default: AppsSummary(sites: [])].add(facts, retries: 0,
+                                                               schema: facts.schemaReading(receivedAt: postback.receivedAt, schemaReading))
             } else if let retry = RecordLog.retry(view) {
                 let origin = AppsAggregates.origin(of: retry, at: view, originOf: originOf)
                 days[DaySite(day: origin.day, site: origin.site), default: AppsSummary(sites: [])].addDuplicates(1)
@@ -170,11 +180,12 @@ final class AppsAggregates: SegmentDigestOwner {
     }
 
     /// A removed segment's digest may hold an earlier version's section. `apps-2`: the same
-    /// counts, with each conversion's counts by their kind's name. `apps-3` and `apps-4` read as
-    /// they are: their days have no campaign × value cells (3) and no unverifiable postbacks by
-    /// ad network (3 and 4).
+    /// counts, with each conversion's counts by their kind's name. `apps-3` to `apps-5` read as
+    /// they are: their days have no campaign × value cells (3), no unverifiable postbacks by ad
+    /// network (3 and 4), and no schema versions (3 to 5: read with version 1, the one schema
+    /// there was before versions were kept).
     func readRemovedDigest(_ sections: [String: [UInt8]], of digest: SegmentDigest) -> (@Sendable () -> Void)? {
-        if let bytes = sections[digestName] ?? sections["apps-4"] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
+        if let bytes = sections[digestName] ?? sections["apps-5"] ?? sections["apps-4"] ?? sections["apps-3"] { return readDigest(bytes, of: digest) }
         return sections["apps-2"].flatMap(Self.fromApps2).flatMap { readDigest($0, of: digest) }
     }
 

@@ -40,9 +40,16 @@ struct AppsSummary: Codable {
         var appID: String
         /// The postbacks' conversion value (`ValueCode`); nil (digests before apps-4) as 0, none.
         var value: Int? = nil
+        /// Which version of the app's schema the value reads with (`SchemaReading.code`); nil
+        /// (digests before apps-6, and postbacks without a value) as 0, before any version.
+        var schema: Int? = nil
 
         var valueCode: Int { value ?? 0 }
+        var schemaCode: Int { schema ?? 0 }
     }
+
+    /// Which version of an app's schema a value set within a window was set under.
+    typealias SchemaReader = @Sendable (_ appID: Int, _ window: ValueSetWindow) -> SchemaReading
 
     /// A conversion value as one small number: 0 none, 1–64 the fine values 0–63, 65–67 the
     /// coarse low, medium and high. What the campaign × value table is kept by.
@@ -150,6 +157,21 @@ struct AppsSummary: Codable {
             self.text = text
         }
 
+        /// The postback's app and when its value could have been set; nil for a postback without
+        /// a value or an app, which no schema reads.
+        func valueSet(receivedAt: Timestamp) -> (appID: Int, window: ValueSetWindow)? {
+            guard let app = appID.flatMap({ Int($0) }),
+                  text("conversion-value") != nil || text("coarse-conversion-value") != nil else { return nil }
+            let index = text("postback-sequence-index").flatMap { Int($0) }
+            return (app, ValueSetWindow(arrival: receivedAt, sequenceIndex: index))
+        }
+
+        /// Which version of its app's schema the postback's value was set under, as a code; 0 for
+        /// a postback without a value or an app.
+        func schemaReading(receivedAt: Timestamp, _ reader: SchemaReader) -> Int {
+            valueSet(receivedAt: receivedAt).map { reader($0.appID, $0.window).code } ?? 0
+        }
+
         init(_ postback: StoredPostback) {
             let d = postback.draft
             let f = PostbackFields(postback)
@@ -216,8 +238,9 @@ struct AppsSummary: Codable {
         perDay = days
     }
 
-    /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came again.
-    mutating func add(_ facts: Facts, retries: Int, count: Int = 1) {
+    /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came
+    /// again; `schema`: which version of the app's schema their value reads with (`SchemaReading.code`).
+    mutating func add(_ facts: Facts, retries: Int, count: Int = 1, schema: Int = 0) {
         stored += count
         duplicates += retries
         signatures[facts.signature, default: 0] += count
@@ -263,7 +286,7 @@ struct AppsSummary: Codable {
         let key = ConversionKey(adNetwork: text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
                                 campaign: sourceIdentifier ?? text("campaign-id") ?? "",
                                 appID: text(facts.skadnetwork ? "app-id" : "advertised-item-identifier") ?? "",
-                                value: ValueCode.of(fine: fineValue, coarse: coarseValue))
+                                value: ValueCode.of(fine: fineValue, coarse: coarseValue), schema: schema == 0 ? nil : schema)
         conversions[key, default: ConversionCounts()].add(counts)
     }
 
@@ -302,6 +325,7 @@ struct AppsSummary: Codable {
         for (key, counts) in conversions {
             var campaign = key
             campaign.value = nil
+            campaign.schema = nil
             byCampaign[campaign, default: ConversionCounts()].add(counts)
         }
         let rows: [JSONValue] = byCampaign.filter { $0.value.installs + $0.value.redownloads + $0.value.reEngagements > 0 }
@@ -331,15 +355,23 @@ struct AppsSummary: Codable {
                                 JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements)))])
             })))
         }
-        // A value is read through the schemas of the apps whose postbacks carried it (the rows by
+        // A value is read through the schema versions its postbacks were set under (the rows by
         // value say which; days digested before they were kept, through every app shown): its
-        // meaning is the one they all give it. Where they differ, or an app has none, it is its number.
-        var appsByValue: [Int: Set<String>] = [:]
-        for key in conversions.keys where key.valueCode != 0 { appsByValue[key.valueCode, default: []].insert(key.appID) }
-        let shown = registry.apps.filter { query.reads($0.site) }.map { String($0.appID) }
+        // meaning is the one they all give it. Where they differ, or an app has none, it is its
+        // number. Postbacks whose version is ambiguous give it none: they are counted apart.
+        var readingsByValue: [Int: Set<Reading>] = [:]
+        var ambiguousPostbacks = 0
+        var versionsUsed: [Reading: Int] = [:]
+        for (key, counts) in conversions where key.valueCode != 0 {
+            let reading = Reading(key, registry)
+            if reading.reading.isAmbiguous { ambiguousPostbacks +|= counts.postbacks; continue }
+            readingsByValue[key.valueCode, default: []].insert(reading)
+            if reading.version != nil { versionsUsed[reading, default: 0] +|= counts.postbacks }
+        }
+        let shown = registry.apps.filter { query.reads($0.site) }.map { Reading(appID: String($0.appID), reading: .beforeAnyVersion, registry) }
         func common(_ code: Int, _ meaning: (ConversionValueSchema) -> String?) -> String? {
-            let apps = appsByValue[code] ?? Set(shown)
-            let meanings = Set(apps.map { id in Int(id).flatMap { registry.app(id: $0) }.flatMap { meaning($0.schema) } })
+            let readings = readingsByValue[code] ?? Set(shown)
+            let meanings = Set(readings.map { $0.schema.flatMap(meaning) })
             return meanings.count == 1 ? meanings.first ?? nil : nil
         }
         out.append(("fine_values", .array(fine.sorted { $0.key < $1.key }.map { value, count in
@@ -354,6 +386,17 @@ struct AppsSummary: Codable {
                          JSONMember(key: "count", value: .number(String(count)))])
             }
         })))
+        // Which versions of each app's schema read the values shown, and how many postbacks
+        // could have been set under more than one.
+        out.append(("schema_versions", .object([
+            JSONMember(key: "ambiguous_postbacks", value: .number(String(ambiguousPostbacks))),
+            JSONMember(key: "used", value: .array(versionsUsed.sorted { ($0.key.appID, $0.key.version ?? 0) < ($1.key.appID, $1.key.version ?? 0) }.map { reading, count in
+                .object([JSONMember(key: "app_id", value: .string(reading.appID)),
+                         JSONMember(key: "version", value: .number(String(reading.version ?? 0))),
+                         JSONMember(key: "effective_from", value: reading.effectiveFrom.map { .string($0.rfc3339) } ?? .null),
+                         JSONMember(key: "postbacks", value: .number(String(count)))])
+            })),
+        ])))
         out.append(("postback_windows", .array(windows.sorted { $0.key < $1.key }.map {
             .object([JSONMember(key: "index", value: .number(String($0.key))), JSONMember(key: "count", value: .number(String($0.value)))])
         })))
@@ -385,6 +428,10 @@ struct AppsSummary: Codable {
             var campaignName: String?
             var appID: String
             var appName: String?
+            /// The version of the app's schema its values read with; nil when none or ambiguous.
+            var schemaVersion: Int?
+            /// The versions its values could have been set under, when more than one ("1-2").
+            var ambiguousVersions: String
             var counts: [Int]
         }
         var columns: [Column] = []
@@ -394,35 +441,77 @@ struct AppsSummary: Codable {
 
     func crosstabTable(_ registry: AppRegistry) -> Crosstab {
         typealias Column = Crosstab.Column
-        var cells: [ConversionKey: [Column: Int]] = [:]
+        struct RowKey: Hashable { var campaign: ConversionKey; var reading: SchemaReading }
+        var cells: [RowKey: [Column: Int]] = [:]
         // A column stands where its lowest value would: meanings in the order of their ranges,
-        // low before medium before high.
+        // low before medium before high; values of an ambiguous version after them all.
         var rank: [Column: Int] = [:]
         for (key, counts) in conversions where counts.postbacks > 0 {
             let (tier, value) = ValueCode.describe(key.valueCode)
-            let schema = Int(key.appID).flatMap { registry.app(id: $0) }?.schema
-            let label: String
+            let reading = Reading(key, registry)
+            let schema = reading.schema
+            let column: Column
             switch tier {
-            case "fine": label = Int(value).flatMap { schema?.meaning(fine: $0) } ?? value
-            case "coarse": label = schema?.meaning(coarse: value) ?? value
-            default: label = "no value"
+            case _ where reading.reading.isAmbiguous && tier != "none": column = Column(tier: "ambiguous", meaning: "\(tier) \(value)")
+            case "fine": column = Column(tier: tier, meaning: Int(value).flatMap { schema?.meaning(fine: $0) } ?? value)
+            case "coarse": column = Column(tier: tier, meaning: schema?.meaning(coarse: value) ?? value)
+            default: column = Column(tier: tier, meaning: "no value")
             }
             var row = key
             row.value = nil
-            let column = Column(tier: tier, meaning: label)
-            cells[row, default: [:]][column, default: 0] += counts.postbacks
-            rank[column] = min(rank[column] ?? .max, key.valueCode == 0 ? .max : key.valueCode)
+            row.schema = nil
+            cells[RowKey(campaign: row, reading: key.valueCode == 0 ? .beforeAnyVersion : reading.reading), default: [:]][column, default: 0] += counts.postbacks
+            let base = key.valueCode == 0 ? Int.max : key.valueCode
+            rank[column] = min(rank[column] ?? .max, column.tier == "ambiguous" ? 1000 + key.valueCode : base)
         }
         var table = Crosstab()
         table.columns = rank.keys.sorted { (rank[$0] ?? 0, $0.meaning) < (rank[$1] ?? 0, $1.meaning) }
-        table.rows = cells.sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, byColumn in
+        table.rows = cells.sorted {
+            ($0.key.campaign.adNetwork, $0.key.campaign.campaign, $0.key.campaign.appID, $0.key.reading.code)
+                < ($1.key.campaign.adNetwork, $1.key.campaign.campaign, $1.key.campaign.appID, $1.key.reading.code)
+        }.map { rowKey, byColumn in
+            let key = rowKey.campaign
             let network = registry.adNetwork(id: key.adNetwork)
+            let versions = rowKey.reading.versions
             return Crosstab.Row(adNetwork: key.adNetwork, adNetworkName: network?.name, campaign: key.campaign,
                                 campaignName: network?.campaign(named: key.campaign), appID: key.appID,
                                 appName: Int(key.appID).flatMap { registry.app(id: $0) }?.name,
+                                schemaVersion: versions.flatMap { $0.count == 1 ? $0.lowerBound : nil },
+                                ambiguousVersions: versions.map { $0.count > 1 ? "\($0.lowerBound)-\($0.upperBound)" : "" } ?? "",
                                 counts: table.columns.map { byColumn[$0] ?? 0 })
         }
         return table
+    }
+
+    /// A conversion key's app and the version of its schema it reads with, resolved: version 1
+    /// for postbacks stored before there was one.
+    struct Reading: Hashable {
+        var appID: String
+        var reading: SchemaReading
+        var version: Int?
+        var effectiveFrom: Timestamp?
+        var schema: ConversionValueSchema?
+
+        static func == (a: Reading, b: Reading) -> Bool { a.appID == b.appID && a.reading == b.reading }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(appID)
+            hasher.combine(reading)
+        }
+
+        init(_ key: ConversionKey, _ registry: AppRegistry) {
+            self.init(appID: key.appID, reading: SchemaReading(code: key.schemaCode), registry)
+        }
+
+        init(appID: String, reading: SchemaReading, _ registry: AppRegistry) {
+            self.appID = appID
+            let history = Int(appID).flatMap { registry.history(appID: $0) }
+            self.reading = history?.resolve(reading) ?? reading
+            if case .version(let n) = self.reading, let found = history?.version(n) {
+                version = n
+                effectiveFrom = found.effectiveFrom
+                schema = found.schema
+            }
+        }
     }
 
     func crosstab(_ registry: AppRegistry) -> JSONValue {
@@ -442,6 +531,8 @@ struct AppsSummary: Codable {
                     JSONMember(key: "campaign_name", value: text(row.campaignName)),
                     JSONMember(key: "app_id", value: .string(row.appID)),
                     JSONMember(key: "app_name", value: text(row.appName)),
+                    JSONMember(key: "schema_version", value: row.schemaVersion.map { .number(String($0)) } ?? .null),
+                    JSONMember(key: "schema_ambiguous_versions", value: .string(row.ambiguousVersions)),
                     JSONMember(key: "counts", value: .array(row.counts.map { .number(String($0)) })),
                     JSONMember(key: "total", value: .number(String(row.counts.reduce(0, +)))),
                 ])
@@ -454,16 +545,17 @@ struct AppsSummary: Codable {
     /// The same table as RFC 4180 CSV: a row per campaign, a column per meaning, and the totals.
     func crosstabCSV(_ registry: AppRegistry) -> String {
         let table = crosstabTable(registry)
-        let header = ["ad_network", "ad_network_name", "campaign", "campaign_name", "app_id", "app_name"]
+        let header = ["ad_network", "ad_network_name", "campaign", "campaign_name", "app_id", "app_name", "schema_version", "schema_ambiguous_versions"]
             + table.columns.map { "\($0.tier): \($0.meaning)" } + ["total postbacks"]
         var out = header.map(CSV.field).joined(separator: ",") + "\r\n"
         for row in table.rows {
-            let cells = [row.adNetwork, row.adNetworkName ?? "", row.campaign, row.campaignName ?? "", row.appID, row.appName ?? ""]
+            let cells = [row.adNetwork, row.adNetworkName ?? "", row.campaign, row.campaignName ?? "", row.appID, row.appName ?? "",
+                         row.schemaVersion.map(String.init) ?? "", row.ambiguousVersions]
                 + row.counts.map(String.init) + [String(row.counts.reduce(0, +))]
             out += cells.map(CSV.field).joined(separator: ",") + "\r\n"
         }
         let totals = table.totals
-        out += (["total", "", "", "", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))]).map(CSV.field).joined(separator: ",") + "\r\n"
+        out += (["total", "", "", "", "", "", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))]).map(CSV.field).joined(separator: ",") + "\r\n"
         return out
     }
 

@@ -50,7 +50,11 @@ enum ClickHouseTables {
                 .string(destination), triggerData, .number(String(delayBucket))]
     }
 
-    static let schema = ClickHouseSchema(tables: [
+    /// Every table; `postbackSchema` says which version of its app's schema a postback reads
+    /// with, as the exports do (the list of columns does not depend on it).
+    static let schema = schema(postbackSchema: { _ in nil })
+
+    static func schema(postbackSchema: @escaping PostbackExportCodec.SchemaVersionReader) -> ClickHouseSchema { ClickHouseSchema(tables: [
         ClickHouseTable(name: "pcm_reports", codec: ReportExportCodec.forWarehouse, columns: [
             .init("protocol", .string), .init("role", .string), .init("site", .string), .init("verdict", .string),
             .init("reasons", .arrayOfStrings), .init("campaign", .string), .init("trigger_id", .nullable(.uint64)),
@@ -64,9 +68,10 @@ enum ClickHouseTables {
             .init("site", .string), .init("trigger_data", .uint8), .init("priority", .uint8),
             .init("attribution_source", .nullable(.string)),
         ]),
-        ClickHouseTable(name: "postbacks", codec: PostbackExportCodec.withoutLedger, columns: [
+        ClickHouseTable(name: "postbacks", codec: PostbackExportCodec.withoutLedger(schema: postbackSchema), columns: [
             .init("protocol", .string), .init("site", .string), .init("verdict", .string), .init("reasons", .arrayOfStrings),
             .init("signature", .string), .init("test_key", .string), .init("kid", .string), .init("unsigned_fields", .arrayOfStrings),
+            .init("schema_version", .nullable(.uint16)), .init("schema_ambiguous_versions", .string),
             .init("duplicate_key", .string), .init("content_hash", .uint64),
             .init("version", .string), .init("ad-network-id", .string), .init("campaign-id", .nullable(.uint32)),
             .init("source-identifier", .string), .init("app-id", .nullable(.uint64)), .init("transaction-id", .string),
@@ -93,5 +98,5 @@ enum ClickHouseTables {
             .init("countryOrRegion", .string), .init("clickDate", .string), .init("impressionDate", .string),
             .init("supplyPlacement", .string),
         ]),
-    ])
+    ]) }
 }

@@ -1,3 +1,4 @@
+import AppDevelopers
 import ClickHouseExport
 
 /// The Apps view of every node, counted in ClickHouse and read into `AppsSummary`, so that it
@@ -24,9 +25,10 @@ enum ClusterAppsSummary {
         let columns = fields.map { "`\($0.0)` AS \($0.1)" }.joined(separator: ", ")
         let keys = fields.map(\.1).joined(separator: ", ")
         return ["""
-            SELECT protocol, site, verdict, reasons, signature, \(columns), intDiv(received_at_ms, 86400000) AS day, count() AS n
+            SELECT protocol, site, verdict, reasons, signature, \(columns), schema_version AS sv, schema_ambiguous_versions AS sav,
+                   intDiv(received_at_ms, 86400000) AS day, count() AS n
             FROM (SELECT * FROM \(db).postbacks FINAL WHERE \(period) ORDER BY received_at_ms, node, id LIMIT 1 BY duplicate_key, content_hash)
-            GROUP BY protocol, site, verdict, reasons, signature, \(keys), day
+            GROUP BY protocol, site, verdict, reasons, signature, \(keys), sv, sav, day
             """, """
             SELECT count() AS n FROM \(db).postback_retries FINAL
             WHERE (node, retry_of) IN (SELECT node, id FROM \(db).postbacks FINAL WHERE \(period)\(site))
@@ -47,7 +49,7 @@ enum ClusterAppsSummary {
                 return booleans.contains(key) ? (value == "1" ? "true" : "false") : value
             }
             let n = row.int("n") ?? 0
-            summary.add(facts, retries: 0, count: n)
+            summary.add(facts, retries: 0, count: n, schema: schemaReading(version: row.int("sv"), ambiguous: row.string("sav")).code)
             if let kind = AppsSummary.conversionKind(facts, count: n), let day = row.int("day").flatMap({ Int32(exactly: $0) }) {
                 summary.addPerDay(day, kind)
             }
@@ -59,5 +61,13 @@ enum ClusterAppsSummary {
         let copies = try scope.rows(statements[2]).first?.int("n") ?? 0
         summary.addDuplicates(retries + copies)
         return summary
+    }
+
+    /// The exported `schema_version` and `schema_ambiguous_versions` as the node's reading: none
+    /// (a row exported before its app had a schema) is before any version, as on the node.
+    static func schemaReading(version: Int?, ambiguous: String?) -> SchemaReading {
+        if let version, version > 0 { return .version(version) }
+        let bounds = (ambiguous ?? "").split(separator: "-").compactMap { Int($0) }
+        return bounds.count == 2 ? .ambiguous(bounds[0], bounds[1]) : .beforeAnyVersion
     }
 }
