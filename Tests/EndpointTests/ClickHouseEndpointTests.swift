@@ -8,17 +8,11 @@ import Testing
 @Suite struct ClickHouseEndpointTests {
     static let summaries = ["/api/summary", "/api/summary.csv", "/api/apps/summary", "/api/apple-ads/summary"]
 
-    /// A port nothing listens on: connections are refused at once.
+    /// A port nothing listens on, for the rest of the run: connections are refused at once, and
+    /// no other test is given it.
     static func closedPort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        close(fd)
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let held = try? HeldPort() else { return 9 }
+        return Int(held.port)
     }
 
     @Test func theServerIsOneURLAndCredentialsNeverComeFromTheCommandLine() throws {

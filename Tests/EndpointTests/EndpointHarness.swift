@@ -299,3 +299,30 @@ func runEndpoint(_ arguments: [String], executable: URL? = nil, workingDirectory
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
+
+/// A loopback port held by a socket that is bound and never listens: a connection to it is
+/// refused at once, and no other test's listener or client can be given it until it is let go.
+/// (A port found free and closed can be handed to the next test that asks for port 0.)
+final class HeldPort: Sendable {
+    let port: UInt16
+    private let fd: Int32
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = UInt16(bigEndian: address.sin_port)
+        guard fd >= 0, bound == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+    }
+
+    /// Lets the port go, for a listener of the test's own to take it at once.
+    func release() { close(fd) }
+}

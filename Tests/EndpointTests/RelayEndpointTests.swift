@@ -221,11 +221,10 @@ import Testing
     }
 
     @Test func aDestinationFailingForAnHourIsCalledOutAndOneFailingForDaysIsDeadUntilResumed() throws {
-        // A port taken and let go: nothing answers there until the receiver comes back on it.
-        let gone = try Receiver()
-        let url = gone.url
-        let port = try #require(UInt16(url.split(separator: ":")[2].prefix { $0.isNumber }))
-        gone.stop()
+        // A port held without listening: refused until the receiver comes up on it.
+        let held = try HeldPort()
+        let port = held.port
+        let url = "http://127.0.0.1:\(port)/copies"
         let directory = temporaryDirectory()
         var endpoint = try Self.start(directory)
         #expect(endpoint.request("POST", "/api/apps", headers: Self.admin, body: Array(Self.app(Self.appID).utf8)).status == 201)
@@ -253,6 +252,7 @@ import Testing
         endpoint.clock.set("2026-11-23T12:00:00Z")
         #expect(Self.listed(endpoint, "partner")["state"] as? String == "dead")
         // Back, and resumed: the copy it missed arrives.
+        held.release()
         let partner = try Receiver(port: port)
         defer { partner.stop() }
         let resumed = endpoint.request("POST", "/api/relays/resume?name=partner", headers: Self.admin)
