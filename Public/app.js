@@ -327,6 +327,8 @@ function renderOverview(o) {
       }
       box.appendChild(table);
     }
+    if (c.revenue && c.revenue.currencies.length) box.appendChild(revenueTable(c.revenue, "Estimated revenue, top campaigns", c.revenue.currencies.flatMap(
+      (r) => r.top.map((t) => ({ name: t.name, detail: t.detail, currency: r.currency, estimate: t.estimate })))));
     if (c.placements && c.placements.length) {
       const table = document.createElement("table");
       table.className = "top placements";
@@ -346,6 +348,43 @@ function renderOverview(o) {
     }
     top.appendChild(box);
   }
+}
+
+/// "1,234.50 USD"
+function money(amount, currency) {
+  return Number(amount).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + " " + currency;
+}
+
+/// Estimated revenue by campaign, low / middle / high: an estimate from the schema's conversion-value
+/// ranges, and the table says so in its caption.
+function revenueTable(revenue, title, rows) {
+  const box = document.createElement("div");
+  const table = document.createElement("table");
+  table.className = "top revenue";
+  const caption = document.createElement("caption");
+  caption.textContent = title;
+  const note = document.createElement("span");
+  note.className = "sub";
+  note.textContent = " " + revenue.estimate;
+  caption.appendChild(note);
+  table.appendChild(caption);
+  const head = table.createTHead().insertRow();
+  for (const [label, className] of [["Campaign", ""], ["Low", "num"], ["Middle", "num"], ["High", "num"]]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = label;
+    if (className) th.className = className;
+    head.appendChild(th);
+  }
+  const body = table.createTBody();
+  for (const r of rows) {
+    const tr = body.insertRow();
+    cell(tr, named(r.name, r.detail));
+    const e = r.estimate;
+    cell(tr, money(e.low, r.currency), "num"); cell(tr, money(e.middle, r.currency), "num"); cell(tr, money(e.high, r.currency), "num");
+  }
+  box.appendChild(table);
+  return box;
 }
 
 function renderWeb(s) {
@@ -457,6 +496,19 @@ function renderApps(a) {
     cell(tr, named(r.app_name || "App " + r.app_id, r.app_name ? "app " + r.app_id : "not registered"));
     cell(tr, r.installs, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.re_engagements, "num");
   });
+  const revenue = $("apps-revenue");
+  revenue.replaceChildren();
+  if (a.revenue && a.revenue.by_campaign.length) {
+    revenue.appendChild(revenueTable(a.revenue, "Estimated revenue by campaign", a.revenue.by_campaign.map((r) => ({
+      name: r.campaign_name || "campaign " + r.campaign, detail: `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id} · ${r.postbacks} postbacks`,
+      currency: r.currency, estimate: r }))));
+    const totals = a.revenue.totals.map((t) => `${money(t.low, t.currency)} – ${money(t.high, t.currency)} (middle ${money(t.middle, t.currency)})`).join("; ");
+    const p = document.createElement("p");
+    p.className = "explain";
+    p.textContent = `In all: ${totals}.` + (a.revenue.postbacks_without_estimate
+      ? ` ${a.revenue.postbacks_without_estimate} postbacks with a fine value have no estimate: their range names no revenue, or the schema changed while their value could be set.` : "");
+    revenue.appendChild(p);
+  }
   const x = a.crosstab;
   const tierDetail = { none: "below the privacy threshold", ambiguous: "schema changed in its window" };
   // Which version of the app's schema a row's values read with, or the versions they could be.

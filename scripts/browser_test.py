@@ -329,7 +329,10 @@ def check_overview(driver, base, day_from, day_to, advertiser):
     lines = driver.find_elements(By.CSS_SELECTOR, "#overview-chart polyline")
     check(len(lines) == 4, f"one line per channel on one chart ({len(lines)})")
     check("never added" in text(driver, "overview-note"), "the overview says why channels are not added")
-    check(len(driver.find_elements(By.CSS_SELECTOR, "#overview-top table.top:not(.placements)")) == 4, "top campaigns for each channel")
+    check(len(driver.find_elements(By.CSS_SELECTOR, "#overview-top table.top:not(.placements):not(.revenue)")) == 4, "top campaigns for each channel")
+    revenue = driver.find_elements(By.CSS_SELECTOR, "#overview-top table.revenue")
+    check(len(revenue) == 1 and "not a measured amount" in revenue[0].find_element(By.TAG_NAME, "caption").text,
+          "app installs show estimated revenue, labelled as an estimate")
     # Apple Ads' placements, both ways, beside its top campaigns.
     placements = table(driver, "overview-top table.placements")
     check(any(row[0] == "Today Tab" and int(row[1]) > 0 for row in placements), f"the Apple Ads line has its placements: {placements}")
@@ -657,6 +660,11 @@ def main():
             accepted = sum(1 for l in api(base, "/api/postbacks").splitlines()
                            if json.loads(l)["verdict"] == "accepted" and day_from <= json.loads(l)["received_at"][:10] <= day_to)
             check(crosstab == accepted, f"campaign × value counts every accepted postback once: {crosstab} vs {accepted}")
+            # Estimated revenue: the page's rows are the API's, to the cent, and say they are estimates.
+            estimates = driver.find_elements(By.CSS_SELECTOR, "#apps-revenue table.revenue tbody tr")
+            answer = json.loads(api(base, f"/api/apps/summary?from={day_from}&to={day_to}"))["revenue"]
+            check(len(estimates) == len(answer["by_campaign"]) > 0, f"a revenue row per campaign and currency ({len(estimates)})")
+            check("not a measured amount" in text(driver, "apps-revenue"), "the revenue is labelled an estimate from value ranges")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
             show(driver, "apple-ads")
             check_apple_ads(driver, base, day_from, day_to)

@@ -29,6 +29,14 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         }
     }
 
+    /// A view of the registry for a reader who may see only `appIDs`' schemas: the others'
+    /// versions left out of the copy (the registry itself never loses one).
+    public func keepingSchemaHistories(of appIDs: Set<Int>) -> AppRegistry {
+        var copy = self
+        copy.schemaHistories.removeAll { !appIDs.contains($0.appID) }
+        return copy
+    }
+
     /// The versions of an app's schema, registered now or before.
     public func history(appID: Int) -> SchemaHistory? {
         schemaHistories.first { $0.appID == appID }

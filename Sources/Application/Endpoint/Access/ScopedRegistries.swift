@@ -23,6 +23,7 @@ extension AppRegistry {
         guard let sites else { return self }
         var copy = self
         for app in apps where !NameDisclosure.app(site: app.site, to: sites) { copy.removeApp(appID: app.appID) }
-        return copy
+        // What an app's values mean is its owner's too: only the apps shown keep their versions.
+        return copy.keepingSchemaHistories(of: Set(copy.apps.map(\.appID)))
     }
 }

@@ -22,7 +22,8 @@ struct AppsSummaryRoutes: SurfaceRoutes {
             RouteGroup("apps summary", gate: bearer, routes: [
                 Route(.exact("/api/apps/summary"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
                     try scoped(request, responder, needsLedger: true, node: { summary($0) }) { cluster, query, registry in
-                        try ClusterAppsSummary.summary(cluster, query: query).json(registry.scoped(to: query.readableSites), query: query)
+                        let shown = registry.scoped(to: query.readableSites)
+                        return try ClusterAppsSummary.summary(cluster, query: query, registry: shown).json(shown, query: query)
                     }
                 }),
                 Route(.exact("/api/apps/summary/crosstab.csv"), methods: ["GET", "HEAD"], workers: workers, handler: { request, responder in
@@ -40,7 +41,8 @@ struct AppsSummaryRoutes: SurfaceRoutes {
     }
 
     func summary(_ query: AppsSummary.Query) -> String {
-        aggregates.summary(query).json(book.registry.scoped(to: query.readableSites), query: query)
+        let shown = book.registry.scoped(to: query.readableSites)
+        return aggregates.summary(query, registry: shown).json(shown, query: query)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.

@@ -34,6 +34,9 @@ struct Overview {
         /// Of Apple Ads' postbacks, those no key could check (SKAdNetwork 1.0 and 2.0): anyone
         /// could have sent them, so the page says how many.
         var unverifiablePostbacks = 0
+        /// Estimated revenue (`AppsSummary.revenueLabel`) per currency: its total, each day's,
+        /// and the campaigns with the most; only on the app installs line.
+        var revenue: [Revenue]? = nil
 
         var total: Int { perDay.reduce(0, +) }
     }
@@ -44,6 +47,13 @@ struct Overview {
         var placement: AppleAdsPlacement
         var attributed = 0
         var postbacks = 0
+    }
+
+    struct Revenue {
+        var currency: String
+        var total: RevenueEstimate
+        var perDay: [RevenueEstimate]
+        var top: [(name: String, detail: String, estimate: RevenueEstimate)]
     }
 
     static let sideBySide = "Channels are shown side by side, never added: Apple Ads is also an ad network in SKAdNetwork and AdAttributionKit, so one install can arrive both as an Apple Ads attribution and as an install postback, and a web conversion and an app install can be the same person."
@@ -85,6 +95,7 @@ struct Overview {
         for (key, counts) in summary.conversions {
             var campaign = key
             campaign.value = nil
+            campaign.schema = nil
             byCampaign[campaign, default: AppsSummary.ConversionCounts()].add(counts)
         }
         func top(_ count: (AppsSummary.ConversionCounts) -> Int) -> [Top] {
@@ -97,6 +108,21 @@ struct Overview {
         }
         installs.top = top { $0.installs + $0.redownloads }
         reEngagements.top = top { $0.reEngagements }
+        let campaigns = summary.revenueByCampaign(registry)
+        let currencies = Set(campaigns.values.flatMap(\.keys)).sorted()
+        installs.revenue = currencies.map { currency in
+            let perDay = (query.from...query.to).map { summary.perDayRevenue?[$0]?[currency] ?? RevenueEstimate() }
+            let top = campaigns.compactMap { key, byCurrency in
+                byCurrency[currency].map { estimate in
+                    let network = registry.adNetwork(id: key.adNetwork)
+                    let app = Int(key.appID).flatMap { registry.app(id: $0) }
+                    return (name: network?.campaign(named: key.campaign) ?? "campaign \(key.campaign)",
+                            detail: "\(network?.name ?? key.adNetwork), \(app?.name ?? "app \(key.appID)")", estimate: estimate)
+                }
+            }.sorted { ($1.estimate.middle, $0.name, $0.detail) < ($0.estimate.middle, $1.name, $1.detail) }.prefix(topCount).map { $0 }
+            return Revenue(currency: currency, total: campaigns.values.reduce(into: RevenueEstimate()) { sum, c in c[currency].map { sum.add($0) } },
+                           perDay: perDay, top: top)
+        }
         return [installs, reEngagements]
     }
 
@@ -156,6 +182,26 @@ struct Overview {
                 o += ",\"placements\":[" + placements.map {
                     "{\"placement\":\"\($0.placement.name)\",\"label\":\"\($0.placement.label)\",\"attributed\":\($0.attributed),\"postbacks\":\($0.postbacks)}"
                 }.joined(separator: ",") + "],\"unverifiable_postbacks\":\(channel.unverifiablePostbacks)"
+            }
+            if let revenue = channel.revenue {
+                func estimate(_ e: RevenueEstimate) -> String {
+                    JSONValue.object(AppsSummary.estimateMembers(e)).serialized()
+                }
+                o += ",\"revenue\":{\"estimate\":"
+                JSONValue.writeString(AppsSummary.revenueLabel, to: &o)
+                o += ",\"currencies\":[" + revenue.map { r in
+                    var c = "{\"currency\":"
+                    JSONValue.writeString(r.currency, to: &c)
+                    c += ",\"total\":" + estimate(r.total) + ",\"per_day\":[" + r.perDay.map(estimate).joined(separator: ",") + "],\"top\":["
+                    c += r.top.map { top in
+                        var t = "{\"name\":"
+                        JSONValue.writeString(top.name, to: &t)
+                        t += ",\"detail\":"
+                        JSONValue.writeString(top.detail, to: &t)
+                        return t + ",\"estimate\":" + estimate(top.estimate) + "}"
+                    }.joined(separator: ",")
+                    return c + "]}"
+                }.joined(separator: ",") + "]}"
             }
             return o + "}"
         }.joined(separator: ",") + "]"

@@ -48,7 +48,7 @@ struct OverviewRoutes: SurfaceRoutes {
                 var overview = withoutChannels
                 overview.cluster = true
                 overview.channels.append(Overview.web(SummaryReport(try ClusterSummary.aggregates(cluster, from: period.from, to: period.to), pcm)))
-                let postbacks = try ClusterAppsSummary.summary(cluster, query: appsQuery)
+                let postbacks = try ClusterAppsSummary.summary(cluster, query: appsQuery, registry: registry)
                 overview.channels += Overview.apps(postbacks, query: appsQuery, registry: registry)
                 overview.channels.append(Overview.appleAds(try ClusterAppleAdsSummary.summary(cluster, query: appsQuery), postbacks: postbacks,
                                                            query: appsQuery, naming: AppleAdsNaming(registry: registry, lookedUp: names)))
@@ -64,7 +64,7 @@ struct OverviewRoutes: SurfaceRoutes {
         }
         var postbacks: AppsSummary?
         if (try? rebuild.requireReady("the overview")) != nil {
-            postbacks = aggregates.summary(appsQuery)
+            postbacks = aggregates.summary(appsQuery, registry: registry)
             overview.channels += Overview.apps(postbacks!, query: appsQuery, registry: registry)
         } else {
             for (id, name) in [("app_installs", "App installs"), ("re_engagements", "Re-engagements")] {

@@ -1,3 +1,4 @@
+import AppDevelopers
 import Foundation
 import Locking
 import Postbacks
@@ -112,7 +113,8 @@ final class AppsAggregates: SegmentDigestOwner {
     ///
     /// Counted outside the lock, on a copy (copy-on-write), so that a postback stored meanwhile
     /// never waits for a long read.
-    func summary(_ query: AppsSummary.Query) -> AppsSummary {
+    /// With `registry`, the estimated revenue of each day too (`AppsSummary.perDayRevenue`).
+    func summary(_ query: AppsSummary.Query, registry: AppRegistry? = nil) -> AppsSummary {
         let s = state.withLock { $0 }
         do {
             var sites: Set<String> = []
@@ -126,9 +128,11 @@ final class AppsAggregates: SegmentDigestOwner {
                     let summary = counts.summary
                     installs.add(AppsSummary.ConversionCounts(installs: summary.installs, redownloads: summary.redownloads,
                                                               reEngagements: summary.reEngagements))
-                    total.addConversions(AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
-                                                                   appID: s.names.name(numbers.app), value: Int(numbers.value & 0xFF),
-                                                                   schema: Int(numbers.value >> 8)), summary)
+                    let conversion = AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
+                                                               appID: s.names.name(numbers.app), value: Int(numbers.value & 0xFF),
+                                                               schema: Int(numbers.value >> 8))
+                    total.addConversions(conversion, summary)
+                    if let registry { total.addRevenue(day: key.day, key: conversion, postbacks: summary.postbacks, registry: registry) }
                 }
                 total.addPerDay(key.day, installs)
             }

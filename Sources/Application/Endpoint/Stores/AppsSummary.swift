@@ -1,3 +1,4 @@
+import Foundation
 import AppDevelopers
 import ClickHouseExport
 import Postbacks
@@ -125,6 +126,24 @@ struct AppsSummary: Codable {
     private var reasons: [String: Int] = [:]
     /// Installs, redownloads and re-engagements per day of the query; only in an answer.
     var perDay: [Int32: ConversionCounts]? = nil
+    /// Estimated revenue per day and currency; only in an answer, and only when asked with the
+    /// registry (`addRevenue`).
+    var perDayRevenue: [Int32: [String: RevenueEstimate]]? = nil
+
+    /// The revenue range a conversion's value stands for in the version of its app's schema it
+    /// reads with: none for a coarse value, no value, an ambiguous version or a range without one.
+    static func revenueRange(_ key: ConversionKey, _ registry: AppRegistry) -> (currency: String, range: ConversionValueSchema.Revenue)? {
+        guard (1...64).contains(key.valueCode), let revenue = Reading(key, registry).schema?.revenue(fine: key.valueCode - 1) else { return nil }
+        return (revenue.currency, revenue)
+    }
+
+    /// Adds the estimated revenue of `postbacks` alike in `key` to `day`.
+    mutating func addRevenue(day: Int32, key: ConversionKey, postbacks: Int, registry: AppRegistry) {
+        guard postbacks > 0, let (currency, range) = Self.revenueRange(key, registry) else { return }
+        var days = perDayRevenue ?? [:]
+        days[day, default: [:]][currency, default: RevenueEstimate()].add(range, postbacks: postbacks)
+        perDayRevenue = days
+    }
 
     /// The counts of postbacks read elsewhere (the cluster's, from ClickHouse).
     init(sites: Set<String>) {
@@ -230,6 +249,11 @@ struct AppsSummary: Codable {
         }
         for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
         if let days = other.perDay { for (d, counts) in days { addPerDay(d, counts) } }
+        if let days = other.perDayRevenue {
+            var mine = perDayRevenue ?? [:]
+            for (d, byCurrency) in days { for (c, e) in byCurrency { mine[d, default: [:]][c, default: RevenueEstimate()].add(e) } }
+            perDayRevenue = mine
+        }
     }
 
     mutating func addPerDay(_ day: Int32, _ counts: ConversionCounts) {
@@ -240,7 +264,9 @@ struct AppsSummary: Codable {
 
     /// Adds `count` postbacks alike in every fact, and `retries` deliveries of them that came
     /// again; `schema`: which version of the app's schema their value reads with (`SchemaReading.code`).
-    mutating func add(_ facts: Facts, retries: Int, count: Int = 1, schema: Int = 0) {
+    /// Returns the conversion they were counted under, if accepted.
+    @discardableResult
+    mutating func add(_ facts: Facts, retries: Int, count: Int = 1, schema: Int = 0) -> ConversionKey? {
         stored += count
         duplicates += retries
         signatures[facts.signature, default: 0] += count
@@ -257,7 +283,7 @@ struct AppsSummary: Codable {
         if facts.development { development += count }
         guard facts.accepted else {
             for reason in facts.reasons { reasons[reason, default: 0] += count }
-            return
+            return nil
         }
         accepted += count
         let text = facts.text
@@ -288,6 +314,7 @@ struct AppsSummary: Codable {
                                 appID: text(facts.skadnetwork ? "app-id" : "advertised-item-identifier") ?? "",
                                 value: ValueCode.of(fine: fineValue, coarse: coarseValue), schema: schema == 0 ? nil : schema)
         conversions[key, default: ConversionCounts()].add(counts)
+        return key
     }
 
     /// What an accepted postback counts as: an install, redownload or re-engagement if it is a
@@ -345,6 +372,7 @@ struct AppsSummary: Codable {
             ])
         }
         out.append(("conversions", .array(rows)))
+        out.append(("revenue", revenueJSON(registry, query: query)))
         out.append(("crosstab", crosstab(registry)))
         if let perDay {
             out.append(("per_day", .array((query.from...query.to).map { day in
@@ -415,6 +443,77 @@ struct AppsSummary: Codable {
         return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
     }
 
+    /// What the estimates are, in every answer and file that shows one.
+    static let revenueLabel = "estimated from the revenue ranges the app's schema gives its conversion values: not a measured amount"
+
+    /// Estimated revenue per campaign (and app) and currency, over the period.
+    func revenueByCampaign(_ registry: AppRegistry) -> [ConversionKey: [String: RevenueEstimate]] {
+        var out: [ConversionKey: [String: RevenueEstimate]] = [:]
+        for (key, counts) in conversions where counts.postbacks > 0 {
+            guard let (currency, range) = Self.revenueRange(key, registry) else { continue }
+            var campaign = key
+            campaign.value = nil
+            campaign.schema = nil
+            out[campaign, default: [:]][currency, default: RevenueEstimate()].add(range, postbacks: counts.postbacks)
+        }
+        return out
+    }
+
+    /// An amount as the answers write it: to the cent.
+    static func amount(_ value: Double) -> JSONValue {
+        .number(value.isFinite ? String(format: "%.2f", value) : "0")
+    }
+
+    static func estimateMembers(_ e: RevenueEstimate) -> [JSONMember] {
+        [JSONMember(key: "postbacks", value: .number(String(e.postbacks))), JSONMember(key: "low", value: amount(e.low)),
+         JSONMember(key: "middle", value: amount(e.middle)), JSONMember(key: "high", value: amount(e.high))]
+    }
+
+    /// `revenue`: per campaign and per day, each a low, middle and high estimate per currency,
+    /// and how many postbacks with a fine value have none (an ambiguous version, or a range
+    /// without revenue).
+    func revenueJSON(_ registry: AppRegistry, query: Query) -> JSONValue {
+        let byCampaign = revenueByCampaign(registry)
+        var totals: [String: RevenueEstimate] = [:]
+        for (_, byCurrency) in byCampaign { for (c, e) in byCurrency { totals[c, default: RevenueEstimate()].add(e) } }
+        var withoutEstimate = 0
+        for (key, counts) in conversions where (1...64).contains(key.valueCode) && Self.revenueRange(key, registry) == nil {
+            withoutEstimate +|= counts.postbacks
+        }
+        let campaigns: [JSONValue] = byCampaign.flatMap { key, byCurrency in byCurrency.map { (key, $0.key, $0.value) } }
+            .sorted { ($1.2.middle, $0.0.adNetwork, $0.0.campaign, $0.0.appID, $0.1) < ($0.2.middle, $1.0.adNetwork, $1.0.campaign, $1.0.appID, $1.1) }
+            .map { key, currency, estimate in
+                let network = registry.adNetwork(id: key.adNetwork)
+                return .object([
+                    JSONMember(key: "ad_network", value: .string(key.adNetwork)),
+                    JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
+                    JSONMember(key: "campaign", value: .string(key.campaign)),
+                    JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
+                    JSONMember(key: "app_id", value: .string(key.appID)),
+                    JSONMember(key: "app_name", value: Int(key.appID).flatMap { registry.app(id: $0) }.map { .string($0.name) } ?? .null),
+                    JSONMember(key: "currency", value: .string(currency)),
+                ] + Self.estimateMembers(estimate))
+            }
+        var perDay: [JSONValue] = []
+        if let days = perDayRevenue {
+            for day in query.from...query.to {
+                for (currency, estimate) in (days[day] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                    perDay.append(.object([JSONMember(key: "day", value: .string(Self.date(day))),
+                                           JSONMember(key: "currency", value: .string(currency))] + Self.estimateMembers(estimate)))
+                }
+            }
+        }
+        return .object([
+            JSONMember(key: "estimate", value: .string(Self.revenueLabel)),
+            JSONMember(key: "totals", value: .array(totals.sorted { $0.key < $1.key }.map {
+                .object([JSONMember(key: "currency", value: .string($0.key))] + Self.estimateMembers($0.value))
+            })),
+            JSONMember(key: "by_campaign", value: .array(campaigns)),
+            JSONMember(key: "per_day", value: .array(perDay)),
+            JSONMember(key: "postbacks_without_estimate", value: .number(String(withoutEstimate))),
+        ])
+    }
+
     /// Campaign × what the value means: accepted postbacks (every window) by ad network, campaign
     /// and app, against the meaning the app's schema gives their value (fine, then coarse), or
     /// the value itself where the schema names none. Postbacks without a value (below Apple's
@@ -433,7 +532,11 @@ struct AppsSummary: Codable {
             /// The versions its values could have been set under, when more than one ("1-2").
             var ambiguousVersions: String
             var counts: [Int]
+            /// Estimated revenue by currency (`revenueLabel`).
+            var revenue: [String: RevenueEstimate] = [:]
         }
+        /// Every currency a row has an estimate in: a low, middle and high column each in the CSV.
+        var currencies: [String] { Array(Set(rows.flatMap { $0.revenue.keys })).sorted() }
         var columns: [Column] = []
         var rows: [Row] = []
         var totals: [Int] { columns.indices.map { i in rows.reduce(0) { $0 + $1.counts[i] } } }
@@ -443,6 +546,7 @@ struct AppsSummary: Codable {
         typealias Column = Crosstab.Column
         struct RowKey: Hashable { var campaign: ConversionKey; var reading: SchemaReading }
         var cells: [RowKey: [Column: Int]] = [:]
+        var revenue: [RowKey: [String: RevenueEstimate]] = [:]
         // A column stands where its lowest value would: meanings in the order of their ranges,
         // low before medium before high; values of an ambiguous version after them all.
         var rank: [Column: Int] = [:]
@@ -460,7 +564,11 @@ struct AppsSummary: Codable {
             var row = key
             row.value = nil
             row.schema = nil
-            cells[RowKey(campaign: row, reading: key.valueCode == 0 ? .beforeAnyVersion : reading.reading), default: [:]][column, default: 0] += counts.postbacks
+            let rowKey = RowKey(campaign: row, reading: key.valueCode == 0 ? .beforeAnyVersion : reading.reading)
+            cells[rowKey, default: [:]][column, default: 0] += counts.postbacks
+            if let (currency, range) = Self.revenueRange(key, registry) {
+                revenue[rowKey, default: [:]][currency, default: RevenueEstimate()].add(range, postbacks: counts.postbacks)
+            }
             let base = key.valueCode == 0 ? Int.max : key.valueCode
             rank[column] = min(rank[column] ?? .max, column.tier == "ambiguous" ? 1000 + key.valueCode : base)
         }
@@ -478,7 +586,7 @@ struct AppsSummary: Codable {
                                 appName: Int(key.appID).flatMap { registry.app(id: $0) }?.name,
                                 schemaVersion: versions.flatMap { $0.count == 1 ? $0.lowerBound : nil },
                                 ambiguousVersions: versions.map { $0.count > 1 ? "\($0.lowerBound)-\($0.upperBound)" : "" } ?? "",
-                                counts: table.columns.map { byColumn[$0] ?? 0 })
+                                counts: table.columns.map { byColumn[$0] ?? 0 }, revenue: revenue[rowKey] ?? [:])
         }
         return table
     }
@@ -535,8 +643,12 @@ struct AppsSummary: Codable {
                     JSONMember(key: "schema_ambiguous_versions", value: .string(row.ambiguousVersions)),
                     JSONMember(key: "counts", value: .array(row.counts.map { .number(String($0)) })),
                     JSONMember(key: "total", value: .number(String(row.counts.reduce(0, +)))),
+                    JSONMember(key: "revenue", value: .array(row.revenue.sorted { $0.key < $1.key }.map {
+                        .object([JSONMember(key: "currency", value: .string($0.key))] + Self.estimateMembers($0.value))
+                    })),
                 ])
             })),
+            JSONMember(key: "revenue_estimate", value: .string(Self.revenueLabel)),
             JSONMember(key: "totals", value: .array(totals.map { .number(String($0)) })),
             JSONMember(key: "total", value: .number(String(totals.reduce(0, +)))),
         ])
@@ -545,17 +657,27 @@ struct AppsSummary: Codable {
     /// The same table as RFC 4180 CSV: a row per campaign, a column per meaning, and the totals.
     func crosstabCSV(_ registry: AppRegistry) -> String {
         let table = crosstabTable(registry)
+        let currencies = table.currencies
         let header = ["ad_network", "ad_network_name", "campaign", "campaign_name", "app_id", "app_name", "schema_version", "schema_ambiguous_versions"]
             + table.columns.map { "\($0.tier): \($0.meaning)" } + ["total postbacks"]
+            + currencies.flatMap { c in ["low", "middle", "high"].map { "estimated revenue \($0) (\(c))" } }
         var out = header.map(CSV.field).joined(separator: ",") + "\r\n"
+        func amounts(_ estimate: RevenueEstimate?) -> [String] {
+            guard let estimate else { return ["", "", ""] }
+            return [estimate.low, estimate.middle, estimate.high].map { String(format: "%.2f", $0) }
+        }
         for row in table.rows {
             let cells = [row.adNetwork, row.adNetworkName ?? "", row.campaign, row.campaignName ?? "", row.appID, row.appName ?? "",
                          row.schemaVersion.map(String.init) ?? "", row.ambiguousVersions]
-                + row.counts.map(String.init) + [String(row.counts.reduce(0, +))]
+                + row.counts.map(String.init) + [String(row.counts.reduce(0, +))] + currencies.flatMap { amounts(row.revenue[$0]) }
             out += cells.map(CSV.field).joined(separator: ",") + "\r\n"
         }
         let totals = table.totals
-        out += (["total", "", "", "", "", "", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))]).map(CSV.field).joined(separator: ",") + "\r\n"
+        let revenueTotals = currencies.flatMap { c in
+            amounts(table.rows.reduce(into: RevenueEstimate()) { sum, row in row.revenue[c].map { sum.add($0) } })
+        }
+        out += (["total", "", "", "", "", "", "", ""] + totals.map(String.init) + [String(totals.reduce(0, +))] + revenueTotals)
+            .map(CSV.field).joined(separator: ",") + "\r\n"
         return out
     }
 

@@ -37,7 +37,8 @@ enum ClusterAppsSummary {
             """]
     }
 
-    static func summary(_ scope: ClusterScope, query: AppsSummary.Query) throws -> AppsSummary {
+    /// With `registry`, the estimated revenue of each day too, as `AppsAggregates.summary`.
+    static func summary(_ scope: ClusterScope, query: AppsSummary.Query, registry: AppRegistry? = nil) throws -> AppsSummary {
         let statements = sql(database: scope.database, query: query)
         let grouped = try scope.rows(statements[0])
         var summary = AppsSummary(sites: Set(grouped.compactMap { $0.string("site") }.filter { query.readableSites?.contains($0) ?? true }))
@@ -49,10 +50,10 @@ enum ClusterAppsSummary {
                 return booleans.contains(key) ? (value == "1" ? "true" : "false") : value
             }
             let n = row.int("n") ?? 0
-            summary.add(facts, retries: 0, count: n, schema: schemaReading(version: row.int("sv"), ambiguous: row.string("sav")).code)
-            if let kind = AppsSummary.conversionKind(facts, count: n), let day = row.int("day").flatMap({ Int32(exactly: $0) }) {
-                summary.addPerDay(day, kind)
-            }
+            let key = summary.add(facts, retries: 0, count: n, schema: schemaReading(version: row.int("sv"), ambiguous: row.string("sav")).code)
+            guard let day = row.int("day").flatMap({ Int32(exactly: $0) }) else { continue }
+            if let kind = AppsSummary.conversionKind(facts, count: n) { summary.addPerDay(day, kind) }
+            if let key, let registry { summary.addRevenue(day: day, key: key, postbacks: n, registry: registry) }
         }
         if summary.perDay == nil { summary.perDay = [:] }
         // Deliveries that came again: retries on the node that stored the postback, and copies
