@@ -350,6 +350,15 @@ function renderOverview(o) {
   }
 }
 
+/// "DE" → "Germany (DE)", in the reader's language where the browser knows it; the words as they are.
+function country(code) {
+  if (!/^[A-Z]{2}$/.test(code)) return code;
+  try {
+    const name = new Intl.DisplayNames(undefined, { type: "region" }).of(code);
+    return name && name !== code ? `${name} (${code})` : code;
+  } catch { return code; }
+}
+
 /// "1,234.50 USD"
 function money(amount, currency) {
   return Number(amount).toLocaleString(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }) + " " + currency;
@@ -540,6 +549,7 @@ function renderApps(a) {
   fill("apps-fidelity", entries(a.fidelity), (tr, r) => { cell(tr, r.name.replaceAll("_", " ")); cell(tr, r.count, "num"); });
   fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
   fill("apps-reasons", entries(a.quarantine_reasons), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
+  fill("apps-countries", a.countries || [], (tr, r) => { cell(tr, country(r.country)); cell(tr, r.postbacks, "num"); cell(tr, r.installs, "num"); });
   $("apps-retention").hidden = !a.records_kept_from;
   $("apps-retention").textContent = a.records_kept_from
     ? `Postbacks and Apple Ads tokens received before ${a.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
@@ -570,6 +580,7 @@ function renderAppleAds(a, postbacks) {
   fill("apple-ads-placements", [...rows.values()], (tr, r) => {
     cell(tr, r.label); cell(tr, r.click, "num"); cell(tr, r.view, "num"); cell(tr, r.unstated, "num"); cell(tr, r.postbacks, "num");
   });
+  fill("apple-ads-countries", a.countries || [], (tr, r) => { cell(tr, country(r.country)); cell(tr, r.installs, "num"); });
   const uncheckable = (postbacks && postbacks.unverifiable) || 0;
   $("apple-ads-unverifiable").hidden = !uncheckable;
   $("apple-ads-unverifiable").textContent = uncheckable

@@ -83,6 +83,24 @@ import Testing
         #expect(lines.contains { $0["conversionType"] as? String == "preorder" && $0["supplyPlacement"] as? String == "MAPS_SEARCH_RESULTS" })
     }
 
+    /// Attributed installs by `countryOrRegion`: the code as Apple sends it (upper-cased), "not
+    /// sent" when the answer has none, never a guess, and nothing a stranger's text makes a key of.
+    @Test func theViewCountsInstallsByCountryAndSaysWhenNoneWasSent() throws {
+        let answers = ["us1": Self.answer([:]), "us2": Self.answer(["\"US\"": "\"us\""]), "gb": Self.answer(["\"US\"": "\"GB\""]),
+                       "none": Self.answer([",\"countryOrRegion\":\"US\"": ""]), "odd": Self.answer(["\"US\"": "\"<script>\""])]
+        let standIn = try AppleAdsStandIn(scripts: answers.mapValues { [.answer(200, $0)] })
+        defer { standIn.stop() }
+        let endpoint = try live.endpoint(standIn)
+        defer { endpoint.stop() }
+        let start = "2026-11-20T10:00:00Z"
+        endpoint.clock.set(start)
+        for token in answers.keys { #expect(try live.post(endpoint, token).status == 202) }
+        live.at(endpoint, start, plus: 0)
+        let summary = json(try endpoint.get("/api/apple-ads/summary?from=2026-11-20&to=2026-11-20"))
+        let countries = try #require(summary["countries"] as? [[String: Any]]).map { "\($0["country"]!)=\($0["installs"]!)" }
+        #expect(countries == ["US=2", "GB=1", "not sent=1", "unreadable=1"], "\(countries)")
+    }
+
     /// The placements survive the digest a start reads instead of the log.
     @Test func theTallyKeepsPlacementsAndPreOrdersThroughItsDigest() throws {
         var summary = AppleAdsSummary()
@@ -90,7 +108,7 @@ import Testing
         summary.byStatus[.test] = 2
         summary.addAttributed(AppleAdsRecord(attribution: true, campaignID: 7, conversionType: "PreOrder", claimType: "Impression",
                                              supplyPlacement: "APPSTORE_PRODUCT_PAGES"), count: 2)
-        summary.addAttributed(AppleAdsRecord(attribution: true, campaignID: 7, conversionType: "Download"), count: 1)
+        summary.addAttributed(AppleAdsRecord(attribution: true, campaignID: 7, conversionType: "Download", countryOrRegion: "FR"), count: 1)
         var tally = AppleAdsTally()
         tally.add(summary, day: 20_000, site: "app.example")
         let bytes = tally.encoded()
@@ -98,6 +116,7 @@ import Testing
         #expect(end == bytes.count)
         let back = decoded.summary(AppsSummary.Query(site: nil, from: 20_000, to: 20_000))
         #expect(back.placements == summary.placements && back.installs == summary.installs && back.byStatus == summary.byStatus)
+        #expect(back.countries == ["FR": 1, "not sent": 2] && back.countries == summary.countries)
         // The day of Apple's test answers survives too: the setup view's after a start from digests.
         #expect(decoded.lastTestDay(site: "app.example") == 20_000 && decoded.lastTestDay(site: "shop.example") == nil)
         // Cut anywhere, it is refused, never half read.

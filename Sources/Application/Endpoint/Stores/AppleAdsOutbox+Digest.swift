@@ -12,7 +12,7 @@ import RecordLog
 /// longer holds.
 extension AppleAdsOutbox: SegmentDigestOwner {
     var digestName: String { Self.digestSection }
-    static let digestSection = "apple-ads-2"
+    static let digestSection = "apple-ads-3"
 
     func digester() -> any SegmentDigester { Digester() }
 

@@ -60,6 +60,8 @@ struct AppleAdsSummary: Sendable {
     var placements: [Placement: Int] = [:]
     /// Attributed tokens by the UTC day they came: the overview's Apple Ads line.
     var attributedPerDay: [Int32: Int] = [:]
+    /// Attributed installs by `countryOrRegion` (`CountryCode.key`).
+    var countries: [String: Int] = [:]
 
     /// Counts filled in elsewhere (the cluster's, from ClickHouse), or nothing yet.
     init() {}
@@ -87,6 +89,7 @@ struct AppleAdsSummary: Sendable {
         installs[Key(campaign: record.campaignID, adGroup: record.adGroupID, keyword: record.keywordID), default: Installs()]
             .add(record.conversion, count)
         placements[Placement(placement: record.placement, claim: record.claim), default: 0] +|= count
+        countries[CountryCode.key(record.countryOrRegion), default: 0] +|= count
     }
 
     /// Saturating: a crafted digest's counts must not trap a start.
@@ -95,6 +98,7 @@ struct AppleAdsSummary: Sendable {
         calls +|= other.calls
         for (key, row) in other.installs { installs[key, default: Installs()].merge(row) }
         for (key, count) in other.placements { placements[key, default: 0] +|= count }
+        for (key, count) in other.countries { countries[key, default: 0] +|= count }
     }
 
     func json(_ naming: AppleAdsNaming, query: AppsSummary.Query) -> String {
@@ -118,6 +122,12 @@ struct AppleAdsSummary: Sendable {
         out += "],\"placements\":["
         out += placements.keys.sorted().map { key in
             "{\"placement\":\"\(key.placement.name)\",\"label\":\"\(key.placement.label)\",\"claim\":\"\(key.claim.name)\",\"installs\":\(placements[key]!)}"
+        }.joined(separator: ",")
+        out += "],\"countries\":["
+        out += countries.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { country, n in
+            var line = "{\"country\":"
+            JSONValue.writeString(country, to: &line)
+            return line + ",\"installs\":\(n)}"
         }.joined(separator: ",")
         return out + "]}"
     }

@@ -47,7 +47,8 @@ extension AppleAdsTally {
     /// `u32 count · (i32 day · u8 length · site · u8 statuses · (u8 status · u64 count)* · u64 calls ·
     /// u32 installs · (u8 which ids are there · i64 campaign · i64 ad group · i64 keyword · u64
     /// downloads · u64 redownloads · u64 pre-orders · u64 other)* · u8 placements · (u8 placement ·
-    /// u8 claim · u64 count)*)*`, for a segment's digest (`apple-ads-2`).
+    /// u8 claim · u64 count)* · u16 countries · (u8 length · country · u64 count)*)*`, for a
+    /// segment's digest (`apple-ads-3`; 2 had no countries).
     func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.appendLE(UInt32(counts.count))
@@ -73,6 +74,14 @@ extension AppleAdsTally {
             for (key, n) in summary.placements.sorted(by: { $0.key < $1.key }).prefix(255) {
                 out.append(key.placement.rawValue)
                 out.append(key.claim.rawValue)
+                out.appendLE(UInt64(n))
+            }
+            // Two-letter codes and two words (`CountryCode.key`): a few hundred at most.
+            out.appendLE(UInt16(clamping: summary.countries.count))
+            for (country, n) in summary.countries.sorted(by: { $0.key < $1.key }).prefix(Int(UInt16.max)) {
+                let bytes = Array(country.utf8.prefix(255))
+                out.append(UInt8(bytes.count))
+                out.append(contentsOf: bytes)
                 out.appendLE(UInt64(n))
             }
         }
@@ -128,6 +137,19 @@ extension AppleAdsTally {
                       let n = count(bytes.loadLE(UInt64.self, at: at + 2)) else { return nil }
                 summary.placements[AppleAdsSummary.Placement(placement: placement, claim: claim), default: 0] +|= n
                 at += 10
+            }
+            guard need(2) else { return nil }
+            let countries = Int(bytes.loadLE(UInt16.self, at: at))
+            at += 2
+            for _ in 0..<countries {
+                guard need(1) else { return nil }
+                let length = Int(bytes[at])
+                guard need(1 + length + 8), let n = count(bytes.loadLE(UInt64.self, at: at + 1 + length)) else { return nil }
+                // Keyed by the same rule as when it was counted, whatever a damaged digest holds.
+                let text = String(decoding: bytes[(at + 1)..<(at + 1 + length)], as: UTF8.self)
+                let key = text == CountryCode.notSent || text == CountryCode.unreadable ? text : CountryCode.key(text)
+                summary.countries[key, default: 0] +|= n
+                at += 1 + length + 8
             }
             tally.counts[DaySite(day: day, site: site), default: AppleAdsSummary()].merge(summary)
         }

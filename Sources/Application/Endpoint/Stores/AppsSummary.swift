@@ -124,6 +124,9 @@ struct AppsSummary: Codable {
     /// Postbacks of `adNetwork` no key could check.
     func unverifiableCount(adNetwork: String) -> Int { unverifiable?[adNetwork] ?? 0 }
     private var reasons: [String: Int] = [:]
+    /// Accepted postbacks and installs by `country-code` (`CountryCode.key`: the code, "not sent"
+    /// or "unreadable"); nil in digests before apps-6.
+    private var countries: [String: ConversionCounts]? = nil
     /// Installs, redownloads and re-engagements per day of the query; only in an answer.
     var perDay: [Int32: ConversionCounts]? = nil
     /// Estimated revenue per day and currency; only in an answer, and only when asked with the
@@ -248,6 +251,11 @@ struct AppsSummary: Codable {
             unverifiable = counts
         }
         for (k, n) in other.reasons { reasons[k, default: 0] +|= n }
+        if let theirs = other.countries {
+            var mine = countries ?? [:]
+            for (k, n) in theirs { mine[k, default: ConversionCounts()].add(n) }
+            countries = mine
+        }
         if let days = other.perDay { for (d, counts) in days { addPerDay(d, counts) } }
         if let days = other.perDayRevenue {
             var mine = perDayRevenue ?? [:]
@@ -309,6 +317,9 @@ struct AppsSummary: Codable {
         }
         var counts = Self.conversionKind(facts, count: count) ?? ConversionCounts()
         counts.postbacks = count
+        var byCountry = countries ?? [:]
+        byCountry[CountryCode.key(text("country-code")), default: ConversionCounts()].add(counts)
+        countries = byCountry
         let key = ConversionKey(adNetwork: text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
                                 campaign: sourceIdentifier ?? text("campaign-id") ?? "",
                                 appID: text(facts.skadnetwork ? "app-id" : "advertised-item-identifier") ?? "",
@@ -440,6 +451,14 @@ struct AppsSummary: Codable {
                      JSONMember(key: "postbacks", value: .number(String(count)))])
         })))
         out.append(("quarantine_reasons", Self.object(reasons)))
+        // By country: accepted postbacks and their installs; "not sent" below the tier that
+        // carries a country, never guessed.
+        out.append(("countries", .array((countries ?? [:]).sorted { ($1.value.postbacks, $0.key) < ($0.value.postbacks, $1.key) }.map { country, counts in
+            .object([JSONMember(key: "country", value: .string(country)),
+                     JSONMember(key: "postbacks", value: .number(String(counts.postbacks))),
+                     JSONMember(key: "installs", value: .number(String(counts.installs &+ counts.redownloads))),
+                     JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements)))])
+        })))
         return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
     }
 

@@ -13,7 +13,7 @@ enum ClusterAppsSummary {
                          ("coarse-conversion-value", "ccv"), ("fidelity-type", "ft"), ("ad-interaction-type", "ait"),
                          ("did-win", "dw"), ("redownload", "rd"), ("conversion-type", "ct"), ("ad-network-id", "anid"),
                          ("ad-network-identifier", "anident"), ("campaign-id", "cid"), ("app-id", "aid"),
-                         ("advertised-item-identifier", "aii")]
+                         ("advertised-item-identifier", "aii"), ("country-code", "cc")]
     /// Stored as 0 and 1 (ClickHouse 18.16 has no Bool); read back as the text a body's `true` gives.
     static let booleans: Set<String> = ["did-win", "redownload"]
 
