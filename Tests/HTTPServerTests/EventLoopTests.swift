@@ -132,7 +132,13 @@ import Testing
         // While endTurn runs, how many answers had already been delivered.
         let deliveredDuringEndTurn = Locked<[Int]>([])
         let handler = ScriptedHandler(onEndTurn: { handler in
-            let waiting = handler.responders.withLock { all in defer { all.removeAll() }; return all }
+            // Both, whichever turn the second came in: under load the two injections can land
+            // in two turns, and the first must wait for the second rather than be dropped.
+            let waiting = handler.responders.withLock { all -> [HTTPResponder] in
+                guard all.count == 2 else { return [] }
+                defer { all.removeAll() }
+                return all
+            }
             guard waiting.count == 2 else { return false }
             waiting[0].respond(HTTPResponse(status: 201))
             waiting[1].respond(HTTPResponse(status: 201))
@@ -142,7 +148,6 @@ import Testing
         })
         let running = try RunningLoop(handler)
         defer { running.stop() }
-        // Both in one turn: the loop takes everything in its inbox before endTurn.
         let injected = running.loop.inject(InProcessRequest(request: HTTPRequest(method: "POST", target: "/kept"),
                                                              deliver: { answers.add("/kept", $0) }))
             && running.loop.inject(InProcessRequest(request: HTTPRequest(method: "POST", target: "/withdrawn"),
