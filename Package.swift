@@ -152,7 +152,7 @@ let package = Package(
                                                          "Primitives", "Signatures"]),
         .testTarget(name: "LifecycleTests", dependencies: ["Lifecycle", "Locking"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "RawHTTPClient", "Locking"]),
-        .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners", "Relays"],
+        .testTarget(name: "RulesTests", dependencies: ["Primitives", "PCM", "SiteOwners", "Relays", "Marketers"],
                     resources: [.copy("Resources/test_psl.txt"), .copy("Resources/vectors")]),
         .testTarget(name: "PostbackTests", dependencies: ["Postbacks", "SKAdNetwork", "AdAttributionKit", "Signatures", "Primitives", "RecordLog"],
                     resources: [.copy("Resources/vectors")]),

@@ -249,7 +249,7 @@ async function loadRole() {
     caller.className = "caller admin";
   } else {
     const whose = whoami.advertiser ? `${whoami.advertiser.name}'s sites (${whoami.sites.join(", ")})` : "every advertiser";
-    text(caller, `Viewer token "${whoami.label}": reads ${whose}, changes nothing`);
+    text(caller, `Viewer token "${whoami.label}": reads ${whose}${whoami.advertiser ? ", gives its own spend, changes nothing else" : ", changes nothing"}`);
     caller.className = "caller viewer";
   }
   const select = $("advertiser");
@@ -550,9 +550,66 @@ function renderApps(a) {
   fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
   fill("apps-reasons", entries(a.quarantine_reasons), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
   fill("apps-countries", a.countries || [], (tr, r) => { cell(tr, country(r.country)); cell(tr, r.postbacks, "num"); cell(tr, r.installs, "num"); });
+  renderSpend(a.spend_and_return);
   $("apps-retention").hidden = !a.records_kept_from;
   $("apps-retention").textContent = a.records_kept_from
     ? `Postbacks and Apple Ads tokens received before ${a.records_kept_from} were removed by retention: they are counted here, but /api/postbacks and /api/apple-ads start on that day.` : "";
+}
+
+/// Cost per install and return on ad spend, per campaign given spend; the upload only for a
+/// token that may give spend (the admin's, or an advertiser's own viewer token).
+function renderSpend(section) {
+  $("spend-form").hidden = !(whoami && (whoami.role === "admin" || whoami.advertiser));
+  const rows = section ? section.campaigns : [];
+  const ratio = (x) => x === null ? "—" : `${Number(x).toFixed(2)}×`;
+  fill("spend-table", rows, (tr, r) => {
+    cell(tr, named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}`));
+    cell(tr, money(r.spend, r.currency), "num");
+    cell(tr, r.installs, "num");
+    cell(tr, r.cost_per_install === null ? "—" : money(r.cost_per_install, r.currency), "num");
+    cell(tr, r.revenue ? money(r.revenue.middle, r.currency) : (r.revenue_in_other_currencies.length ? `in ${r.revenue_in_other_currencies.join(", ")}: not compared` : "—"), "num");
+    cell(tr, r.revenue ? `${ratio(r.roas.low)} – ${ratio(r.roas.high)}` : "—", "num");
+  });
+  empty("empty-spend", rows.length ? "" : "No spend given for this period.");
+}
+
+/// Sends a spend file in pieces the endpoint takes (a request body is at most 64 KiB), each with
+/// the header; a refusal names its row in the whole file.
+async function uploadSpend(event) {
+  event.preventDefault();
+  const file = $("spend-file").files[0], status = $("spend-status");
+  status.hidden = false;
+  if (!file) { text(status, "Choose a CSV file first."); return; }
+  const lines = (await file.text()).split(/\r?\n/);
+  const header = lines.shift();
+  let sent = 0, piece = [], pieceStart = 1, size = 0;
+  const send = async () => {
+    if (!piece.length) return;
+    const response = await fetch("/api/spend" + (state.advertiser ? "?advertiser=" + encodeURIComponent(state.advertiser) : ""),
+      { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "text/csv" }, body: [header, ...piece].join("\r\n") + "\r\n" });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      // "row 3: spend" in this piece is row pieceStart + 2 of the file.
+      const detail = String(answer.detail || response.statusText).replace(/^row (\d+)/, (_, n) => `row ${pieceStart + Number(n) - 1}`);
+      throw new Error(detail + (sent ? ` (the ${sent} rows before it were kept: send the file again once it is fixed)` : ""));
+    }
+    sent += answer.rows;
+    pieceStart += piece.length;
+    piece = []; size = 0;
+  };
+  try {
+    for (const line of lines) {
+      if (!line) continue;
+      if (size + line.length > 60000) await send();
+      piece.push(line);
+      size += line.length + 2;
+    }
+    await send();
+    text(status, `${sent} rows of spend kept.`);
+    loadView();
+  } catch (error) {
+    text(status, "Refused: " + error.message);
+  }
 }
 
 function renderAppleAds(a, postbacks) {
@@ -996,6 +1053,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("csv-reports").addEventListener("click", () => download("/api/reports.csv?" + exportPeriod(), "reports.csv"));
   $("csv-postbacks").addEventListener("click", () => download("/api/postbacks.csv?" + exportPeriod(), "postbacks.csv"));
   $("csv-apple-ads").addEventListener("click", () => download("/api/apple-ads.csv?" + exportPeriod(), "apple-ads.csv"));
+  $("spend-form").addEventListener("submit", uploadSpend);
   $("csv-apps-crosstab").addEventListener("click", () => download("/api/apps/summary/crosstab.csv?" + params([...period, ["site", "app_site"]]), "apps-crosstab.csv"));
   $("logout").addEventListener("click", () => {
     sessionStorage.removeItem(TOKEN_KEY);

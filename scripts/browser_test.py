@@ -172,6 +172,12 @@ def api_post(base, path, body):
         return json.loads(response.read().decode())
 
 
+def api_delete(base, path):
+    request = urllib.request.Request(base + path, method="DELETE", headers={"Authorization": "Bearer " + TOKEN})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read().decode())
+
+
 def check_apple_ads(driver, base, day_from, day_to):
     """The Apple Ads view against /api/apple-ads, counted here from the export's lines."""
     WebDriverWait(driver, 10).until(lambda d: text(d, "apple-ads-tokens") != "0")
@@ -220,6 +226,42 @@ def check_apple_ads(driver, base, day_from, day_to):
     check(shown == wanted and wanted[("Today Tab", "views")] > 0, f"Apple Ads placements table = export: {dict(shown)} vs {dict(wanted)}")
     driver.execute_script("document.getElementById('apple-ads').scrollIntoView()")
     driver.save_screenshot(os.path.join(SHOTS, "apple-ads-1280.png"))
+
+
+def check_spend_form(driver, base, day_from, day_to):
+    """Spend given through the page: the table shows the API's cost per install and return, and
+    a refused file names its row in the whole file, not in the piece it was sent in."""
+    driver.execute_script("document.getElementById('spend-card').scrollIntoView()")
+    rows = ["date,app_id,ad_network,campaign,spend,currency"]
+    # More than one piece (the page sends at most ~60 kB at a time): 1,200 rows of 80 bytes.
+    day = datetime.date.fromisoformat(day_to)
+    for n in range(1200):
+        rows.append(f"{(day - datetime.timedelta(days=n % 30)).isoformat()},6443210987,demo-ads.skadnetwork,{1000 + n // 30:04d},1.25,EUR")
+    rows.append(f"{day_to},6443210987,demo-ads.skadnetwork,4210,300.00,EUR")
+    path = os.path.abspath(os.path.join(SHOTS, "spend.csv"))
+    with open(path, "w") as f:
+        f.write("\r\n".join(rows) + "\r\n")
+    driver.find_element(By.ID, "spend-file").send_keys(path)
+    driver.find_element(By.CSS_SELECTOR, "#spend-form button[type=submit]").click()
+    WebDriverWait(driver, 20).until(lambda d: "rows of spend kept" in d.find_element(By.ID, "spend-status").text)
+    check(text(driver, "spend-status").startswith("1201 rows"), "a long spend file goes in pieces: " + text(driver, "spend-status"))
+    WebDriverWait(driver, 10).until(lambda d: len(table(d, "spend-table")) > 1)
+    answer = json.loads(api(base, f"/api/apps/summary?from={day_from}&to={day_to}"))["spend_and_return"]["campaigns"]
+    holiday = next(r for r in answer if r["campaign"] == "4210")
+    shown = next(r for r in table(driver, "spend-table") if "Holiday video" in r[0])
+    check(shown[3].replace("\u202f", " ").endswith("EUR") and holiday["cost_per_install"] is not None
+          and f"{float(holiday['cost_per_install']):.2f}" in shown[3].replace(",", ""), f"cost per install = the API's: {shown} vs {holiday}")
+    check(len(table(driver, "spend-table")) == len(answer), f"a row per campaign with spend ({len(answer)})")
+    # A bad row in the second piece is named by its row in the file.
+    rows[1100] = rows[1100].replace(",1.25,", ",-1,")
+    with open(path, "w") as f:
+        f.write("\r\n".join(rows) + "\r\n")
+    driver.find_element(By.ID, "spend-file").clear()
+    driver.find_element(By.ID, "spend-file").send_keys(path)
+    driver.find_element(By.CSS_SELECTOR, "#spend-form button[type=submit]").click()
+    WebDriverWait(driver, 20).until(lambda d: "Refused" in d.find_element(By.ID, "spend-status").text)
+    check("row 1100: spend" in text(driver, "spend-status"), "a refusal names its row in the file: " + text(driver, "spend-status"))
+    api_delete(base, f"/api/spend?from=2000-01-01&to={day_to}")
 
 
 def check_plist_form(driver, base):
@@ -666,13 +708,15 @@ def main():
             check(len(estimates) == len(answer["by_campaign"]) > 0, f"a revenue row per campaign and currency ({len(estimates)})")
             check("not a measured amount" in text(driver, "apps-revenue"), "the revenue is labelled an estimate from value ranges")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
+            check_spend_form(driver, base, day_from, day_to)
             show(driver, "apple-ads")
             check_apple_ads(driver, base, day_from, day_to)
             show(driver, "tools")
             check_setup(driver, base)
             check_plist_form(driver, base)
             check_url_state(driver, base)
-            errors = console_errors(driver)
+            # The refused spend file's 422 is logged by the browser itself, as a refused link's 403 is.
+            errors = [e for e in console_errors(driver) if not ("/api/spend" in e["message"] and "422" in e["message"])]
             check(errors == [], f"no console errors: {errors}")
             # The picture in docs/: the advertiser's overview.
             driver.get(base + "/#view=overview&advertiser=acme")

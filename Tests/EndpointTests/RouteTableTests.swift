@@ -63,6 +63,7 @@ import RawHTTPClient
         ("/api/whoami", "GET, HEAD", true),
         ("/api/arrivals", "GET, HEAD", true),
         ("/api/overview", "GET, HEAD", true),
+        ("/api/spend", "GET, HEAD, POST, DELETE", true),
     ]
 
     /// The router's own table is the one above: a route added without a line there fails here,

@@ -16,6 +16,8 @@ struct AppsSummaryRoutes: SurfaceRoutes {
     let appleAds: AppleAdsOutbox
     /// Looked-up Apple Ads names (`--apple-ads-platform`), beside the typed ones.
     var names: AppleAdsNames? = nil
+    /// What marketers spent: cost per install and return on ad spend.
+    var spend: SpendStore? = nil
 
     func routes(bearer: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -42,7 +44,8 @@ struct AppsSummaryRoutes: SurfaceRoutes {
 
     func summary(_ query: AppsSummary.Query) -> String {
         let shown = book.registry.scoped(to: query.readableSites)
-        return aggregates.summary(query, registry: shown).json(shown, query: query)
+        let given = spend?.rows(from: query.from, to: query.to, reads: query.reads) ?? []
+        return aggregates.summary(query, registry: shown).json(shown, query: query, spend: given)
     }
 
     /// `GET /api/apple-ads/summary?site=&from=&to=`: the Apple Ads view's numbers.

@@ -18,4 +18,17 @@ enum ClusterMode {
             }
         }
     }
+
+    /// Spend in a cluster: nodes share no spend yet, and a file given to one node behind a
+    /// balancer would be read by another without it. Refused with 409 until they do.
+    static func spendGate(_ gate: @escaping RouteGroup.Gate) -> RouteGroup.Gate {
+        { request in
+            try gate(request)
+            guard request.method == "GET" || request.method == "HEAD" else {
+                throw Problem(status: 409, rule: "spend_not_shared", detail: """
+                    this node runs with --cluster, and the nodes share no spend yet: spend given to one node would be                     missing from the others' pages. Cost per install and return on ad spend work on one node for now.
+                    """)
+            }
+        }
+    }
 }

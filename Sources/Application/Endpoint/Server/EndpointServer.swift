@@ -312,6 +312,7 @@ public final class EndpointServer: Sendable {
         shared.reads = readWorkers
         shared.cluster = clusterScope
         shared.recordsKeptFrom = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
+        let spend = try SpendStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let marketers = MarketerRoutes(context: shared, servedSites: configuration.sites, advertisers: advertisers, access: access,
                                        arrivals: arrivals, apps: apps)
         let surfaces = PCMRoutes(reports: reports,
@@ -322,7 +323,7 @@ public final class EndpointServer: Sendable {
                 arrivals.know(sites: [], apps: [String(app.appID)], now: clock.now())
             }).routes(bearer: registrationGate)
             + AppsSummaryRoutes(context: shared, aggregates: state.apps, rebuild: postbackRebuild, book: apps, appleAds: appleAds,
-                                names: appleAdsNames?.names).routes(bearer: bearer)
+                                names: appleAdsNames?.names, spend: spend).routes(bearer: bearer)
             + PostbackInspectionRoutes(context: shared, keyring: keyring, ledger: ledger, store: store, book: apps,
                                        developmentMode: configuration.developmentMode, maxBytes: configuration.maxPostbackBytes)
                 .routes(bearer: bearer)
@@ -343,6 +344,10 @@ public final class EndpointServer: Sendable {
             + TokenKeyRoutes(context: shared, keys: tokenKeys, pool: signingPool, rotation: tokenKeyRotation).routes(bearer: registrationGate)
             + SummaryRoutes(context: shared, summary: summary, book: book).routes(bearer: bearer)
             + marketers.routes(bearer: bearer, registrationGate: registrationGate)
+            // Any token reaches it; `SpendRoutes` says whose spend each may change.
+            + SpendRoutes(context: shared, spend: spend, apps: apps, access: access).routes(gate: configuration.cluster
+                ? ClusterMode.spendGate(access.gate(viewersMay: ["GET", "HEAD", "POST", "DELETE"]))
+                : access.gate(viewersMay: ["GET", "HEAD", "POST", "DELETE"]))
             + OverviewRoutes(context: shared, summary: summary, aggregates: state.apps, rebuild: postbackRebuild, appleAds: appleAds, apps: apps,
                              access: access, names: appleAdsNames?.names).routes(bearer: bearer)
             + ExportRoutes(context: shared, store: store, ledger: ledger, postbackRebuild: postbackRebuild, appleAds: appleAds, apps: apps,

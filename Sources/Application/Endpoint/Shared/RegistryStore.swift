@@ -44,6 +44,8 @@ final class RegistryStore<Contents: Codable & Sendable & Equatable>: RegistryKee
 typealias AppRegistryStore = RegistryStore<AppRegistry>
 /// The advertisers and their sites, in `advertisers.json`.
 typealias AdvertiserRegistryStore = RegistryStore<AdvertiserRegistry>
+/// The spend marketers gave, in `spend.json`.
+typealias SpendStore = RegistryStore<SpendSheet>
 
 extension RegistryStore where Contents == AppRegistry {
     convenience init(dataDirectory: String, siteRules: SiteRules) throws {
@@ -54,5 +56,16 @@ extension RegistryStore where Contents == AppRegistry {
 extension RegistryStore where Contents == AdvertiserRegistry {
     convenience init(dataDirectory: String, siteRules: SiteRules) throws {
         try self.init(path: dataDirectory + "/advertisers.json", empty: AdvertiserRegistry(), what: "the advertisers", siteRules: siteRules)
+    }
+}
+
+extension RegistryStore where Contents == SpendSheet {
+    convenience init(dataDirectory: String, siteRules: SiteRules) throws {
+        try self.init(path: dataDirectory + "/spend.json", empty: SpendSheet(), what: "the spend", siteRules: siteRules)
+    }
+
+    /// The rows of `from...to` whose site `reads` says the reader may read.
+    func rows(from: Int32, to: Int32, reads: (String) -> Bool) -> [SpendRow] {
+        registry.rows.filter { $0.day >= from && $0.day <= to && reads($0.site) }
     }
 }

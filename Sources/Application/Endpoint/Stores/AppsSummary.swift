@@ -1,6 +1,7 @@
 import Foundation
 import AppDevelopers
 import ClickHouseExport
+import Marketers
 import Postbacks
 import Primitives
 import RecordLog
@@ -346,7 +347,8 @@ struct AppsSummary: Codable {
         return kind
     }
 
-    func json(_ registry: AppRegistry, query: Query) -> String {
+    /// `spend`: the spend rows of the period the reader may read, for `spend_and_return`.
+    func json(_ registry: AppRegistry, query: Query, spend: [SpendRow] = []) -> String {
         var out: [(String, JSONValue)] = [
             ("period", .object([JSONMember(key: "from", value: .string(Self.date(query.from))),
                                 JSONMember(key: "to", value: .string(Self.date(query.to)))])),
@@ -384,6 +386,7 @@ struct AppsSummary: Codable {
         }
         out.append(("conversions", .array(rows)))
         out.append(("revenue", revenueJSON(registry, query: query)))
+        out.append(("spend_and_return", SpendReturn(spend: spend, summary: self, registry: registry).json(registry)))
         out.append(("crosstab", crosstab(registry)))
         if let perDay {
             out.append(("per_day", .array((query.from...query.to).map { day in
