@@ -91,6 +91,39 @@ public struct Registry: Sendable, Equatable, Codable {
         return detail + "; the id is free again from \(free.rfc3339)"
     }
 
+    /// Changes the campaign `name` of `sourceSite` into `campaign`: its name, or its end (to end
+    /// it now, or to move its end). Its source site, id, destination and start say which reports
+    /// are its, so they stay; a new campaign is registered instead. Checked as a new one is.
+    public mutating func replaceCampaign(sourceSite: String, name: String, with campaign: Campaign, siteRules: SiteRules) throws(RequestProblem) {
+        guard let i = campaigns.firstIndex(where: { $0.sourceSite == sourceSite && $0.name == name }) else {
+            throw RequestProblem(.notFound, rule: "unknown_campaign", field: "name", detail: "\(sourceSite) has no campaign named \"\(name)\"")
+        }
+        let old = campaigns[i]
+        for (field, same) in [("source_site", old.sourceSite == campaign.sourceSite), ("source_id", old.sourceID == campaign.sourceID),
+                              ("destination", old.destination == campaign.destination), ("starts_at", old.startsAt == campaign.startsAt)] where !same {
+            throw .invalid(field, "immutable_field", "cannot change: a campaign's source site, source id, destination and start say which reports are its; end this one and register a new campaign instead")
+        }
+        var copy = self
+        copy.campaigns.remove(at: i)
+        try copy.add(campaign, siteRules: siteRules)
+        // In its old place, so that the list keeps its order.
+        copy.campaigns.removeLast()
+        copy.campaigns.insert(campaign, at: i)
+        self = copy
+    }
+
+    /// Each of a source site's 256 ids at `now`: free, or whose it is and until when (its busy
+    /// period: the end, plus 7 days for clicks to convert and 48 hours for reports; nil while it
+    /// has no end), and the next campaign that starts on it later.
+    public func sourceIDs(of sourceSite: String, at now: Timestamp) -> [SourceIDState] {
+        (0...255).map { id in
+            let same = campaigns.filter { $0.sourceSite == sourceSite && $0.sourceID == UInt8(id) }
+            let holder = same.first { $0.startsAt <= now && ($0.busyUntil.map { now <= $0 } ?? true) }
+            let next = same.filter { $0.startsAt > now }.min { $0.startsAt < $1.startsAt }
+            return SourceIDState(sourceID: UInt8(id), holder: holder, next: next)
+        }
+    }
+
     @discardableResult
     public mutating func removeCampaign(sourceSite: String, name: String) -> Bool {
         campaigns.removeEvery { $0.sourceSite == sourceSite && $0.name == name }

@@ -50,6 +50,60 @@ struct MarketerRoutes: SurfaceRoutes {
                     }
                     return try Registrations.remove(in: advertisers, notFound: "no advertiser with id \"\(id.prefix(64))\"") { $0.remove(id: id) }
                 },
+                // Viewer tokens, as `attribution-endpoint viewer-token` makes them: listed without
+                // their secrets (a scoped token sees its advertiser's), made and revoked with the
+                // admin token; a new token is in the answer once and never again.
+                Route(.exact("/api/viewer-tokens"), methods: ["GET", "HEAD"]) { request in
+                    let readable = try access.readScope(request)
+                    let shown = access.viewers.list.tokens.filter { readable.isEverything || ($0.advertiser != nil && $0.advertiser == readable.advertiser?.id) }
+                    return JSONResponse.make(200, "[" + shown.map(Self.json).joined(separator: ",") + "]")
+                },
+                Route(.exact("/api/viewer-tokens"), methods: ["POST"]) { request in
+                    let json = try JSONParser().parseBody(request.body)
+                    guard case .object(let members) = json else {
+                        throw Problem(status: 400, rule: "wrong_type", detail: "the body is an object: {\"label\": \"Acme's dashboard\", \"advertiser\": \"acme\"}")
+                    }
+                    var label: String?, advertiser: String?
+                    for member in members {
+                        switch (member.key, member.value) {
+                        case ("label", .string(let text)): label = text
+                        case ("advertiser", .string(let text)): advertiser = text
+                        case ("advertiser", .null): advertiser = nil
+                        case ("label", _), ("advertiser", _):
+                            throw Problem(status: 422, rule: "wrong_type", field: member.key, detail: "\(member.key) must be a string")
+                        default:
+                            throw Problem(status: 422, rule: "unknown_field", field: member.key, detail: "a viewer token has a label and an advertiser")
+                        }
+                    }
+                    guard let label else { throw Problem(status: 422, rule: "missing_field", field: "label", detail: "label says who the token is for") }
+                    if let advertiser, advertisers.registry.advertiser(id: advertiser) == nil {
+                        throw Problem(status: 422, rule: "unknown_advertiser", field: "advertiser",
+                                      detail: "no advertiser \"\(advertiser.prefix(64))\" is registered (POST /api/advertisers)")
+                    }
+                    guard access.viewers.list.tokens.count < Self.maxViewerTokens else {
+                        throw Problem(status: 409, rule: "too_many_tokens", detail: "the endpoint keeps at most \(Self.maxViewerTokens) viewer tokens; revoke those no one uses")
+                    }
+                    let made: (record: ViewerToken, token: String)
+                    do {
+                        made = try access.viewers.create(label: label, advertiser: advertiser, now: now)
+                    } catch let problem as RequestProblem {
+                        throw Problem(problem)
+                    }
+                    var out = Self.json(made.record)
+                    out.removeLast()
+                    out += ",\"token\":"
+                    JSONValue.writeString(made.token, to: &out)
+                    return JSONResponse.make(201, out + ",\"shown_once\":\"the endpoint keeps only its SHA-256: copy the token now, it cannot be shown again\"}")
+                },
+                Route(.exact("/api/viewer-tokens"), methods: ["DELETE"]) { request in
+                    guard let id = request.queryItems.first(where: { $0.name == "id" })?.value, request.queryItems.count == 1 else {
+                        throw Problem(status: 400, rule: "missing_parameter", field: "id", detail: "DELETE takes only ?id=…, the token's id")
+                    }
+                    guard try access.viewers.revoke(id: id) else {
+                        throw Problem(status: 404, rule: "not_found", field: "id", detail: "no viewer token with id \"\(id.prefix(64))\"")
+                    }
+                    return HTTPResponse(status: 204, headers: ["Cache-Control": "no-store"], body: [])
+                },
             ]),
             RouteGroup("marketers", gate: gate, routes: [
                 Route(.exact("/api/whoami"), methods: ["GET", "HEAD"]) { request in
@@ -63,6 +117,22 @@ struct MarketerRoutes: SurfaceRoutes {
                 },
             ]),
         ]
+    }
+
+    /// Viewer tokens the endpoint keeps at most: each is a person or a dashboard.
+    static let maxViewerTokens = 1000
+
+    /// A token's record, without its secret or hash.
+    static func json(_ token: ViewerToken) -> String {
+        var out = "{\"id\":"
+        JSONValue.writeString(token.id, to: &out)
+        out += ",\"label\":"
+        JSONValue.writeString(token.label, to: &out)
+        out += ",\"advertiser\":"
+        if let advertiser = token.advertiser { JSONValue.writeString(advertiser, to: &out) } else { out += "null" }
+        out += ",\"created_at\":"
+        JSONValue.writeString(token.createdAt, to: &out)
+        return out + "}"
     }
 
     func report(_ scope: ReadScope) -> ArrivalsReport {

@@ -25,8 +25,67 @@ struct SiteOwnerRoutes: SurfaceRoutes {
                 + registrations("/api/campaigns", list: \.campaigns, keys: ("source_site", "name"),
                                 read: RegistryInput.campaign(from:), site: \.sourceSite,
                                 add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
-                                remove: { $0.removeCampaign(sourceSite: $1, name: $2) })),
+                                remove: { $0.removeCampaign(sourceSite: $1, name: $2) })
+                + [Route(.exact("/api/campaigns"), methods: ["PUT"], answer: changeCampaign),
+                   Route(.exact("/api/campaigns/source-ids"), methods: ["GET", "HEAD"], answer: sourceIDs)]),
         ]
+    }
+
+    /// `PUT /api/campaigns?source_site=&name=` with the campaign as it should be: a new name, or
+    /// a new end (`ends_at`: to end it now, or move its end). The rest is fixed (`Registry.replaceCampaign`).
+    func changeCampaign(_ request: HTTPRequest) throws -> HTTPResponse {
+        let items = Dictionary(request.queryItems, uniquingKeysWith: { first, _ in first })
+        for item in request.queryItems where item.name != "source_site" && item.name != "name" {
+            throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "PUT takes ?source_site=…&name=… and the campaign as its body")
+        }
+        guard let site = items["source_site"], let name = items["name"] else {
+            throw Problem(status: 400, rule: "missing_parameter", field: items["source_site"] == nil ? "source_site" : "name",
+                          detail: "PUT needs ?source_site=…&name=…: the campaign to change")
+        }
+        let parsed = try JSONParser().parseBody(request.body)
+        var changed = ""
+        try book.update { (registry) throws(RequestProblem) in
+            let campaign = try RegistryInput.campaign(from: parsed)
+            try registry.replaceCampaign(sourceSite: site, name: name, with: campaign, siteRules: book.siteRules)
+            changed = JSONResponse.encode(campaign)
+        }
+        return JSONResponse.make(200, changed)
+    }
+
+    /// `GET /api/campaigns/source-ids?source_site=`: each of the site's 256 ids now, free or whose
+    /// and until when, for the page's id picker. The source site's owner's to read, as its campaigns are.
+    func sourceIDs(_ request: HTTPRequest) throws -> HTTPResponse {
+        var site: String?
+        for item in request.queryItems {
+            switch item.name {
+            case "source_site": site = item.value
+            case "advertiser": continue
+            default: throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "use source_site and advertiser")
+            }
+        }
+        guard let site, !site.isEmpty else {
+            throw Problem(status: 400, rule: "missing_parameter", field: "source_site", detail: "name the publisher's site: ?source_site=news.example")
+        }
+        try scope(request).require(site, field: "source_site")
+        let states = book.registry.sourceIDs(of: site, at: now)
+        var out = "{\"source_site\":"
+        JSONValue.writeString(site, to: &out)
+        out += ",\"at\":\"\(now.rfc3339)\",\"free\":\(states.filter(\.isFree).count),\"source_ids\":["
+        out += states.map { state in
+            var line = "{\"source_id\":\(state.sourceID),\"free\":\(state.isFree)"
+            if let holder = state.holder {
+                line += ",\"campaign\":"
+                JSONValue.writeString(holder.name, to: &line)
+                line += ",\"busy_until\":" + (holder.busyUntil.map { "\"\($0.rfc3339)\"" } ?? "null")
+            }
+            if let next = state.next {
+                line += ",\"next_campaign\":"
+                JSONValue.writeString(next.name, to: &line)
+                line += ",\"next_starts_at\":\"\(next.startsAt.rfc3339)\""
+            }
+            return line + "}"
+        }.joined(separator: ",")
+        return JSONResponse.make(200, out + "]}")
     }
 
     // MARK: - Admin API (the route table has checked the token and the method)
