@@ -65,6 +65,31 @@ import Testing
         #expect(Self.send(endpoint, "GET", "/api/campaigns/source-ids?source_site=news.example&x=1").status == 400)
     }
 
+    @Test func thePixelTestShowsTheRedirectAndRecordsNoTrigger() throws {
+        let endpoint = try AccessTests.endpoint()
+        defer { endpoint.stop() }
+        #expect(Self.send(endpoint, "POST", "/api/conversions", #"{"site":"shop.example","name":"purchase","trigger_data":3,"priority":7}"#).status == 201)
+        let same = json(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=purchase&source=https://news.example"))
+        #expect(same["pixel"] as? String == "https://shop.example/conversion-pixel?conversion=purchase&source=https%3A%2F%2Fnews.example")
+        #expect(same["status"] as? Int == 302)
+        #expect(same["location"] as? String == "https://shop.example/.well-known/private-click-measurement/trigger-attribution/03/07?attributionSource=https://news.example")
+        let cross = json(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=purchase&publisher=news.example"))
+        #expect(cross["pixel"] as? String == "https://news.example/conversion-pixel?conversion=purchase&site=shop.example")
+        #expect(cross["location"] as? String == "https://news.example/.well-known/private-click-measurement/trigger-attribution/03/07")
+        // What the pixel refuses, the test shows, naming the field.
+        let unknown = json(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=refund"))
+        #expect(unknown["status"] as? Int == 404 && (unknown["problem"] as? [String: Any])?["rule"] as? String == "unknown_conversion")
+        let sameSite = json(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=purchase&source=https://shop.example"))
+        #expect(sameSite["status"] as? Int == 422 && (sameSite["problem"] as? [String: Any])?["field"] as? String == "source")
+        let unserved = json(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=purchase&publisher=elsewhere.example"))
+        #expect((unserved["status"] as? Int).map { $0 >= 400 } == true)
+        // Only the site's owner tests its pixel.
+        let news = try AccessTests.token(endpoint, advertiser: "news")
+        #expect(Self.send(endpoint, "GET", "/api/conversions/pixel-test?site=shop.example&conversion=purchase", token: news).status == 403)
+        // Nothing was recorded: no trigger is held.
+        #expect(try endpoint.get("/metrics").bodyText.contains("attribution_triggers_in_memory 0\n"))
+    }
+
     @Test func viewerTokensAreMadeOnceAndRevoked() throws {
         let endpoint = try AccessTests.endpoint()
         defer { endpoint.stop() }

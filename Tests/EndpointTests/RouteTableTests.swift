@@ -27,6 +27,7 @@ import RawHTTPClient
         ("/apple-ads/attribution/0123", "GET, HEAD", false),
         ("/api/conversions", "GET, HEAD, POST, DELETE", true),
         ("/api/campaigns", "GET, HEAD, POST, DELETE, PUT", true),
+        ("/api/conversions/pixel-test", "GET, HEAD", true),
         ("/api/campaigns/source-ids", "GET, HEAD", true),
         ("/api/token-keys", "GET, HEAD, POST", true),
         ("/api/relays", "GET, HEAD, POST, DELETE", true),

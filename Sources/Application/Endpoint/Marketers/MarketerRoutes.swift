@@ -16,6 +16,9 @@ struct MarketerRoutes: SurfaceRoutes {
     let access: AccessControl
     let arrivals: Arrivals
     let apps: AppRegistryStore
+    /// `--cluster`: registrations come from the shared files, and the page shows the change to
+    /// make there instead of a form.
+    var clusterMode = false
 
     func routes(bearer gate: @escaping RouteGroup.Gate, registrationGate: @escaping RouteGroup.Gate) -> [RouteGroup] {
         [
@@ -107,7 +110,9 @@ struct MarketerRoutes: SurfaceRoutes {
             ]),
             RouteGroup("marketers", gate: gate, routes: [
                 Route(.exact("/api/whoami"), methods: ["GET", "HEAD"]) { request in
-                    JSONResponse.make(200, access.describe(request))
+                    var described = access.describe(request)
+                    described.removeLast()
+                    return JSONResponse.make(200, described + ",\"cluster\":\(clusterMode)}")
                 },
                 Route(.exact("/api/arrivals"), methods: ["GET", "HEAD"]) { request in
                     if let item = request.queryItems.first(where: { $0.name != "advertiser" }) {

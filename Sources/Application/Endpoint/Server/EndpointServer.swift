@@ -314,7 +314,7 @@ public final class EndpointServer: Sendable {
         shared.recordsKeptFrom = { [store] in store.hasRemovedSegments ? store.oldestRecordTime : nil }
         let spend = try SpendStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let marketers = MarketerRoutes(context: shared, servedSites: configuration.sites, advertisers: advertisers, access: access,
-                                       arrivals: arrivals, apps: apps)
+                                       arrivals: arrivals, apps: apps, clusterMode: configuration.cluster)
         let surfaces = PCMRoutes(reports: reports,
                                  triggers: TriggerHandler(book: book, store: store, context: context),
                                  tokens: TokenSigning(keys: tokenKeys, pool: signingPool, context: context)).routes

@@ -26,7 +26,8 @@ struct SiteOwnerRoutes: SurfaceRoutes {
                                 read: RegistryInput.campaign(from:), site: \.sourceSite,
                                 add: { (registry, item, rules) throws(RequestProblem) in try registry.add(item, siteRules: rules) },
                                 remove: { $0.removeCampaign(sourceSite: $1, name: $2) })
-                + [Route(.exact("/api/campaigns"), methods: ["PUT"], answer: changeCampaign),
+                + [Route(.exact("/api/conversions/pixel-test"), methods: ["GET", "HEAD"], answer: pixelTest),
+                   Route(.exact("/api/campaigns"), methods: ["PUT"], answer: changeCampaign),
                    Route(.exact("/api/campaigns/source-ids"), methods: ["GET", "HEAD"], answer: sourceIDs)]),
         ]
     }
@@ -50,6 +51,66 @@ struct SiteOwnerRoutes: SurfaceRoutes {
             changed = JSONResponse.encode(campaign)
         }
         return JSONResponse.make(200, changed)
+    }
+
+    /// `GET /api/conversions/pixel-test?site=shop.example&conversion=purchase[&publisher=news.example][&source=…]`:
+    /// the pixel loaded as a browser would load it from `publisher` (the cross-site form) or from
+    /// `site` itself (the same-site form), through the pixel's own code, and the redirect it
+    /// answers, which is not followed: no trigger is recorded. For the page's "test this pixel".
+    func pixelTest(_ request: HTTPRequest) throws -> HTTPResponse {
+        var site: String?, conversion: String?, publisher: String?, source: String?
+        for item in request.queryItems {
+            switch item.name {
+            case "site": site = item.value
+            case "conversion": conversion = item.value
+            case "publisher": publisher = item.value.isEmpty ? nil : item.value
+            case "source": source = item.value.isEmpty ? nil : item.value
+            case "advertiser": continue
+            default: throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "use site, conversion, publisher and source")
+            }
+        }
+        guard let site, !site.isEmpty else { throw Problem(status: 400, rule: "missing_parameter", field: "site", detail: "name the advertiser's site") }
+        try scope(request).require(site)
+        // The pixel's query, as the tag writes it.
+        var query = "conversion=" + Self.encoded(conversion ?? "")
+        if publisher != nil { query += "&site=" + Self.encoded(site) }
+        if let source { query += "&source=" + Self.encoded(source) }
+        let host = publisher ?? site
+        var headers = HTTPHeaders()
+        headers.add(name: "Host", value: host)
+        let loaded = HTTPRequest(method: "GET", target: Self.pixelPath + "?" + query, headers: headers)
+        let pixelURL = "https://" + host + Self.pixelPath + "?" + query
+        var out = "{\"pixel\":"
+        JSONValue.writeString(pixelURL, to: &out)
+        do {
+            let answer = try pixel(loaded)
+            out += ",\"status\":\(answer.status),\"location\":"
+            JSONValue.writeString(answer.headers["Location"] ?? "", to: &out)
+            out += ",\"problem\":null"
+        } catch {
+            let problem = (error as? Problem) ?? (error as? RequestProblem).map { Problem($0) } ?? Problem(status: 500, rule: "internal", detail: "\(error)")
+            out += ",\"status\":\(problem.status),\"location\":null,\"problem\":{\"rule\":"
+            JSONValue.writeString(problem.rule, to: &out)
+            out += ",\"field\":"
+            if let field = problem.field { JSONValue.writeString(field, to: &out) } else { out += "null" }
+            out += ",\"detail\":"
+            JSONValue.writeString(problem.detail, to: &out)
+            out += "}"
+        }
+        return JSONResponse.make(200, out + "}")
+    }
+
+    /// A query value as the tag writes it: letters, digits and `-._~` as they are, the rest %-encoded.
+    static func encoded(_ value: String) -> String {
+        var out = ""
+        for byte in value.utf8 {
+            if (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || [0x2D, 0x2E, 0x5F, 0x7E].contains(byte) {
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return out
     }
 
     /// `GET /api/campaigns/source-ids?source_site=`: each of the site's 256 ids now, free or whose
@@ -170,4 +231,8 @@ struct SiteOwnerRoutes: SurfaceRoutes {
                                                     siteRules: book.siteRules)
         return HTTPResponse(status: 302, headers: ["Location": location, "Cache-Control": "no-store"], body: [])
     }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }
