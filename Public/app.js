@@ -7,7 +7,7 @@
 "use strict";
 
 const TOKEN_KEY = "attribution-endpoint-token";
-const VIEWS = ["overview", "web", "apps", "apple-ads", "tools"];
+const VIEWS = ["overview", "web", "apps", "apple-ads", "tools", "register"];
 const $ = (id) => document.getElementById(id);
 
 function token() { return sessionStorage.getItem(TOKEN_KEY); }
@@ -244,6 +244,8 @@ async function loadRole() {
   whoami = await (await api("/api/whoami")).json();
   const caller = $("caller");
   caller.hidden = false;
+  // The forms are the admin token's: a viewer token is never offered them.
+  $("nav-register").hidden = whoami.role !== "admin";
   if (whoami.role === "admin") {
     text(caller, "Admin token: reads and changes everything");
     caller.className = "caller admin";
@@ -749,6 +751,8 @@ function describeStatus(answer) {
 let loads = 0;
 
 async function loadView() {
+  // The forms are the admin token's: a viewer's link to them opens the overview.
+  if (state.view === "register" && whoami && whoami.role !== "admin") state.view = "overview";
   const view = state.view, mine = ++loads;
   const current = () => mine === loads;
   // No view shows until its own numbers are painted: never another advertiser's, or another token's.
@@ -788,6 +792,10 @@ async function loadView() {
     adoptPeriod(a);
     renderAppleAds(a, postbacks);
     status = describeStatus(a);
+  } else if (view === "register" && whoami.role === "admin") {
+    await loadRegister();
+    if (!current()) return;
+    status = "Register: campaigns, conversions and their pixels, apps and their schemas, advertisers, viewer tokens and names.";
   } else {
     await Promise.all([loadTokenKeys(), loadSetup()]);
     if (!current()) return;

@@ -25,6 +25,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -264,6 +265,138 @@ def check_spend_form(driver, base, day_from, day_to):
     api_delete(base, f"/api/spend?from=2000-01-01&to={day_to}")
 
 
+def set_value(driver, element_id, value):
+    """A date-time input's value, as the page reads it (its typing format depends on the locale)."""
+    driver.execute_script("const e = document.getElementById(arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('input'))", element_id, value)
+
+
+def field_error(driver, element_id):
+    """The refusal shown at an input: its own message, and the input marked invalid."""
+    element = driver.find_element(By.ID, element_id)
+    described = element.get_attribute("aria-describedby")
+    message = driver.find_element(By.ID, described).text if described else ""
+    return element.get_attribute("aria-invalid") == "true", message
+
+
+def check_register_forms(driver, base):
+    """The Register view's forms, each through the admin API as curl goes: create, edit, a refusal
+    shown at its field, the pixel's test, the schema editor and its preview, a token shown once."""
+    show(driver, "register")
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: len(table(d, "campaigns-table")) > 0)
+    # A campaign on an id the picker says is free.
+    Select(driver.find_element(By.ID, "campaign-site")).select_by_value("news.example")
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: text(d, "picker-site") == "news.example")
+    ids = json.loads(api(base, "/api/campaigns/source-ids?source_site=news.example"))
+    free = next(s["source_id"] for s in ids["source_ids"] if s["free"] and s["source_id"] > 200 and "next_campaign" not in s)
+    driver.find_element(By.CSS_SELECTOR, "#source-id-picker summary").click()
+    driver.find_element(By.XPATH, f"//div[@id='picker-grid']/button[text()='{free}']").click()
+    check(driver.find_element(By.ID, "campaign-id").get_attribute("value") == str(free), f"the picker fills the id ({free})")
+    driver.find_element(By.ID, "campaign-destination").send_keys("shop.example")
+    driver.find_element(By.ID, "campaign-name").send_keys("Browser test campaign")
+    set_value(driver, "campaign-start", "2026-11-01T00:00")
+    driver.find_element(By.ID, "campaign-submit").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("Browser test campaign" in r[0] for r in table(d, "campaigns-table")))
+    made = [c for c in json.loads(api(base, "/api/campaigns")) if c["name"] == "Browser test campaign"]
+    check(len(made) == 1 and made[0]["source_id"] == free and made[0]["starts_at"].startswith("2026-11-01T00:00"), f"the campaign is registered as typed: {made}")
+    # The same id again, overlapping: refused at the id, with the reason.
+    driver.find_element(By.ID, "campaign-id").send_keys(str(free))
+    driver.find_element(By.ID, "campaign-destination").send_keys("shop.example")
+    driver.find_element(By.ID, "campaign-name").send_keys("Clashing campaign")
+    set_value(driver, "campaign-start", "2026-11-05T00:00")
+    driver.find_element(By.ID, "campaign-submit").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: field_error(d, "campaign-id")[0])
+    invalid, message = field_error(driver, "campaign-id")
+    check(invalid and "belongs to" in message and "Browser test campaign" in message, f"a refusal is shown at its field: {message}")
+    driver.find_element(By.ID, "campaign-form").find_element(By.CSS_SELECTOR, "button[type=submit]")
+    driver.execute_script("document.getElementById('campaign-form').reset()")
+    # Ended from its row: the API has its end.
+    row = next(tr for tr in driver.find_elements(By.CSS_SELECTOR, "#campaigns-table tbody tr") if "Browser test campaign" in tr.text)
+    next(b for b in row.find_elements(By.TAG_NAME, "button") if b.text == "End now").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: [c for c in json.loads(api(base, "/api/campaigns")) if c["name"] == "Browser test campaign"][0].get("ends_at"))
+    check(True, "a campaign is ended from its row")
+    # Edited: renamed through the same form.
+    row = next(tr for tr in driver.find_elements(By.CSS_SELECTOR, "#campaigns-table tbody tr") if "Browser test campaign" in tr.text)
+    next(b for b in row.find_elements(By.TAG_NAME, "button") if b.text == "Edit").click()
+    check(not driver.find_element(By.ID, "campaign-id").is_enabled(), "editing keeps the id fixed")
+    name = driver.find_element(By.ID, "campaign-name")
+    name.clear()
+    name.send_keys("Browser test campaign, renamed")
+    driver.find_element(By.ID, "campaign-submit").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("renamed" in r[0] for r in table(d, "campaigns-table")))
+    check(any(c["name"] == "Browser test campaign, renamed" for c in json.loads(api(base, "/api/campaigns"))), "a campaign is renamed")
+
+    # A conversion, its pixel tag and the pixel's test.
+    Select(driver.find_element(By.ID, "conversion-site")).select_by_value("shop.example")
+    taken = {c["trigger_data"] for c in json.loads(api(base, "/api/conversions")) if c["site"] == "shop.example"}
+    labels = [o.text for o in Select(driver.find_element(By.ID, "conversion-data")).options]
+    check(all(("taken" in labels[n]) == (n in taken) for n in range(16)), f"the values already taken are shown: {labels}")
+    data = next(n for n in range(16) if n not in taken)
+    Select(driver.find_element(By.ID, "conversion-data")).select_by_value(str(data))
+    driver.find_element(By.ID, "conversion-name").send_keys("browser-test")
+    driver.find_element(By.ID, "conversion-priority").clear()
+    driver.find_element(By.ID, "conversion-priority").send_keys("5")
+    driver.find_element(By.CSS_SELECTOR, "#conversion-form button[type=submit]").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.find_element(By.ID, "pixel").is_displayed())
+    check(text(driver, "pixel-tag") == '<img src="https://shop.example/conversion-pixel?conversion=browser-test" width="1" height="1" alt="">',
+          "the same-site tag: " + text(driver, "pixel-tag"))
+    Select(driver.find_element(By.ID, "pixel-publisher")).select_by_value("news.example")
+    check("https://news.example/conversion-pixel?conversion=browser-test&amp;site=shop.example" in driver.find_element(By.ID, "pixel-tag").get_attribute("innerHTML"),
+          "the cross-site tag: " + text(driver, "pixel-tag"))
+    driver.find_element(By.ID, "pixel-test").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: "302" in d.find_element(By.ID, "pixel-result").text)
+    check(f"trigger-attribution/{data:02d}/05" in text(driver, "pixel-result") and "Nothing was recorded" in text(driver, "pixel-result"),
+          "the pixel's test shows the redirect: " + text(driver, "pixel-result"))
+
+    # An app and its schema: a bad currency refused at its cell, fixed, then the preview.
+    driver.find_element(By.ID, "app-id").send_keys("6443219999")
+    Select(driver.find_element(By.ID, "app-site-input")).select_by_value("app.example")
+    driver.find_element(By.ID, "app-name").send_keys("Browser Test App")
+    cells = driver.find_elements(By.CSS_SELECTOR, "#schema-fine tbody tr:first-child input")
+    for cell, value in zip(cells, ["0", "9", "tutorial", "tutorial_done"]):
+        cell.send_keys(value)
+    driver.find_element(By.ID, "schema-add").click()
+    cells = driver.find_elements(By.CSS_SELECTOR, "#schema-fine tbody tr:nth-child(2) input")
+    for cell, value in zip(cells, ["10", "63", "purchase", "", "0.99", "49.99", "usd"]):
+        if value:
+            cell.send_keys(value)
+    driver.find_element(By.ID, "app-submit").click()
+    currency = cells[6]
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: currency.get_attribute("aria-invalid") == "true")
+    message = driver.find_element(By.ID, currency.get_attribute("aria-describedby")).text
+    check("ISO 4217" in message, f"a schema refusal is shown at its cell: {message}")
+    currency.clear()
+    currency.send_keys("USD")
+    driver.find_element(By.ID, "schema-preview-value").send_keys("12")
+    check(text(driver, "schema-preview").startswith("12: purchase") and "49.99" in text(driver, "schema-preview"), "the preview decodes a value: " + text(driver, "schema-preview"))
+    driver.find_element(By.ID, "app-submit").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("Browser Test App" in r[0] for r in table(d, "apps-table")))
+    app = next(a for a in json.loads(api(base, "/api/apps")) if a["app_id"] == 6443219999)
+    check(app["schema"]["fine"][1]["revenue"] == {"min": 0.99, "max": 49.99, "currency": "USD"} and len(app["schema_versions"]) == 1, f"the app is registered as typed: {app['schema']}")
+
+    # A viewer token, shown once.
+    driver.find_element(By.ID, "viewer-label").send_keys("Browser test viewer")
+    Select(driver.find_element(By.ID, "viewer-advertiser")).select_by_value("acme")
+    driver.find_element(By.CSS_SELECTOR, "#viewer-token-form button[type=submit]").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.find_element(By.ID, "new-token").is_displayed())
+    made = text(driver, "new-token-value")
+    check(made.startswith("vt_") and "cannot be shown again" in text(driver, "new-token"), "a new token is shown once, and says so")
+    check(json.loads(api(base, "/api/whoami", token=made))["advertiser"]["id"] == "acme", "the token shown reads acme")
+    check(made not in api(base, "/api/viewer-tokens"), "the list never shows a token again")
+
+    # By keyboard alone: an advertiser typed field to field and sent with Enter.
+    driver.execute_script("document.getElementById('advertiser-id').focus()")
+    for keys in ["keyboard-co", Keys.TAB, "Keyboard Co", Keys.TAB, "keyboard.example", Keys.ENTER]:
+        driver.switch_to.active_element.send_keys(keys)
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#advertiser-sites[aria-invalid='true']") or
+                                    any("Keyboard Co" in r[0] for r in table(d, "advertisers-table")))
+    invalid, message = field_error(driver, "advertiser-sites")
+    # keyboard.example is served by no one: refused at the sites, by keyboard too.
+    check(invalid and "does not serve" in message, f"a refusal by keyboard is shown at its field: {message}")
+    driver.switch_to.active_element.send_keys(Keys.CONTROL + "a", "keyboard.example, shop.example")
+    check(driver.switch_to.active_element.get_attribute("id") == "advertiser-sites", "the refused field has the focus")
+    driver.save_screenshot(os.path.join(SHOTS, "register-1280.png"))
+
+
 def check_plist_form(driver, base):
     """The plist form: a pasted XML plist and an uploaded binary one, each shown as the API reports it."""
     driver.execute_script("document.getElementById('plist').scrollIntoView()")
@@ -444,6 +577,10 @@ def check_viewer(base, advertisers):
         WebDriverWait(driver, 10).until(EC.visibility_of_element_located((By.ID, "caller")))
         role = text(driver, "caller")
         check("Viewer" in role and "News Daily" in role and "changes nothing" in role, f"the page shows the viewer's role: {role}")
+        check(not driver.find_element(By.ID, "nav-register").is_displayed(), "a viewer token is offered no forms")
+        driver.get(base + "/#view=register")
+        WebDriverWait(driver, 10).until(lambda d: "view=overview" in d.current_url)
+        check(driver.find_element(By.ID, "view-register").get_attribute("hidden") is not None, "a viewer's link to the forms opens the overview")
         select = driver.find_element(By.ID, "advertiser")
         check(not select.is_enabled() and Select(select).first_selected_option.text == "News Daily", "a scoped viewer's advertiser is fixed")
         tiles = {t.get_attribute("data-channel"): int(t.find_element(By.CLASS_NAME, "value").text)
@@ -560,7 +697,7 @@ def check_narrow(base):
         # From the advertiser filter, Shift+Tab goes back through the views' tabs, Tab on to the period.
         driver.execute_script("document.getElementById('advertiser').focus()")
         order = []
-        for keys in [Keys.SHIFT + Keys.TAB] * 5 + [Keys.TAB] * 10:
+        for keys in [Keys.SHIFT + Keys.TAB] * 6 + [Keys.TAB] * 11:
             driver.switch_to.active_element.send_keys(keys)
             order.append(driver.switch_to.active_element.get_attribute("id") or driver.switch_to.active_element.get_attribute("data-view"))
         check(all(x in order for x in ["overview", "web", "apps", "apple-ads", "tools", "advertiser", "from", "to"]), f"Tab reaches the views and the filters: {order}")
@@ -577,11 +714,11 @@ def check_narrow(base):
         driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
         WebDriverWait(driver, 10).until(lambda d: "role=source" in d.current_url and d.find_element(By.ID, "accepted-destination").text == "0")
         check(text(driver, "accepted-destination") == "0", "copies filter by keyboard: destination copies drop to 0")
-        for view in ["overview", "web", "apps", "apple-ads", "tools"]:
+        for view in ["overview", "web", "apps", "apple-ads", "tools", "register"]:
             show(driver, view)
             viewport, width = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
             check(viewport == 390 and width <= 390, f"{view}: no horizontal scrolling at 390 px (content {width} px wide)")
-            if view in ("overview", "apps"):
+            if view in ("overview", "apps", "register"):
                 driver.save_screenshot(os.path.join(SHOTS, f"{view}-390.png"))
         errors = console_errors(driver)
         check(errors == [], f"no console errors at 390 px: {errors}")
@@ -709,14 +846,17 @@ def main():
             check("not a measured amount" in text(driver, "apps-revenue"), "the revenue is labelled an estimate from value ranges")
             driver.save_screenshot(os.path.join(SHOTS, "apps-1280.png"))
             check_spend_form(driver, base, day_from, day_to)
+            check_register_forms(driver, base)
             show(driver, "apple-ads")
             check_apple_ads(driver, base, day_from, day_to)
             show(driver, "tools")
             check_setup(driver, base)
             check_plist_form(driver, base)
             check_url_state(driver, base)
-            # The refused spend file's 422 is logged by the browser itself, as a refused link's 403 is.
-            errors = [e for e in console_errors(driver) if not ("/api/spend" in e["message"] and "422" in e["message"])]
+            # The refusals the forms were sent on purpose (a bad spend file, a clashing campaign, a bad
+            # currency, an unserved site) are logged by the browser itself, as a refused link's 403 is.
+            meant = [("/api/spend", "422"), ("/api/campaigns", "409"), ("/api/apps", "422"), ("/api/advertisers", "422")]
+            errors = [e for e in console_errors(driver) if not any(path in e["message"] and f"status of {code}" in e["message"] for path, code in meant)]
             check(errors == [], f"no console errors: {errors}")
             # The picture in docs/: the advertiser's overview.
             driver.get(base + "/#view=overview&advertiser=acme")
