@@ -567,7 +567,10 @@ function renderSpend(section) {
   fill("spend-table", rows, (tr, r) => {
     cell(tr, named(r.campaign_name || "campaign " + r.campaign, `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id}`));
     cell(tr, money(r.spend, r.currency), "num");
-    cell(tr, r.installs, "num");
+    // Beside, never divided by: installs under a shortened id (may be a sibling's) and unverifiable ones.
+    const beside = [r.installs_with_shorter_ids ? `+${r.installs_with_shorter_ids} under a shorter id` : "",
+      r.unverifiable_installs ? `${r.unverifiable_installs} unverifiable` : ""].filter(Boolean).join(" · ");
+    cell(tr, beside ? named(String(r.installs), beside) : r.installs, "num");
     cell(tr, r.cost_per_install === null ? "—" : money(r.cost_per_install, r.currency), "num");
     cell(tr, r.revenue ? money(r.revenue.middle, r.currency) : (r.revenue_in_other_currencies.length ? `in ${r.revenue_in_other_currencies.join(", ")}: not compared` : "—"), "num");
     cell(tr, r.revenue ? `${ratio(r.roas.low)} – ${ratio(r.roas.high)}` : "—", "num");
@@ -591,9 +594,11 @@ async function uploadSpend(event) {
       { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "text/csv" }, body: [header, ...piece].join("\r\n") + "\r\n" });
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) {
-      // "row 3: spend" in this piece is row pieceStart + 2 of the file.
-      const detail = String(answer.detail || response.statusText).replace(/^row (\d+)/, (_, n) => `row ${pieceStart + Number(n) - 1}`);
-      throw new Error(detail + (sent ? ` (the ${sent} rows before it were kept: send the file again once it is fixed)` : ""));
+      // "row 3: spend" in this piece is row pieceStart + 2 of the file, in the field and the detail.
+      const renumber = (text) => String(text || "").replace(/^row (\d+)/, (_, n) => `row ${pieceStart + Number(n) - 1}`);
+      const field = renumber(answer.field), detail = renumber(answer.detail || response.statusText);
+      throw new Error((field && !detail.startsWith(field) ? field + ": " : "") + detail +
+        (sent ? ` (the ${sent} rows before it were kept: send the file again once it is fixed)` : ""));
     }
     sent += answer.rows;
     pieceStart += piece.length;

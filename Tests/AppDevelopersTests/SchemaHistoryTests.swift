@@ -13,7 +13,7 @@ import Testing
     static let v2 = ConversionValueSchema(fine: [.init(from: 0, to: 63, meaning: "level")])
 
     static func history() throws -> SchemaHistory {
-        var history = SchemaHistory(appID: 7, schema: v1)
+        var history = SchemaHistory(appID: 7, site: "app.example", schema: v1)
         #expect(try history.record(v2, at: change)?.version == 2)
         return history
     }
@@ -22,18 +22,21 @@ import Testing
 
     @Test func theWindowsFollowTheProtocolsTiming() {
         let arrival = at(0)
+        // Worked out by hand from PROTOCOLS.md: the longest window, the longest delay, and nine
+        // days of a device's retries; the latest is 24 h before arrival in every case.
+        let retries: Int64 = 9 * 24
         // First postback: its window is up to 2 days, it leaves 24–48 h after.
-        #expect(ValueSetWindow(arrival: arrival, sequenceIndex: 0) == ValueSetWindow(arrival: arrival, sequenceIndex: 0))
         let first = ValueSetWindow(arrival: arrival, sequenceIndex: 0)
-        #expect(first.latest == at(-24) && first.earliest == at(-48 - 48))
+        #expect(first.latest == at(-24) && first.earliest == at(-48 - 48 - retries))
+        #expect(first.earliest == at(-312))
         let second = ValueSetWindow(arrival: arrival, sequenceIndex: 1)
-        #expect(second.latest == at(-24) && second.earliest == at(-144 - 5 * 24))
+        #expect(second.latest == at(-24) && second.earliest == at(-144 - 5 * 24 - retries))
         let third = ValueSetWindow(arrival: arrival, sequenceIndex: 2)
-        #expect(third.earliest == at(-144 - 28 * 24))
+        #expect(third.earliest == at(-144 - 28 * 24 - retries))
         // Before SKAdNetwork 4: the last update restarts a 24 h timer, then 0–24 h.
         let legacy = ValueSetWindow(arrival: arrival, sequenceIndex: nil)
-        #expect(legacy.latest == at(-24) && legacy.earliest == at(-48))
-        #expect(ValueSetWindow.ambiguity(sequenceIndex: 0) == (24 * Self.hour, 96 * Self.hour))
+        #expect(legacy.latest == at(-24) && legacy.earliest == at(-48 - retries))
+        #expect(ValueSetWindow.ambiguity(sequenceIndex: 0) == (24 * Self.hour, 312 * Self.hour))
         // Times at the ends of the representable range do not trap.
         _ = ValueSetWindow(arrival: Timestamp(millisecondsSinceEpoch: .min), sequenceIndex: 2)
         _ = ValueSetWindow(arrival: Timestamp(millisecondsSinceEpoch: .max), sequenceIndex: 2)
@@ -47,16 +50,16 @@ import Testing
         // Arrived before the change, or so soon after that its value was set before it: version 1.
         #expect(reading(-100) == .version(1))
         #expect(reading(23) == .version(1))
-        // Its window spans the change, or ends at its very moment: either.
+        // Its span holds the change, or ends at its very moment: either.
         #expect(reading(24) == .ambiguous(1, 2))
-        #expect(reading(25) == .ambiguous(1, 2))
-        #expect(reading(95) == .ambiguous(1, 2))
-        // Its whole window after the change: version 2.
-        #expect(reading(96) == .version(2))
+        #expect(reading(96) == .ambiguous(1, 2))
+        #expect(reading(311) == .ambiguous(1, 2))
+        // Its whole span after the change: version 2.
+        #expect(reading(312) == .version(2))
         // The same arrival is ambiguous for a later window, which is longer.
-        #expect(reading(96, 1) == .ambiguous(1, 2))
-        #expect(reading(264, 1) == .version(2))
-        #expect(reading(47, nil) == .ambiguous(1, 2) && reading(48, nil) == .version(2))
+        #expect(reading(312, 1) == .ambiguous(1, 2))
+        #expect(reading(479, 1) == .ambiguous(1, 2) && reading(480, 1) == .version(2))
+        #expect(reading(263, nil) == .ambiguous(1, 2) && reading(264, nil) == .version(2))
     }
 
     @Test func versionsAreNeverEditedAndTwoChangesInOneMomentKeepTheirOrder() throws {
@@ -70,12 +73,13 @@ import Testing
         #expect(history.versions[0].effectiveFrom == nil && history.versions[1].schema == Self.v2)
         // A reading that spans all three names the first and the last.
         #expect(history.reading(ValueSetWindow(arrival: at(30), sequenceIndex: 0)) == .ambiguous(1, 3))
+        #expect(history.reading(ValueSetWindow(arrival: at(400), sequenceIndex: 0)) == .version(3))
         // Before any version: version 1, once there is one.
         #expect(history.resolve(.beforeAnyVersion) == .version(1))
     }
 
     @Test func oneAppHasABoundedNumberOfVersions() throws {
-        var history = SchemaHistory(appID: 7, schema: Self.v1)
+        var history = SchemaHistory(appID: 7, site: "app.example", schema: Self.v1)
         for n in 2...SchemaHistory.maxVersions {
             try history.record(ConversionValueSchema(fine: [.init(from: 0, to: 0, meaning: "m\(n)")]), at: at(Int64(n)))
         }
@@ -122,10 +126,24 @@ import Testing
         } catch {
             #expect(error.kind == .notFound && error.rule == "unknown_app" && error.field == "app_id")
         }
+        // Its versions are its site's owner's: moved to another site, changed or registered again, it is refused.
+        for attempt in 0..<2 {
+            do {
+                let moved = App(appID: 7, site: "other.example", name: "Game", schema: Self.v2)
+                if attempt == 0 { try registry.replace(moved, siteRules: rules, now: at(20)) } else {
+                    var copy = registry
+                    copy.removeApp(appID: 7)
+                    try copy.add(moved, siteRules: rules, now: at(20))
+                }
+                Issue.record("the app moved to another site with its versions")
+            } catch {
+                #expect(error.rule == "app_site_fixed" && error.kind == .conflict && error.field == "site")
+            }
+        }
         // Removed and registered again with the first schema: a third version, history kept.
         let removed = registry.removeApp(appID: 7)
         #expect(removed)
-        #expect(registry.schemaReading(appID: 7, window: ValueSetWindow(arrival: at(200), sequenceIndex: 0)) == .version(2))
+        #expect(registry.schemaReading(appID: 7, window: ValueSetWindow(arrival: at(400), sequenceIndex: 0)) == .version(2))
         try registry.add(App(appID: 7, site: "app.example", name: "Game", schema: Self.v1), siteRules: rules, now: at(300))
         #expect(registry.history(appID: 7)?.versions.map(\.schema) == [Self.v1, Self.v2, Self.v1])
         #expect(registry.schema(appID: 7, reading: .version(2))?.schema == Self.v2)

@@ -44,7 +44,8 @@ import Testing
         #expect(SchemaVersionTests.admin(endpoint, "PUT", Self.v2).status == 200)
         endpoint.clock.set("2026-11-23T00:00:00Z")
         try send("5678", [44, 20])
-        endpoint.clock.set("2026-11-26T00:00:00Z")
+        // Thirteen days after the change: wholly under version 2.
+        endpoint.clock.set("2026-12-05T00:00:00Z")
         try send("4321", [60, 61, 5])
 
         // Our own arithmetic, from the exports and the registered versions.
@@ -76,7 +77,7 @@ import Testing
         #expect(without == 4, "two are tutorials, whose range names no revenue, and two span the change")
         #expect(totals.keys.sorted() == ["EUR", "USD"])
 
-        let summary = json(try endpoint.get("/api/apps/summary?site=app.example&from=2026-11-20&to=2026-11-26"))
+        let summary = json(try endpoint.get("/api/apps/summary?site=app.example&from=2026-11-20&to=2026-12-05"))
         let revenue = summary["revenue"] as! [String: Any]
         #expect((revenue["estimate"] as! String).contains("not a measured amount"))
         #expect(revenue["postbacks_without_estimate"] as? Int == without)
@@ -106,7 +107,7 @@ import Testing
             }
         }
         #expect(crosstab == totals)
-        let csv = try endpoint.get("/api/apps/summary/crosstab.csv?site=app.example&from=2026-11-20&to=2026-11-26").bodyText
+        let csv = try endpoint.get("/api/apps/summary/crosstab.csv?site=app.example&from=2026-11-20&to=2026-12-05").bodyText
             .split(separator: "\r\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         let header = csv[0], total = csv.last!
         for (currency, s) in totals {
@@ -117,18 +118,41 @@ import Testing
         #expect(csv.allSatisfy { $0.count == header.count }, "every line of the CSV has every column")
 
         // The overview's app installs line: the same totals, and per day.
-        let overview = json(try endpoint.get("/api/overview?from=2026-11-20&to=2026-11-26"))
+        let overview = json(try endpoint.get("/api/overview?from=2026-11-20&to=2026-12-05"))
         let installs = (overview["channels"] as! [[String: Any]]).first { $0["id"] as? String == "app_installs" }!
         let currencies = (installs["revenue"] as! [String: Any])["currencies"] as! [[String: Any]]
         for c in currencies {
             let currency = c["currency"] as! String
             #expect(Self.sum(c["total"] as! [String: Any]) == totals[currency], "\(currency)")
             let perDay = (c["per_day"] as! [[String: Any]]).map(Self.sum)
-            #expect(perDay.count == 7)
+            #expect(perDay.count == 16)
             let sum = perDay.reduce(into: Sum()) { $0.low += $1.low; $0.high += $1.high; $0.postbacks += $1.postbacks }
             #expect(sum == totals[currency])
             #expect(!(c["top"] as! [Any]).isEmpty)
         }
         #expect(currencies.count == 2)
+    }
+
+    /// SKAdNetwork 1.0 and 2.0 postbacks carry a signature no key here can check: anyone could
+    /// send them, so no money is estimated from them, and cost per install does not count them.
+    @Test func postbacksNoKeyCouldCheckAddNoMoney() throws {
+        let endpoint = try SchemaVersionTests.start(temporaryDirectory())
+        defer { endpoint.stop() }
+        #expect(SchemaVersionTests.admin(endpoint, "POST", Self.v1).status == 201)
+        try SchemaVersionTests.send(endpoint, Self.postback(1, campaign: "5678", value: 45))
+        for n in 0..<3 {
+            let body = #"{"version":"2.0","ad-network-id":"forged.skadnetwork","campaign-id":42,"app-id":\#(DemoPostbacks.appID),"transaction-id":"\#(DemoPostbacks.uuid(870_000 + n))","redownload":false,"conversion-value":63,"attribution-signature":"AAAA"}"#
+            let answer = try httpRequest(port: endpoint.port, method: "POST", path: DemoPostbacks.skadnetworkPath, host: "app.example", body: Array(body.utf8))
+            #expect(answer.status == 200 && json(answer)["signature"] as? String == "unverifiable", "\(answer.bodyText)")
+        }
+        let upload = SpendTests.upload(endpoint, SpendTests.header + "2026-11-20,\(DemoPostbacks.appID),forged.skadnetwork,42,10,USD\r\n")
+        #expect(upload.status == 200, "\(upload.bodyText)")
+        let summary = json(try endpoint.get("/api/apps/summary?site=app.example&from=2026-11-20&to=2026-11-20"))
+        let revenue = summary["revenue"] as! [String: Any]
+        #expect((revenue["totals"] as! [[String: Any]]).map(Self.sum) == [Sum(low: 10, high: 49.99, postbacks: 1)])
+        #expect(revenue["postbacks_without_estimate"] as? Int == 3)
+        let forged = ((summary["spend_and_return"] as! [String: Any])["campaigns"] as! [[String: Any]]).first { $0["campaign"] as? String == "42" }
+        #expect(forged?["installs"] as? Int == 0 && forged?["unverifiable_installs"] as? Int == 3 && forged?["cost_per_install"] is NSNull)
+        #expect(forged?["revenue"] is NSNull)
     }
 }

@@ -69,8 +69,9 @@ import Testing
         try Self.send(endpoint, Self.postback(3, index: 0, value: #""conversion-value":12"#))
         endpoint.clock.set("2026-11-25T00:00:00Z")
         try Self.send(endpoint, Self.postback(4, index: 1, value: #""coarse-conversion-value":"high""#))
-        // Four and a half days after: its whole window is under version 2, where 12 is a level.
-        endpoint.clock.set("2026-11-25T12:00:00Z")
+        // Thirteen days after (its window, its delay and nine days of retries): wholly under
+        // version 2, where 12 is a level.
+        endpoint.clock.set("2026-12-04T00:00:00Z")
         try Self.send(endpoint, Self.postback(5, index: 0, value: #""conversion-value":12"#))
 
         let expected: Set<String> = ["5678 1|: fine:purchase=2", "5678 0|1-2: ambiguous:fine 12=1", "56 0|1-2: ambiguous:coarse high=1",
@@ -96,11 +97,15 @@ import Testing
         #expect(crosstabCSV.hasPrefix("ad_network,ad_network_name,campaign,campaign_name,app_id,app_name,schema_version,schema_ambiguous_versions,"))
         #expect(crosstabCSV.contains(",1-2,"))
 
-        // A restart reads the log again to the same numbers.
+        // A restart takes the sealed days from their digests, and reads the rest of the log, to
+        // the same numbers.
+        endpoint.server.digests.sweep()
+        #expect(endpoint.server.digests.count >= 4)
         endpoint.stop()
         endpoint = try Self.start(directory)
         defer { endpoint.stop() }
-        endpoint.clock.set("2026-11-26T00:00:00Z")
+        #expect(endpoint.server.startedFromDigests >= 4)
+        endpoint.clock.set("2026-12-05T00:00:00Z")
         endpoint.server.waitUntilPostbacksReady()
         #expect(try Self.crosstab(endpoint).rows == expected)
     }

@@ -30,7 +30,8 @@ import Testing
         let endpoint = try Self.start()
         defer { endpoint.stop() }
         var n = 0
-        for (campaign, values) in [("5678", [12, 45, 63]), ("4321", [40, 3])] {
+        // "56": a lower privacy tier's two digits, which may be 5678's or a sibling's.
+        for (campaign, values) in [("5678", [12, 45, 63]), ("4321", [40, 3]), ("56", [20])] {
             for value in values {
                 n += 1
                 try SchemaVersionTests.send(endpoint, RevenueEstimateTests.postback(200 + n, campaign: campaign, value: value))
@@ -61,6 +62,7 @@ import Testing
         func number(_ value: Any?) -> Double? { (value as? NSNumber)?.doubleValue }
         let winter = try #require(row("5678"))
         #expect(number(winter["spend"]) == 60 && winter["installs"] as? Int == installs["5678"] && winter["currency"] as? String == "USD")
+        #expect(winter["installs_with_shorter_ids"] as? Int == 1 && winter["unverifiable_installs"] as? Int == 0)
         #expect(abs(number(winter["cost_per_install"])! - 60 / Double(installs["5678"]!)) < 0.006)
         let roas = winter["roas"] as! [String: Any]
         #expect(abs(number(roas["low"])! - low["5678"]! / 60) < 0.0001 && abs(number(roas["high"])! - high["5678"]! / 60) < 0.0001)
@@ -87,8 +89,11 @@ import Testing
         let line = Self.header + "2026-11-20,\(app),demo.adattributionkit,5678,10,USD\r\n"
         // Acme's own token gives Acme's spend; another advertiser's is refused at the row; a token of every advertiser only reads.
         #expect(Self.upload(endpoint, line, token: acme).status == 200)
+        // Another advertiser's app is as unknown to it as an app never registered: nothing of it shows.
         let foreign = Self.upload(endpoint, line, token: news)
-        #expect(foreign.status == 403 && json(foreign)["rule"] as? String == "outside_scope" && json(foreign)["field"] as? String == "row 1: app_id")
+        let unregistered = Self.upload(endpoint, line.replacingOccurrences(of: String(app), with: "1234"), token: news)
+        #expect(foreign.status == 422 && json(foreign)["rule"] as? String == "unknown_app" && json(foreign)["field"] as? String == "row 1: app_id")
+        #expect(!foreign.bodyText.contains("app.example") && (json(foreign)["detail"] as? String)?.replacingOccurrences(of: String(app), with: "1234") == json(unregistered)["detail"] as? String)
         let reader = Self.upload(endpoint, line, token: everyone)
         #expect(reader.status == 403 && json(reader)["rule"] as? String == "viewer_token_read_only")
         func rows(_ token: String) throws -> Int {

@@ -100,10 +100,19 @@ import Testing
         let again = try Self.read(Self.header + "2026-11-20,42,n,1,5,USD\r\n")
         #expect(try sheet.merge(again) == 1)
         #expect(sheet.rows.count == 2 && sheet.rows[0].amount == 5)
-        // Past the bound nothing changes.
-        let many = (0..<SpendSheet.maxRows).map { SpendRow(day: Int32($0), appID: 42, site: "app.example", adNetwork: "n", campaign: "2", amount: 1, currency: "USD") }
+        // Past a site's bound nothing changes; another site's spend is not held back by it.
+        let many = (0..<SpendSheet.maxRowsPerSite).map { SpendRow(day: Int32($0), appID: 42, site: "app.example", adNetwork: "n", campaign: "2", amount: 1, currency: "USD") }
         #expect(throws: RequestProblem.self) { try sheet.merge(many) }
         #expect(sheet.rows.count == 2)
+        var full = SpendSheet()
+        try full.merge(many)
+        #expect(throws: RequestProblem.self) { try full.merge([SpendRow(day: -1, appID: 42, site: "app.example", adNetwork: "n", campaign: "2", amount: 1, currency: "USD")]) }
+        #expect(try full.merge([SpendRow(day: 1, appID: 43, site: "other.example", adNetwork: "n", campaign: "2", amount: 1, currency: "USD")]) == 0)
+        do {
+            try full.merge([SpendRow(day: -1, appID: 42, site: "app.example", adNetwork: "n", campaign: "2", amount: 1, currency: "USD")])
+        } catch {
+            #expect(error.rule == "spend_full" && !error.detail.contains("other.example") && !error.detail.contains("25001"))
+        }
         #expect(sheet.remove(days: 0...Int32.max) { $0.site == "other.example" } == 0)
         #expect(sheet.remove(days: 0...Int32.max) { $0.site == "app.example" } == 2 && sheet.rows.isEmpty)
     }

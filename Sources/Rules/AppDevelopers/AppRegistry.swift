@@ -25,7 +25,7 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         // A registry written before schemas had versions: each app's schema is its version 1,
         // which also reads every postback before it, as that registry read them.
         for app in apps where history(appID: app.appID) == nil {
-            schemaHistories.append(SchemaHistory(appID: app.appID, schema: app.schema))
+            schemaHistories.append(SchemaHistory(appID: app.appID, site: app.site, schema: app.schema))
         }
     }
 
@@ -56,12 +56,18 @@ public struct AppRegistry: Sendable, Equatable, Codable {
         return (n, version.schema)
     }
 
-    /// Records the app's schema as its current version, from `now` if it changed.
+    /// Records the app's schema as its current version, from `now` if it changed. An app whose
+    /// versions were made at another site is refused: they, and the postbacks read with them, are
+    /// that site's owner's, and would show to the new site's.
     private mutating func recordSchema(of app: App, at now: Timestamp) throws(RequestProblem) {
         if let i = schemaHistories.firstIndex(where: { $0.appID == app.appID }) {
+            if let site = schemaHistories[i].site, site != app.site {
+                throw RequestProblem(.conflict, rule: "app_site_fixed", field: "site",
+                                     detail: "app \(app.appID)'s schema versions were made at \(site): its postbacks and what they mean are that site's owner's. Register it at \(site), or the new site's app under its own App Store id")
+            }
             try schemaHistories[i].record(app.schema, at: now)
         } else {
-            schemaHistories.append(SchemaHistory(appID: app.appID, schema: app.schema))
+            schemaHistories.append(SchemaHistory(appID: app.appID, site: app.site, schema: app.schema))
         }
     }
 

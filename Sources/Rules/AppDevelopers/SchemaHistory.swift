@@ -5,6 +5,9 @@ import Primitives
 /// are still read with the versions they were set under.
 public struct SchemaHistory: Sendable, Equatable, Codable {
     public var appID: Int
+    /// The site the app was registered at: whose its versions are (`NameDisclosure`). An app
+    /// never moves to another site while it has versions.
+    public var site: String?
     public private(set) var versions: [SchemaVersion]
 
     /// Versions one app may have: far more than any schema changes in a year, and a bound on
@@ -12,13 +15,14 @@ public struct SchemaHistory: Sendable, Equatable, Codable {
     public static let maxVersions = 1000
 
     /// A new history, its first version the app's schema, covering everything before it too.
-    public init(appID: Int, schema: ConversionValueSchema) {
+    public init(appID: Int, site: String?, schema: ConversionValueSchema) {
         self.appID = appID
+        self.site = site
         versions = [SchemaVersion(version: 1, effectiveFrom: nil, schema: schema)]
     }
 
     enum CodingKeys: String, CodingKey {
-        case appID = "app_id", versions
+        case appID = "app_id", site, versions
     }
 
     public var current: SchemaVersion? { versions.last }

@@ -11,10 +11,13 @@ import Primitives
 /// - Before SKAdNetwork 4 there is one postback, sent 0–24 h after a 24 h timer that each
 ///   update restarts: the last value was set 24–48 h before it left.
 ///
-/// So the value was set no later than 24 h before the postback left, and no earlier than the
-/// longest delay plus the longest window before. The arrival stands for the departure: a copy
-/// this endpoint answered at once is not retried. One that a device retried (after an outage of
-/// this endpoint) left earlier than it arrived, so its window is earlier than computed here.
+/// - A device that cannot deliver (it is offline, or this endpoint is down) retries for at most
+///   nine days (§4): a copy can arrive up to nine days after it first left.
+///
+/// So the value was set no later than 24 h before the postback arrived, and no earlier than the
+/// longest delay, the longest window and the nine days of retries before that. A postback whose
+/// span holds a schema change could be either version's: it is counted as ambiguous, never given
+/// one meaning.
 public struct ValueSetWindow: Sendable, Equatable {
     /// The earliest and the latest moment the value could have been set.
     public var earliest: Timestamp
@@ -22,6 +25,8 @@ public struct ValueSetWindow: Sendable, Equatable {
 
     public static let hour: Int64 = 3_600_000
     public static let day: Int64 = 24 * hour
+    /// How long a device goes on retrying a copy it could not deliver.
+    public static let retries: Int64 = 9 * day
 
     /// The longest window (a lock only shortens it) and the longest delay of each postback.
     static func bounds(sequenceIndex: Int?) -> (window: Int64, delay: Int64) {
@@ -42,13 +47,13 @@ public struct ValueSetWindow: Sendable, Equatable {
             return Timestamp(millisecondsSinceEpoch: overflow ? .min : t)
         }
         latest = before(24 * Self.hour)
-        earliest = before(delay + window)
+        earliest = before(delay + window + Self.retries)
     }
 
     /// How long after a schema changes its postbacks may still have been set under the old one,
     /// and how long before they surely were not: what the page says of a change.
     public static func ambiguity(sequenceIndex: Int?) -> (from: Int64, to: Int64) {
         let (window, delay) = bounds(sequenceIndex: sequenceIndex)
-        return (24 * hour, delay + window)
+        return (24 * hour, delay + window + retries)
     }
 }

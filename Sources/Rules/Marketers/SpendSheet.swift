@@ -6,9 +6,10 @@ import Primitives
 public struct SpendSheet: Sendable, Equatable, Codable {
     public private(set) var rows: [SpendRow] = []
 
-    /// Rows the endpoint keeps at most: a year of 130 campaigns a day. Spend is given by hand or
-    /// by a marketer's script; a bound keeps a script gone wrong from filling memory and disk.
-    public static let maxRows = 50_000
+    /// Rows one site's apps keep at most: a year of 68 campaigns a day. Spend is given by hand or
+    /// by a marketer's script; a bound per site keeps one advertiser's script gone wrong from
+    /// filling memory and disk, and from locking the others out (the sites are the operator's).
+    public static let maxRowsPerSite = 25_000
 
     public init() {}
 
@@ -29,9 +30,11 @@ public struct SpendSheet: Sendable, Equatable, Codable {
                 copy.append(row)
             }
         }
-        guard copy.count <= Self.maxRows else {
+        var perSite: [String: Int] = [:]
+        for row in copy { perSite[row.site, default: 0] += 1 }
+        for site in Set(new.map(\.site)).sorted() where perSite[site, default: 0] > Self.maxRowsPerSite {
             throw RequestProblem(.conflict, rule: "spend_full", field: nil,
-                                 detail: "the endpoint keeps at most \(Self.maxRows) spend rows and this upload would make \(copy.count); remove old periods first (DELETE /api/spend?from=&to=)")
+                                 detail: "the spend of \(site)'s apps is kept for at most \(Self.maxRowsPerSite) days × campaigns, and this upload would go past it; remove old periods first (DELETE /api/spend?from=&to=)")
         }
         rows = copy
         return replaced

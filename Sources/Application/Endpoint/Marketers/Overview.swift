@@ -96,6 +96,7 @@ struct Overview {
             var campaign = key
             campaign.value = nil
             campaign.schema = nil
+            campaign.unverifiable = nil
             byCampaign[campaign, default: AppsSummary.ConversionCounts()].add(counts)
         }
         func top(_ count: (AppsSummary.ConversionCounts) -> Int) -> [Top] {

@@ -34,8 +34,10 @@ struct SpendRoutes: SurfaceRoutes {
                     for item in request.queryItems where item.name != "advertiser" {
                         throw Problem(status: 400, rule: "unknown_parameter", field: item.name, detail: "POST takes the CSV as its body, and no parameter but advertiser")
                     }
+                    // An app outside the token's sites is as unknown as one never registered:
+                    // a token learns nothing of another advertiser's apps.
                     let registry = apps.registry
-                    let rows = try SpendCSV.rows(from: request.body, site: { registry.app(id: $0)?.site },
+                    let rows = try SpendCSV.rows(from: request.body, site: { id in registry.app(id: id).map(\.site).flatMap { writable.allows($0) ? $0 : nil } },
                                                  today: SummaryAggregates.day(of: now))
                     for (n, row) in rows.enumerated() where !writable.allows(row.site) {
                         throw Problem(status: 403, rule: "outside_scope", field: "row \(n + 1): app_id",

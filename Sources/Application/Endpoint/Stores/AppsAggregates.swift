@@ -44,9 +44,12 @@ final class AppsAggregates: SegmentDigestOwner {
             let site = key.site
             days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].counts.merge(summary)
             for (conversion, counts) in conversions {
+                // The cell's number: bits 0–6 the value code (0–67), bit 7 a signature no key could
+                // check, bits 8–31 the schema reading's code (`SchemaReading.code`, 24 bits).
                 let numbers = ConversionTable.Key(network: names.number(conversion.adNetwork), campaign: names.number(conversion.campaign),
                                                   app: names.number(conversion.appID),
-                                                  value: UInt32(clamping: conversion.valueCode) & 0xFF | UInt32(clamping: conversion.schemaCode) << 8)
+                                                  value: UInt32(clamping: conversion.valueCode) & 0x7F | (conversion.unverifiable == true ? 0x80 : 0)
+                                                      | UInt32(clamping: conversion.schemaCode) << 8)
                 days[key, default: Day(counts: AppsSummary(sites: site.isEmpty ? [] : [site]))].conversions.add(numbers, ConversionTable.Counts(counts))
             }
             if key.day > newestDay {
@@ -129,8 +132,8 @@ final class AppsAggregates: SegmentDigestOwner {
                     installs.add(AppsSummary.ConversionCounts(installs: summary.installs, redownloads: summary.redownloads,
                                                               reEngagements: summary.reEngagements))
                     let conversion = AppsSummary.ConversionKey(adNetwork: s.names.name(numbers.network), campaign: s.names.name(numbers.campaign),
-                                                               appID: s.names.name(numbers.app), value: Int(numbers.value & 0xFF),
-                                                               schema: Int(numbers.value >> 8))
+                                                               appID: s.names.name(numbers.app), value: Int(numbers.value & 0x7F),
+                                                               schema: Int(numbers.value >> 8), unverifiable: numbers.value & 0x80 != 0 ? true : nil)
                     total.addConversions(conversion, summary)
                     if let registry { total.addRevenue(day: key.day, key: conversion, postbacks: summary.postbacks, registry: registry) }
                 }

@@ -45,6 +45,9 @@ struct AppsSummary: Codable {
         /// Which version of the app's schema the value reads with (`SchemaReading.code`); nil
         /// (digests before apps-6, and postbacks without a value) as 0, before any version.
         var schema: Int? = nil
+        /// True for postbacks no key could check (SKAdNetwork 1.0 and 2.0): anyone could have sent
+        /// them, so no amount of money is estimated from them; nil (false) otherwise.
+        var unverifiable: Bool? = nil
 
         var valueCode: Int { value ?? 0 }
         var schemaCode: Int { schema ?? 0 }
@@ -137,7 +140,7 @@ struct AppsSummary: Codable {
     /// The revenue range a conversion's value stands for in the version of its app's schema it
     /// reads with: none for a coarse value, no value, an ambiguous version or a range without one.
     static func revenueRange(_ key: ConversionKey, _ registry: AppRegistry) -> (currency: String, range: ConversionValueSchema.Revenue)? {
-        guard (1...64).contains(key.valueCode), let revenue = Reading(key, registry).schema?.revenue(fine: key.valueCode - 1) else { return nil }
+        guard key.unverifiable != true, (1...64).contains(key.valueCode), let revenue = Reading(key, registry).schema?.revenue(fine: key.valueCode - 1) else { return nil }
         return (revenue.currency, revenue)
     }
 
@@ -324,7 +327,8 @@ struct AppsSummary: Codable {
         let key = ConversionKey(adNetwork: text(facts.skadnetwork ? "ad-network-id" : "ad-network-identifier") ?? "",
                                 campaign: sourceIdentifier ?? text("campaign-id") ?? "",
                                 appID: text(facts.skadnetwork ? "app-id" : "advertised-item-identifier") ?? "",
-                                value: ValueCode.of(fine: fineValue, coarse: coarseValue), schema: schema == 0 ? nil : schema)
+                                value: ValueCode.of(fine: fineValue, coarse: coarseValue), schema: schema == 0 ? nil : schema,
+                                unverifiable: facts.signature == SignatureOutcome.unverifiable.name ? true : nil)
         conversions[key, default: ConversionCounts()].add(counts)
         return key
     }
@@ -366,6 +370,7 @@ struct AppsSummary: Codable {
             var campaign = key
             campaign.value = nil
             campaign.schema = nil
+            campaign.unverifiable = nil
             byCampaign[campaign, default: ConversionCounts()].add(counts)
         }
         let rows: [JSONValue] = byCampaign.filter { $0.value.installs + $0.value.redownloads + $0.value.reEngagements > 0 }
@@ -476,6 +481,7 @@ struct AppsSummary: Codable {
             var campaign = key
             campaign.value = nil
             campaign.schema = nil
+            campaign.unverifiable = nil
             out[campaign, default: [:]][currency, default: RevenueEstimate()].add(range, postbacks: counts.postbacks)
         }
         return out
@@ -492,8 +498,8 @@ struct AppsSummary: Codable {
     }
 
     /// `revenue`: per campaign and per day, each a low, middle and high estimate per currency,
-    /// and how many postbacks with a fine value have none (an ambiguous version, or a range
-    /// without revenue).
+    /// and how many postbacks with a fine value have none (an ambiguous version, a range without
+    /// revenue, or a signature no key could check).
     func revenueJSON(_ registry: AppRegistry, query: Query) -> JSONValue {
         let byCampaign = revenueByCampaign(registry)
         var totals: [String: RevenueEstimate] = [:]
@@ -586,6 +592,7 @@ struct AppsSummary: Codable {
             var row = key
             row.value = nil
             row.schema = nil
+            row.unverifiable = nil
             let rowKey = RowKey(campaign: row, reading: key.valueCode == 0 ? .beforeAnyVersion : reading.reading)
             cells[rowKey, default: [:]][column, default: 0] += counts.postbacks
             if let (currency, range) = Self.revenueRange(key, registry) {

@@ -5,9 +5,11 @@ import Primitives
 
 /// Spend against what it brought, per app, ad network and campaign over a period: the spend
 /// given (`SpendSheet`), the installs the postbacks counted (installs and redownloads, as the
-/// overview counts them), cost per install, and return on ad spend against the revenue
-/// estimate (`AppsSummary.revenueByCampaign`): low, middle and high, each an estimate. Spend and
-/// revenue are compared only in one currency: no exchange rate is guessed.
+/// overview counts them, of checked signatures and the campaign's full id), cost per install, and
+/// return on ad spend against the revenue estimate (`AppsSummary.revenueByCampaign`): low, middle
+/// and high, each an estimate. Installs under a shortened id and unverifiable ones are shown
+/// beside, never divided by. Spend and revenue are compared only in one currency: no exchange
+/// rate is guessed.
 struct SpendReturn {
     struct Row {
         var appID: Int
@@ -15,7 +17,14 @@ struct SpendReturn {
         var campaign: String
         var currency: String
         var spend = 0.0
+        /// Installs and redownloads whose postbacks name this campaign in full and carry a
+        /// signature that was checked.
         var installs = 0
+        /// Installs whose postbacks name it by fewer digits (a lower privacy tier sends 2 or 3):
+        /// they may be this campaign's or a sibling's, so they are shown, never divided by.
+        var installsWithShorterIDs = 0
+        /// Installs whose postbacks no key could check: anyone could have sent them.
+        var unverifiableInstalls = 0
         /// The campaign's revenue estimate in the spend's currency; nil when it has none in it.
         var revenue: RevenueEstimate?
         /// Currencies the campaign's revenue is estimated in that are not the spend's.
@@ -32,9 +41,14 @@ struct SpendReturn {
             let key = Key(app: row.appID, network: row.adNetwork, campaign: row.campaign, currency: row.currency)
             byKey[key, default: Row(appID: row.appID, adNetwork: row.adNetwork, campaign: row.campaign, currency: row.currency)].spend += row.amount
         }
-        var installs: [String: Int] = [:]
+        var installs: [String: Int] = [:], unverifiable: [String: Int] = [:]
         for (key, counts) in summary.conversions {
-            installs["\(key.appID) \(key.adNetwork) \(key.campaign)", default: 0] +|= counts.installs &+ counts.redownloads
+            let name = "\(key.appID) \(key.adNetwork) \(key.campaign)"
+            if key.unverifiable == true {
+                unverifiable[name, default: 0] +|= counts.installs &+ counts.redownloads
+            } else {
+                installs[name, default: 0] +|= counts.installs &+ counts.redownloads
+            }
         }
         let revenue = summary.revenueByCampaign(registry)
         var revenueByCampaign: [String: [String: RevenueEstimate]] = [:]
@@ -43,6 +57,11 @@ struct SpendReturn {
             var row = row
             let name = "\(row.appID) \(row.adNetwork) \(row.campaign)"
             row.installs = installs[name] ?? 0
+            row.unverifiableInstalls = unverifiable[name] ?? 0
+            // "42" and "421" may stand for "4210": the same app and ad network, fewer digits.
+            for digits in 2..<row.campaign.count {
+                row.installsWithShorterIDs +|= installs["\(row.appID) \(row.adNetwork) \(row.campaign.prefix(digits))"] ?? 0
+            }
             let estimates = revenueByCampaign[name] ?? [:]
             row.revenue = estimates[row.currency]
             row.otherCurrencies = estimates.keys.filter { $0 != row.currency }.sorted()
@@ -70,6 +89,8 @@ struct SpendReturn {
                     JSONMember(key: "currency", value: .string(row.currency)),
                     JSONMember(key: "spend", value: AppsSummary.amount(row.spend)),
                     JSONMember(key: "installs", value: .number(String(row.installs))),
+                    JSONMember(key: "installs_with_shorter_ids", value: .number(String(row.installsWithShorterIDs))),
+                    JSONMember(key: "unverifiable_installs", value: .number(String(row.unverifiableInstalls))),
                     JSONMember(key: "cost_per_install", value: row.installs > 0 ? AppsSummary.amount(row.spend / Double(row.installs)) : .null),
                     JSONMember(key: "revenue", value: row.revenue.map { .object(AppsSummary.estimateMembers($0)) } ?? .null),
                     JSONMember(key: "roas", value: .object([
