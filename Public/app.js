@@ -131,6 +131,35 @@ function fill(tableId, rows, render) {
     render(tr, row);
     body.appendChild(tr);
   }
+  if (LONG_TABLES.has(tableId)) shorten(tableId);
+}
+
+/// Tables that can grow with campaigns and ids: they show their top rows (sorted by total), the
+/// rest one click away, so that the page stays a page.
+const LONG_TABLES = new Set(["campaigns", "conversions", "crosstab", "apps-campaigns", "apps-crosstab", "spend-table", "quarantine", "apps-reasons"]);
+const SHOWN_ROWS = 10;
+
+function shorten(tableId) {
+  const table = $(tableId), rows = [...table.tBodies[0].rows];
+  let button = $(tableId + "-more");
+  if (rows.length <= SHOWN_ROWS) { if (button) button.hidden = true; return; }
+  rows.forEach((tr, i) => { tr.hidden = i >= SHOWN_ROWS; });
+  if (!button) {
+    button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary more";
+    button.id = tableId + "-more";
+    button.addEventListener("click", () => {
+      const open = button.dataset.open !== "true";
+      for (const [i, tr] of [...table.tBodies[0].rows].entries()) tr.hidden = !open && i >= SHOWN_ROWS;
+      button.dataset.open = String(open);
+      button.textContent = open ? "Show the top " + SHOWN_ROWS : `Show all ${table.tBodies[0].rows.length} rows`;
+    });
+    (table.closest(".scroll") || table).insertAdjacentElement("afterend", button);
+  }
+  button.hidden = false;
+  button.dataset.open = "false";
+  button.textContent = `Show all ${rows.length} rows`;
 }
 
 function empty(id, html) {
@@ -147,9 +176,33 @@ function svg(tag, attributes, parent) {
   return node;
 }
 
+/// Charts are drawn at the width they are shown at, so that their labels keep their size on a
+/// phone; drawn again when the window changes width.
+const redraws = new Map();
+let redrawTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(redrawTimer);
+  redrawTimer = setTimeout(() => { for (const draw of redraws.values()) draw(); }, 150);
+});
+
+function chartWidth() {
+  return Math.max(300, Math.min(800, document.documentElement.clientWidth - 72));
+}
+
+/// Labels at least ~56 px apart: every how many days one is written.
+function labelEvery(count, width) {
+  return Math.max(1, Math.ceil(count / Math.max(2, Math.floor(width / 56))));
+}
+
+/// Whether `day` is the endpoint's today, which is not over: drawn as partial, never as a drop.
+function isToday(day) {
+  return Boolean(whoami && whoami.now && whoami.now.slice(0, 10) === day);
+}
+
 /// Bars per day, one for each series side by side: `series` is [{key, label, className}].
 function drawDays(elementId, days, series, what) {
-  const width = 800, height = 200, left = 36, bottom = 22, top = 8;
+  redraws.set(elementId, () => drawDays(elementId, days, series, what));
+  const width = chartWidth(), height = 200, left = 36, bottom = 22, top = 8;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
   const max = Math.max(1, ...days.map((d) => Math.max(...series.map((s) => d[s.key]))));
   const plotH = height - top - bottom, slot = (width - left) / Math.max(1, days.length), bar = Math.max(1, slot / series.length - 1);
@@ -157,42 +210,56 @@ function drawDays(elementId, days, series, what) {
   for (const tick of [0, max]) {
     svg("text", { x: left - 4, y: height - bottom - (tick / max) * plotH + 3, "text-anchor": "end" }, root).textContent = tick;
   }
+  const every = labelEvery(days.length, width - left);
   days.forEach((d, i) => {
-    const x = left + i * slot;
+    const x = left + i * slot, partial = isToday(d.day);
     series.forEach((s, n) => {
       const h = (d[s.key] / max) * plotH;
-      const rect = svg("rect", { x: x + n * bar, y: height - bottom - h, width: bar, height: h, class: s.className }, root);
-      svg("title", {}, rect).textContent = `${d.day}: ${d[s.key]} ${s.label}`;
+      const rect = svg("rect", { x: x + n * bar, y: height - bottom - h, width: bar, height: h, class: s.className + (partial ? " partial" : "") }, root);
+      svg("title", {}, rect).textContent = `${d.day}: ${d[s.key]} ${s.label}${partial ? " (today, so far)" : ""}`;
     });
-    if (days.length <= 14 || i % Math.ceil(days.length / 7) === 0) {
-      svg("text", { x: x + bar, y: height - 6, "text-anchor": "middle" }, root).textContent = d.day.slice(5);
+    if (i % every === 0 || partial) {
+      svg("text", { x: x + bar, y: height - 6, "text-anchor": "middle" }, root).textContent = partial ? "today" : d.day.slice(5);
     }
   });
+  if (days.length && isToday(days[days.length - 1].day)) root.setAttribute("aria-label", what + "; the last day is today, not over");
   $(elementId).replaceChildren(root);
 }
 
 /// One line per series over the days, each in its colour (`colour`, a `series-N` class): channels
 /// that must not be added are drawn side by side, never stacked.
 function drawLines(elementId, days, series, what) {
-  const width = 800, height = 220, left = 36, bottom = 22, top = 10;
+  redraws.set(elementId, () => drawLines(elementId, days, series, what));
+  const width = chartWidth(), height = 220, left = 36, bottom = 22, top = 10;
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": what });
   const max = Math.max(1, ...series.flatMap((s) => s.values));
   const plotH = height - top - bottom, step = (width - left - 8) / Math.max(1, days.length - 1);
   const x = (i) => left + (days.length === 1 ? (width - left) / 2 : i * step), y = (v) => height - bottom - (v / max) * plotH;
   svg("line", { x1: left, y1: height - bottom, x2: width, y2: height - bottom, class: "axis" }, root);
   for (const tick of [0, max]) svg("text", { x: left - 4, y: y(tick) + 3, "text-anchor": "end" }, root).textContent = tick;
+  // Today is not over: its last stretch is dashed and its point hollow, never read as a drop.
+  const partial = days.length > 1 && isToday(days[days.length - 1]);
   series.forEach((s) => {
-    svg("polyline", { points: s.values.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line series-" + s.colour, fill: "none" }, root);
+    const whole = partial ? s.values.slice(0, -1) : s.values;
+    svg("polyline", { points: whole.map((v, i) => `${x(i)},${y(v)}`).join(" "), class: "line series-" + s.colour, fill: "none" }, root);
+    if (partial) {
+      const n = s.values.length - 1;
+      svg("line", { x1: x(n - 1), y1: y(s.values[n - 1]), x2: x(n), y2: y(s.values[n]), class: "line partial series-" + s.colour }, root);
+    }
     s.values.forEach((v, i) => {
-      const dot = svg("circle", { cx: x(i), cy: y(v), r: 3, class: "dot series-" + s.colour }, root);
-      svg("title", {}, dot).textContent = `${days[i]}: ${v} ${s.label}`;
+      const today = partial && i === s.values.length - 1;
+      const dot = svg("circle", { cx: x(i), cy: y(v), r: 3, class: "dot series-" + s.colour + (today ? " partial" : "") }, root);
+      svg("title", {}, dot).textContent = `${days[i]}: ${v} ${s.label}${today ? " (today, so far)" : ""}`;
     });
   });
+  const every = labelEvery(days.length, width - left);
   days.forEach((day, i) => {
-    if (days.length <= 14 || i % Math.ceil(days.length / 7) === 0) {
-      svg("text", { x: x(i), y: height - 6, "text-anchor": "middle" }, root).textContent = day.slice(5);
+    const today = partial && i === days.length - 1;
+    if (i % every === 0 || today) {
+      svg("text", { x: x(i), y: height - 6, "text-anchor": today ? "end" : "middle" }, root).textContent = today ? "today" : day.slice(5);
     }
   });
+  if (partial) root.setAttribute("aria-label", what + "; the last day is today, not over");
   $(elementId).replaceChildren(root);
 }
 
@@ -220,6 +287,8 @@ function drawCrosstab(tableId, corner, columns, rows, totals, total) {
   cell(head, corner, "", "th").scope = "col";
   for (const [name, detail] of columns) cell(head, named(name, detail), "num", "th").scope = "col";
   cell(head, "Total", "num", "th").scope = "col";
+  // The biggest first: a marketer reads the top of the table.
+  rows = [...rows].sort((a, b) => b.total - a.total);
   fill(tableId, rows, (tr, r) => {
     cell(tr, r.label, "", "th").scope = "row";
     for (const n of r.counts) cell(tr, n, n ? "num" : "num zero");
@@ -232,7 +301,7 @@ function drawCrosstab(tableId, corner, columns, rows, totals, total) {
   cell(foot, total, "num total");
 }
 
-const percent = (part, whole) => `${Math.round((100 * part) / whole)} %`;
+const percent = (part, whole, of = "") => `${Math.round((100 * part) / whole)} %${of ? " of " + of : ""}`;
 const sum = (rows, key) => rows.reduce((n, r) => n + r[key], 0);
 const entries = (object) => Object.entries(object).map(([name, count]) => ({ name, count }));
 
@@ -421,12 +490,12 @@ function renderWeb(s) {
     ? "Accepted destination copies: the report each conversion sends to the advertiser's site, so each conversion is counted once. Choose “Source copies” above to count the publishers' copies instead."
     : "Accepted source copies: the report each conversion sends to the publisher's site, so each conversion is counted once (this view holds no destination copies, or you chose source copies).");
   drawCrosstab("crosstab", "Campaign", x.conversions.map((c) => [c.conversion || "trigger data " + c.trigger_data, `${c.site} · ${c.trigger_data}`]),
-    x.rows.map((r) => ({ label: named(r.campaign || "No matching campaign", `${r.source_site} · source id ${r.source_id}`), counts: r.counts, total: r.total })),
+    x.rows.map((r) => ({ label: named(r.campaign || "source id " + r.source_id, `${r.source_site} · source id ${r.source_id}${r.campaign ? "" : " · no campaign registered"}`), counts: r.counts, total: r.total })),
     x.totals, x.total);
   empty("empty-crosstab", x.rows.length ? "" : "No accepted reports in this period to cross campaigns with conversions.");
 
-  fill("campaigns", s.by_campaign, (tr, r) => {
-    cell(tr, named(r.campaign || "No matching campaign", `${r.source_site} · source id ${r.source_id}`));
+  fill("campaigns", [...s.by_campaign].sort((a, b) => (b.source + b.destination) - (a.source + a.destination)), (tr, r) => {
+    cell(tr, named(r.campaign || "source id " + r.source_id, `${r.source_site} · source id ${r.source_id}${r.campaign ? "" : " · no campaign registered"}`));
     cell(tr, r.source, "num"); cell(tr, r.destination, "num"); cell(tr, verifiedShare(r), "num");
   });
   empty("empty-campaigns", s.by_campaign.length ? (s.registered.campaigns ? "" :
@@ -441,14 +510,22 @@ function renderWeb(s) {
     "Register your conversions (<code>POST /api/conversions</code>) to name trigger data values and embed the pixel.") :
     "No accepted reports to break down by conversion.");
 
-  fill("quarantine", s.quarantined_by_reason, (tr, r) => { cell(tr, r.reason); cell(tr, r.source, "num"); cell(tr, r.destination, "num"); });
+  // A verified token is noted beside a report's causes, never a cause of its own.
+  const causes = s.quarantined_by_reason.filter((r) => !r.reason.endsWith("_verified"));
+  const notes = s.quarantined_by_reason.filter((r) => r.reason.endsWith("_verified"));
+  fill("quarantine", [...causes].sort((a, b) => (b.source + b.destination) - (a.source + a.destination)),
+    (tr, r) => { cell(tr, r.reason); cell(tr, r.source, "num"); cell(tr, r.destination, "num"); });
+  const quarantined = s.quarantined.source + s.quarantined.destination;
+  const counted = causes.reduce((n, r) => n + r.source + r.destination, 0);
+  text($("quarantine-note"), (counted > quarantined ? `Some of the ${quarantined} quarantined reports have more than one cause, so the rows add up to ${counted}. ` : "") +
+    (notes.length ? `Also noted on them, not a cause: ${notes.map((r) => `${r.reason} (${r.source + r.destination})`).join(", ")}.` : ""));
   fill("rejections", s.rejected_by_rule, (tr, r) => { cell(tr, r.rule); cell(tr, r.count, "num"); });
   drawDelays(s.delay_hours);
   const withTokens = s.tokens.with_tokens.source + s.tokens.with_tokens.destination;
   const verified = s.tokens.verified.source + s.tokens.verified.destination;
   const total = anything;
   text($("tokens"), `Reports carrying fraud-prevention tokens: ${withTokens} of ${total}` +
-    (total ? ` (${percent(withTokens, total)})` : "") + `; with a token that verified: ${verified}` +
+    (total ? ` (${percent(withTokens, total, "the reports")})` : "") + `; with a token that verified: ${verified}` +
     (withTokens ? ` (${percent(verified, withTokens)} of those)` : "") +
     ". Forged and replayed tokens are quarantined (…_token_invalid, …_token_replayed, …_token_possibly_replayed above); a token from a site whose key this endpoint does not know is kept as …_token_unverifiable.");
 }
@@ -456,7 +533,7 @@ function renderWeb(s) {
 /// "12 (40 %)": accepted reports of the row whose token verified, and their share of the row.
 function verifiedShare(r) {
   const n = r.verified_tokens.source + r.verified_tokens.destination, all = r.source + r.destination;
-  return all ? `${n} (${percent(n, all)})` : "0";
+  return all ? `${n} (${percent(n, all, "the row")})` : "0";
 }
 
 /// Fine values grouped by meaning (a schema's range), values without one by eights.
@@ -501,9 +578,10 @@ function renderApps(a) {
   drawDays("apps-chart", (a.per_day || []).map((d) => ({ day: d.day, installs: d.installs + d.redownloads, re_engagements: d.re_engagements })),
     [{ key: "installs", label: "installs and redownloads", className: "bar-installs" },
      { key: "re_engagements", label: "re-engagements", className: "bar-reengagements" }], "Installs and re-engagements per day");
-  fill("apps-campaigns", a.conversions, (tr, r) => {
+  const installs = (r) => r.installs + r.redownloads + r.re_engagements;
+  fill("apps-campaigns", [...a.conversions].sort((x, y) => installs(y) - installs(x)), (tr, r) => {
     cell(tr, named(r.ad_network_name || r.ad_network, r.ad_network_name ? r.ad_network : "not registered"));
-    cell(tr, named(r.campaign_name || "No campaign registered", r.campaign));
+    cell(tr, named(r.campaign_name || "campaign " + r.campaign, r.campaign_name ? r.campaign : r.campaign + " · not registered"));
     cell(tr, named(r.app_name || "App " + r.app_id, r.app_name ? "app " + r.app_id : "not registered"));
     cell(tr, r.installs, "num"); cell(tr, r.redownloads, "num"); cell(tr, r.re_engagements, "num");
   });
@@ -546,7 +624,7 @@ function renderApps(a) {
   const tiers = entries(a.privacy_tiers.source_identifier_digits).map((e) => ({ name: e.name + "-digit source identifier", count: e.count }))
     .concat(entries(a.privacy_tiers.conversion_value).map((e) => ({ name: { fine: "fine value", coarse: "coarse value", none: "no value" }[e.name] || e.name, count: e.count })));
   // Shares of the accepted postbacks: how many got through each privacy tier's filter.
-  const share = (n) => a.postbacks.accepted ? ` (${Math.round((100 * n) / a.postbacks.accepted)} %)` : "";
+  const share = (n) => a.postbacks.accepted ? ` (${percent(n, a.postbacks.accepted, "accepted")})` : "";
   fill("apps-tiers", tiers, (tr, r) => { cell(tr, r.name); cell(tr, r.count + share(r.count), "num"); });
   fill("apps-fidelity", entries(a.fidelity), (tr, r) => { cell(tr, r.name.replaceAll("_", " ")); cell(tr, r.count, "num"); });
   fill("apps-signatures", entries(a.signatures), (tr, r) => { cell(tr, r.name); cell(tr, r.count, "num"); });
@@ -684,7 +762,14 @@ function renderHealth(a, relays) {
     item.textContent = warning;
     return item;
   }));
+  text($("health-count"), warnings.length === 1 ? "one thing needs a look" : `${warnings.length} things need a look`);
+  // Read and closed, the box stays one line on every view until what it says changes.
+  const said = warnings.map((w) => w.replace(/\d+/g, "#")).join("\n");
+  $("health-details").open = localStorage.getItem(HEALTH_READ) !== said;
+  $("health-details").dataset.said = said;
 }
+
+const HEALTH_READ = "attribution-endpoint-health-read";
 
 /// The table in Tools: when each site and app last received something.
 function renderArrivals(a) {
@@ -1013,6 +1098,9 @@ function update(event) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("health-details").addEventListener("toggle", (event) => {
+    if (event.target.open) localStorage.removeItem(HEALTH_READ); else localStorage.setItem(HEALTH_READ, event.target.dataset.said || "");
+  });
   readFragment();
   $("plist-form").addEventListener("submit", checkPlist);
   $("verify-form").addEventListener("submit", verifyPostback);

@@ -112,7 +112,8 @@ struct MarketerRoutes: SurfaceRoutes {
                 Route(.exact("/api/whoami"), methods: ["GET", "HEAD"]) { request in
                     var described = access.describe(request)
                     described.removeLast()
-                    return JSONResponse.make(200, described + ",\"cluster\":\(clusterMode)}")
+                    // The endpoint's time: the page marks the day that is not over yet.
+                    return JSONResponse.make(200, described + ",\"cluster\":\(clusterMode),\"now\":\"\(now.rfc3339)\"}")
                 },
                 Route(.exact("/api/arrivals"), methods: ["GET", "HEAD"]) { request in
                     if let item = request.queryItems.first(where: { $0.name != "advertiser" }) {

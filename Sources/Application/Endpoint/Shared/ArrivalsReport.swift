@@ -54,25 +54,33 @@ struct ArrivalsReport {
         now.millisecondsSinceEpoch &- row.quietSince >= Arrivals.silenceWarning
     }
 
-    func hoursQuiet(_ row: Row) -> Int64 { max(0, (now.millisecondsSinceEpoch &- row.quietSince) / 3_600_000) }
+    /// How long a row has been quiet, as a person says it: "50 hours", "21 days".
+    func quiet(_ row: Row) -> String { Self.duration(now.millisecondsSinceEpoch &- row.quietSince) }
+
+    /// Hours up to three days, then days: "516 hours" is read as "21 days".
+    static func duration(_ milliseconds: Int64) -> String {
+        let hours = max(0, milliseconds / 3_600_000)
+        if hours < 72 { return hours == 1 ? "1 hour" : "\(hours) hours" }
+        return "\(hours / 24) days"
+    }
 
     /// What to check, in the words of the key or the front that decides it.
     func warning(site row: Row) -> String {
         if let reached = row.latest, reached > row.quietSince {
-            return "Requests reach https://\(row.site)/.well-known/ (the last \(max(0, (now.millisecondsSinceEpoch &- reached) / 3_600_000)) hours ago), "
-                + "but none was accepted for \(hoursQuiet(row)) hours: /api/rejections says why they were refused. If nothing but those "
+            return "Requests reach https://\(row.site)/.well-known/ (the last \(Self.duration(now.millisecondsSinceEpoch &- reached)) ago), "
+                + "but none was accepted for \(quiet(row)): /api/rejections says why they were refused. If nothing but those "
                 + "arrives, check that the apps' Info.plist and the sites' pixels and links name https://\(row.site), and that the front passes "
                 + "the path to this endpoint with the site's Host."
         }
-        let what = row.latest == nil ? "Nothing has reached https://\(row.site)/.well-known/ in the \(hoursQuiet(row)) hours since this endpoint began serving it"
-            : "Nothing has reached https://\(row.site)/.well-known/ for \(hoursQuiet(row)) hours"
+        let what = row.latest == nil ? "Nothing has reached https://\(row.site)/.well-known/ in the \(quiet(row)) since this endpoint began serving it"
+            : "Nothing has reached https://\(row.site)/.well-known/ for \(quiet(row))"
         return what + ". Check that the site's DNS points at the front, that its TLS certificate is valid, and that the front (nginx, Caddy, a CDN) passes /.well-known/private-click-measurement/, /.well-known/skadnetwork/, /.well-known/appattribution/ and /apple-ads/ to this endpoint with the site's Host."
     }
 
     func warning(app row: Row) -> String {
         let name = row.name.map { "\($0) (\(row.key))" } ?? row.key
-        let what = row.latest == nil ? "No postback copy for app \(name) in the \(hoursQuiet(row)) hours since it was registered"
-            : "No postback copy for app \(name) for \(hoursQuiet(row)) hours"
+        let what = row.latest == nil ? "No postback copy for app \(name) in the \(quiet(row)) since it was registered"
+            : "No postback copy for app \(name) for \(quiet(row))"
         return what + ". Check that its Info.plist names https://\(row.site) in NSAdvertisingAttributionReportEndpoint (SKAdNetwork copies) and in AttributionCopyEndpoint (AdAttributionKit copies), in the build on the App Store; devices send copies only of winning postbacks, 24 to 48 hours or more after an install."
     }
 
