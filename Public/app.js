@@ -900,8 +900,26 @@ async function loadView() {
   renderRelays(relayed);
   writeFragment(false);
   $("view-" + view).hidden = false;
+  markWideTables();
   $("status").textContent = status;
 }
+
+/// Marks the tables wider than their box: their first column (and a crosstab's total) stays in
+/// view and a line under them says that more columns are to the side.
+function markWideTables() {
+  for (const box of document.querySelectorAll(".view:not([hidden]) .scroll")) {
+    const wide = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("overflowing", wide);
+    let hint = box.nextElementSibling;
+    if (!hint || !hint.classList.contains("more-columns")) {
+      hint = document.createElement("p");
+      hint.className = "more-columns";
+      hint.textContent = "More columns to the side →";
+      box.insertAdjacentElement("afterend", hint);
+    }
+  }
+}
+window.addEventListener("resize", () => setTimeout(markWideTables, 200));
 
 function hideViews() {
   for (const node of document.querySelectorAll(".view")) node.hidden = true;

@@ -731,6 +731,13 @@ def check_narrow(base):
             show(driver, view)
             viewport, width = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
             check(viewport == 390 and width <= 390, f"{view}: no horizontal scrolling at 390 px (content {width} px wide)")
+            if view == "apps":
+                kept = driver.execute_script("""
+                    const box = document.getElementById('apps-crosstab').closest('.scroll');
+                    const first = box.querySelector('tbody tr > :first-child'), last = box.querySelector('tbody tr > :last-child');
+                    return [box.classList.contains('overflowing'), first && getComputedStyle(first).position, last && getComputedStyle(last).position,
+                            box.nextElementSibling.offsetParent !== null];""")
+                check(kept == [True, "sticky", "sticky", True], f"a wide table keeps its name and total in view and says more columns exist: {kept}")
             if view in ("overview", "apps", "register"):
                 driver.save_screenshot(os.path.join(SHOTS, f"{view}-390.png"))
         errors = console_errors(driver)
