@@ -397,7 +397,7 @@ def write_report(results, scales, info):
         lines += ["", open(notes_path).read().strip()]
     # The postback section comes from its own run (benchmarks/postbacks.py), kept as it was.
     # So do the token section's (benchmarks/tokens.py).
-    for section in ("POSTBACKS.md", "TOKENS.md", "CONVERSION_VALUES.md", "EXPORT.md", "HISTORY.md", "NEIGHBOURS.md"):
+    for section in ("POSTBACKS.md", "TOKENS.md", "CONVERSION_VALUES.md", "EXPORT.md", "HISTORY.md", "NEIGHBOURS.md", "SURFACES.md"):
         path = os.path.join(ROOT, "benchmarks", section)
         if os.path.exists(path):
             lines += ["", open(path).read().strip()]
