@@ -369,6 +369,12 @@ function schemaFromEditor() {
   if ($("coarse-from-medium").value || $("coarse-from-high").value) {
     schema.coarse_from_fine = { medium: numberOrText($("coarse-from-medium").value), high: numberOrText($("coarse-from-high").value) };
   }
+  // When the app locks a window (the conversion-value API's lock_window): kept through an edit.
+  if ($("lock-fine").value !== "" || $("lock-coarse").value) {
+    schema.lock_at = {};
+    if ($("lock-fine").value !== "") schema.lock_at.fine = numberOrText($("lock-fine").value);
+    if ($("lock-coarse").value) schema.lock_at.coarse = $("lock-coarse").value;
+  }
   return schema;
 }
 
@@ -402,6 +408,8 @@ function editApp(a) {
   for (const level of ["low", "medium", "high"]) $("coarse-" + level).value = (a.schema.coarse || {})[level] || "";
   $("coarse-from-medium").value = a.schema.coarse_from_fine ? a.schema.coarse_from_fine.medium : "";
   $("coarse-from-high").value = a.schema.coarse_from_fine ? a.schema.coarse_from_fine.high : "";
+  $("lock-fine").value = a.schema.lock_at && a.schema.lock_at.fine !== undefined ? a.schema.lock_at.fine : "";
+  $("lock-coarse").value = (a.schema.lock_at && a.schema.lock_at.coarse) || "";
   $("app-submit").textContent = "Save app (a changed schema becomes a new version)";
   $("app-cancel").hidden = false;
   $("app-name").focus();

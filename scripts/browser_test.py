@@ -386,6 +386,30 @@ def check_register_forms(driver, base):
     app = next(a for a in json.loads(api(base, "/api/apps")) if a["app_id"] == 6443219999)
     check(app["schema"]["fine"][1]["revenue"] == {"min": 0.99, "max": 49.99, "currency": "USD"} and len(app["schema_versions"]) == 1, f"the app is registered as typed: {app['schema']}")
 
+    # An app edited and saved unchanged: the form keeps every part of its schema, so no new version.
+    before = next(a for a in json.loads(api(base, "/api/apps")) if a["app_id"] == 6443210987)
+    click_in_row(driver, "apps-table", "Demo Puzzle\napp 6443210987".split("\n")[1], "Edit")
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: not d.find_element(By.ID, "app-id").is_enabled())
+    driver.find_element(By.ID, "app-submit").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.find_element(By.ID, "app-id").is_enabled())
+    after = next(a for a in json.loads(api(base, "/api/apps")) if a["app_id"] == 6443210987)
+    check(after["schema"] == before["schema"] and len(after["schema_versions"]) == len(before["schema_versions"]),
+          f"an app saved unchanged keeps its schema whole, with no new version: {after['schema'].get('lock_at')}")
+
+    # Names: an ad network with its campaigns, and an Apple Ads campaign.
+    driver.find_element(By.ID, "network-id").send_keys("browser.skadnetwork")
+    driver.find_element(By.ID, "network-name").send_keys("Browser Ads")
+    driver.find_element(By.ID, "network-campaigns").send_keys("4321 = Autumn\n#7 = Old banner")
+    driver.find_element(By.CSS_SELECTOR, "#network-form button[type=submit]").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("Browser Ads" in r[0] for r in table(d, "networks-table")))
+    network = next(n for n in json.loads(api(base, "/api/ad-networks")) if n["id"] == "browser.skadnetwork")
+    check(network["campaigns"] == [{"source_identifier": "4321", "name": "Autumn"}, {"campaign_id": 7, "name": "Old banner"}], f"an ad network is named with its campaigns: {network}")
+    driver.find_element(By.ID, "apple-campaign-id").send_keys("987654321")
+    driver.find_element(By.ID, "apple-campaign-name").send_keys("Browser search")
+    driver.find_element(By.CSS_SELECTOR, "#apple-ads-name-form button[type=submit]").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("Browser search" in r[0] for r in table(d, "apple-names-table")))
+    check(any(c["campaign_id"] == 987654321 and c["name"] == "Browser search" for c in json.loads(api(base, "/api/apple-ads/campaigns"))), "an Apple Ads campaign is named")
+
     # A viewer token, shown once.
     driver.find_element(By.ID, "viewer-label").send_keys("Browser test viewer")
     Select(driver.find_element(By.ID, "viewer-advertiser")).select_by_value("acme")
