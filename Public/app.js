@@ -885,10 +885,13 @@ async function loadView() {
   } else if (view === "register" && whoami.role === "admin") {
     await loadRegister();
     if (!current()) return;
+    // The Info.plist check on the same screen as the app's registration: one form, shown where it is read.
+    $("apps-register-card").insertAdjacentElement("afterend", $("plist"));
     status = "Register: campaigns, conversions and their pixels, apps and their schemas, advertisers, viewer tokens and names.";
   } else {
     await Promise.all([loadTokenKeys(), loadSetup()]);
     if (!current()) return;
+    $("plist-home").insertAdjacentElement("afterend", $("plist"));
     status = "Tools: did the setup work, what arrives where, Info.plist checks, relays and token keys.";
   }
   const [arrived, relayed] = [await arrivals, await relays];

@@ -125,7 +125,8 @@ async function loadRegister() {
     cell(tr, actionButton("Remove", () => remove(`/api/ad-networks?id=${encodeURIComponent(n.id)}`, `ad network ${n.name}`)));
   });
   fill("apple-names-table", appleAds, (tr, c) => {
-    cell(tr, named(c.name, "campaign " + c.campaign_id));
+    const more = [...(c.ad_groups || []).map((g) => `ad group ${g.name}`), ...(c.keywords || []).map((k) => `keyword ${k.name}`)];
+    cell(tr, named(c.name, "campaign " + c.campaign_id + (more.length ? " · " + more.join(", ") : "")));
     cell(tr, actionButton("Remove", () => remove(`/api/apple-ads/campaigns?campaign_id=${c.campaign_id}`, `the name of campaign ${c.campaign_id}`)));
   });
   await loadPicker();
@@ -490,7 +491,13 @@ async function submitNetwork(event) {
 async function submitAppleAdsName(event) {
   event.preventDefault();
   const form = $("apple-ads-name-form");
-  const body = { campaign_id: numberOrText($("apple-campaign-id").value), name: $("apple-campaign-name").value.trim() };
+  // "542317095 = Puzzle lovers", one a line.
+  const named = (value) => value.split("\n").map((line) => line.trim()).filter(Boolean).map((line) => {
+    const [id, ...rest] = line.split("=");
+    return { id: numberOrText(id.trim()), name: rest.join("=").trim() };
+  });
+  const body = { campaign_id: numberOrText($("apple-campaign-id").value), name: $("apple-campaign-name").value.trim(),
+    ad_groups: named($("apple-ad-groups").value), keywords: named($("apple-keywords").value) };
   try {
     await send(form, "POST", "/api/apple-ads/campaigns", body, "apple_ads_campaigns");
     form.reset();

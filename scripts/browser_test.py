@@ -406,9 +406,30 @@ def check_register_forms(driver, base):
     check(network["campaigns"] == [{"source_identifier": "4321", "name": "Autumn"}, {"campaign_id": 7, "name": "Old banner"}], f"an ad network is named with its campaigns: {network}")
     driver.find_element(By.ID, "apple-campaign-id").send_keys("987654321")
     driver.find_element(By.ID, "apple-campaign-name").send_keys("Browser search")
+    driver.find_element(By.ID, "apple-ad-groups").send_keys("11 = Puzzle lovers")
+    driver.find_element(By.ID, "apple-keywords").send_keys("21 = puzzle games")
     driver.find_element(By.CSS_SELECTOR, "#apple-ads-name-form button[type=submit]").click()
     WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: any("Browser search" in r[0] for r in table(d, "apple-names-table")))
-    check(any(c["campaign_id"] == 987654321 and c["name"] == "Browser search" for c in json.loads(api(base, "/api/apple-ads/campaigns"))), "an Apple Ads campaign is named")
+    named = next(c for c in json.loads(api(base, "/api/apple-ads/campaigns")) if c["campaign_id"] == 987654321)
+    check(named["name"] == "Browser search" and named["ad_groups"] == [{"id": 11, "name": "Puzzle lovers"}] and named["keywords"] == [{"id": 21, "name": "puzzle games"}],
+          f"an Apple Ads campaign is named with its ad groups and keywords: {named}")
+
+    # The Info.plist check is on the same screen as the app's registration.
+    check(driver.execute_script("return document.getElementById('plist').closest('.view').id") == "view-register"
+          and driver.find_element(By.ID, "plist-form").is_displayed(), "the Info.plist check is beside the app's registration")
+
+    # In a cluster the form shows the file change instead of sending it (the page's side: the node
+    # that refuses such writes is ClusterModeTests').
+    driver.execute_script("whoami.cluster = true")
+    Select(driver.find_element(By.ID, "conversion-site")).select_by_value("shop.example")
+    driver.find_element(By.ID, "conversion-name").send_keys("cluster-test")
+    driver.find_element(By.CSS_SELECTOR, "#conversion-form button[type=submit]").click()
+    WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(lambda d: d.find_element(By.ID, "paste").is_displayed())
+    pasted = json.loads(text(driver, "paste-text"))
+    check(list(pasted) == ["conversions"] and pasted["conversions"][0]["name"] == "cluster-test"
+          and not any(c["name"] == "cluster-test" for c in json.loads(api(base, "/api/conversions"))),
+          f"in a cluster a form shows the file change, ready to paste, and sends nothing: {pasted}")
+    driver.execute_script("whoami.cluster = false; document.getElementById('paste').hidden = true; document.getElementById('conversion-form').reset()")
 
     # A viewer token, shown once.
     driver.find_element(By.ID, "viewer-label").send_keys("Browser test viewer")
@@ -764,6 +785,15 @@ def check_narrow(base):
                 check(kept == [True, "sticky", "sticky", True], f"a wide table keeps its name and total in view and says more columns exist: {kept}")
             if view in ("overview", "apps", "register"):
                 driver.save_screenshot(os.path.join(SHOTS, f"{view}-390.png"))
+        # A form at 390 px, by keyboard alone: a conversion typed field to field, sent with Enter.
+        show(driver, "register")
+        driver.execute_script("document.getElementById('conversion-site').focus()")
+        for keys in ["shop", Keys.TAB, "narrow-test", Keys.TAB, Keys.TAB, "3", Keys.ENTER]:
+            driver.switch_to.active_element.send_keys(keys)
+        WebDriverWait(driver, 10).until(lambda d: d.find_element(By.ID, "pixel").is_displayed())
+        made = [c for c in json.loads(api(base, "/api/conversions")) if c["name"] == "narrow-test"]
+        check(len(made) == 1 and made[0]["site"] == "shop.example" and made[0]["priority"] == 3, f"a form filled by keyboard at 390 px: {made}")
+        check(driver.execute_script("return document.documentElement.scrollWidth") <= 390, "the pixel's tag fits 390 px")
         errors = console_errors(driver)
         check(errors == [], f"no console errors at 390 px: {errors}")
     finally:
