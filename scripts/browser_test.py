@@ -800,10 +800,18 @@ def check_narrow(base):
         driver.quit()
 
 
+def check_metrics_conventions(base):
+    """The demo's /metrics (sites, apps, a relay, Apple Ads, every surface's series) as Prometheus'
+    own linter reads it: base units, names, HELP and TYPE. Debian's `prometheus` has promtool."""
+    result = subprocess.run(["promtool", "check", "metrics"], input=api(base, "/metrics"), capture_output=True, text=True)
+    check(result.returncode == 0, f"promtool check metrics is clean on a live /metrics: {(result.stdout + result.stderr).strip()}")
+
+
 def main():
     os.makedirs(SHOTS, exist_ok=True)
     process, base = start_demo()
     try:
+        check_metrics_conventions(base)
         driver = browser(1280, 1000)
         try:
             # A wrong token gets a clear message and the login form again.

@@ -84,7 +84,7 @@ private func retained(_ directory: String, days: Int = 10) throws -> LiveEndpoin
         #expect(exported.map { $0["id"] as? Int } == stillThere.map { $0["id"] as? Int })
         #expect(exported.count < everything.count)
         let metrics = try second.get("/metrics").bodyText
-        #expect(metrics.contains("attribution_log_retention_days 10\n"))
+        #expect(metrics.contains("attribution_log_retention_seconds 864000\n"))
         #expect(metrics.contains("attribution_log_oldest_record_timestamp_seconds \(keptFrom.millisecondsSinceEpoch / 1000)\n"))
         #expect(metrics.contains("attribution_log_segment_bytes{segment=\"\(kept[0].base)\""))
         // A report is stored after them, with the next id.

@@ -8,7 +8,7 @@ struct PostbackWindowMetrics: MetricsSource {
 
     func prometheusText(now: Timestamp) -> String {
         let (ledger, archive) = (window.ledger, window.archive)
-        var out = MetricSeries.gauge("attribution_postback_window_days", "--postback-window-days: how long a postback's key stays in memory.", window.days)
+        var out = MetricSeries.gauge("attribution_postback_window_seconds", "--postback-window-days, in seconds: how long a postback's key stays in memory.", window.days * 86_400)
         out += MetricSeries.gauge("attribution_postback_keys_in_memory",
                                   "Postbacks whose duplicate key the ledger holds in memory: the window's and the days not yet sealed.", ledger.keysInMemory)
         out += MetricSeries.gauge("attribution_postback_ledger_bytes", "Bytes the ledger's window takes in memory (entries and index).", ledger.bytesInMemory)

@@ -25,7 +25,7 @@ struct LogSegmentMetrics: MetricsSource {
         out += "# HELP attribution_log_oldest_record_timestamp_seconds Receive time of the oldest record kept (Unix seconds; 0 in an empty log): exports reach back to it, the summary further.\n"
         out += "# TYPE attribution_log_oldest_record_timestamp_seconds gauge\n"
         out += "attribution_log_oldest_record_timestamp_seconds \(store.oldestRecordTime.map { $0.millisecondsSinceEpoch / 1000 } ?? 0)\n"
-        out += MetricSeries.gauge("attribution_log_retention_days", "--retention-days (0: everything is kept).", retention?.days ?? 0)
+        out += MetricSeries.gauge("attribution_log_retention_seconds", "--retention-days, in seconds (0: everything is kept).", (retention?.days ?? 0) * 86_400)
         let removed = retention?.removed ?? (segments: 0, bytes: 0)
         out += MetricSeries.counter("attribution_log_segments_removed_total", "Sealed log segments removed by retention since start.", removed.segments)
         out += MetricSeries.counter("attribution_log_removed_bytes_total", "Their bytes.", removed.bytes)
