@@ -123,6 +123,16 @@ import RawHTTPClient
         #expect(metrics.contains(#"attribution_reports_stored_total{protocol="pcm",role="source",verdict="accepted"} 1"#))
         #expect(metrics.contains(#"attribution_requests_rejected_total{rule="out_of_range"} 1"#))
         #expect(metrics.contains("attribution_store_reports 1"))
+        // The data directory's file system, as statvfs sees it from here: an alert's "disk filling up".
+        func value(_ name: String) -> Int? {
+            metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        let (available, size) = (try #require(value("attribution_data_filesystem_avail_bytes")), try #require(value("attribution_data_filesystem_size_bytes")))
+        var fs = statvfs()
+        #expect(statvfs(endpoint.directory, &fs) == 0)
+        #expect(size == Int(fs.f_blocks) * Int(fs.f_frsize) && available > 0 && available <= size)
+        // Free space moves with other writers on the disk: within 1 % of what statvfs says now.
+        #expect(abs(available - Int(fs.f_bavail) * Int(fs.f_frsize)) <= size / 100)
     }
 
     @Test func reportsSurviveARestart() throws {

@@ -292,6 +292,7 @@ public final class EndpointServer: Sendable {
         }
         metricsSources.append(book)
         metricsSources.append(RelayMetrics(service: relays))
+        metricsSources.append(DataDiskMetrics(dataDirectory: configuration.dataDirectory))
 
         // The surfaces, and the route table they make.
         let reports = ReportHandler(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
