@@ -375,15 +375,7 @@ struct AppsSummary: Codable {
         }
         let rows: [JSONValue] = byCampaign.filter { $0.value.installs + $0.value.redownloads + $0.value.reEngagements > 0 }
             .sorted { ($0.key.adNetwork, $0.key.campaign, $0.key.appID) < ($1.key.adNetwork, $1.key.campaign, $1.key.appID) }.map { key, counts in
-            let network = registry.adNetwork(id: key.adNetwork)
-            let app = Int(key.appID).flatMap { registry.app(id: $0) }
-            return .object([
-                JSONMember(key: "ad_network", value: .string(key.adNetwork)),
-                JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
-                JSONMember(key: "campaign", value: .string(key.campaign)),
-                JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
-                JSONMember(key: "app_id", value: .string(key.appID)),
-                JSONMember(key: "app_name", value: app.map { .string($0.name) } ?? .null),
+            .object(Self.campaignMembers(key, registry) + [
                 JSONMember(key: "installs", value: .number(String(counts.installs))),
                 JSONMember(key: "redownloads", value: .number(String(counts.redownloads))),
                 JSONMember(key: "re_engagements", value: .number(String(counts.reEngagements))),
@@ -470,6 +462,19 @@ struct AppsSummary: Codable {
         return JSONValue.object(out.map { JSONMember(key: $0.0, value: $0.1) }).serialized()
     }
 
+    /// A campaign's ids and registered names, as every table of campaigns writes them.
+    static func campaignMembers(_ key: ConversionKey, _ registry: AppRegistry) -> [JSONMember] {
+        let network = registry.adNetwork(id: key.adNetwork)
+        return [
+            JSONMember(key: "ad_network", value: .string(key.adNetwork)),
+            JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
+            JSONMember(key: "campaign", value: .string(key.campaign)),
+            JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
+            JSONMember(key: "app_id", value: .string(key.appID)),
+            JSONMember(key: "app_name", value: Int(key.appID).flatMap { registry.app(id: $0) }.map { .string($0.name) } ?? .null),
+        ]
+    }
+
     /// What the estimates are, in every answer and file that shows one.
     static let revenueLabel = "estimated from the revenue ranges the app's schema gives its conversion values: not a measured amount"
 
@@ -511,14 +516,7 @@ struct AppsSummary: Codable {
         let campaigns: [JSONValue] = byCampaign.flatMap { key, byCurrency in byCurrency.map { (key, $0.key, $0.value) } }
             .sorted { ($1.2.middle, $0.0.adNetwork, $0.0.campaign, $0.0.appID, $0.1) < ($0.2.middle, $1.0.adNetwork, $1.0.campaign, $1.0.appID, $1.1) }
             .map { key, currency, estimate in
-                let network = registry.adNetwork(id: key.adNetwork)
-                return .object([
-                    JSONMember(key: "ad_network", value: .string(key.adNetwork)),
-                    JSONMember(key: "ad_network_name", value: network.map { .string($0.name) } ?? .null),
-                    JSONMember(key: "campaign", value: .string(key.campaign)),
-                    JSONMember(key: "campaign_name", value: network?.campaign(named: key.campaign).map { .string($0) } ?? .null),
-                    JSONMember(key: "app_id", value: .string(key.appID)),
-                    JSONMember(key: "app_name", value: Int(key.appID).flatMap { registry.app(id: $0) }.map { .string($0.name) } ?? .null),
+                .object(Self.campaignMembers(key, registry) + [
                     JSONMember(key: "currency", value: .string(currency)),
                 ] + Self.estimateMembers(estimate))
             }
