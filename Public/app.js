@@ -516,8 +516,8 @@ function renderWeb(s) {
   fill("quarantine", [...causes].sort((a, b) => (b.source + b.destination) - (a.source + a.destination)),
     (tr, r) => { cell(tr, r.reason); cell(tr, r.source, "num"); cell(tr, r.destination, "num"); });
   const quarantined = s.quarantined.source + s.quarantined.destination;
-  const counted = causes.reduce((n, r) => n + r.source + r.destination, 0);
-  text($("quarantine-note"), (counted > quarantined ? `Some of the ${quarantined} quarantined reports have more than one cause, so the rows add up to ${counted}. ` : "") +
+  const causesCounted = causes.reduce((n, r) => n + r.source + r.destination, 0);
+  text($("quarantine-note"), (causesCounted > quarantined ? `Some of the ${quarantined} quarantined reports have more than one cause, so the rows add up to ${causesCounted}. ` : "") +
     (notes.length ? `Also noted on them, not a cause: ${notes.map((r) => `${r.reason} (${r.source + r.destination})`).join(", ")}.` : ""));
   fill("rejections", s.rejected_by_rule, (tr, r) => { cell(tr, r.rule); cell(tr, r.count, "num"); });
   drawDelays(s.delay_hours);
@@ -589,13 +589,13 @@ function renderApps(a) {
   revenue.replaceChildren();
   if (a.revenue && a.revenue.by_campaign.length) {
     revenue.appendChild(revenueTable(a.revenue, "Estimated revenue by campaign", a.revenue.by_campaign.map((r) => ({
-      name: r.campaign_name || "campaign " + r.campaign, detail: `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id} · ${r.postbacks} postbacks`,
+      name: r.campaign_name || "campaign " + r.campaign, detail: `${r.ad_network_name || r.ad_network} · ${r.app_name || "app " + r.app_id} · ${counted(r.postbacks, "postback")}`,
       currency: r.currency, estimate: r }))));
     const totals = a.revenue.totals.map((t) => `${money(t.low, t.currency)} – ${money(t.high, t.currency)} (middle ${money(t.middle, t.currency)})`).join("; ");
     const p = document.createElement("p");
     p.className = "explain";
     p.textContent = `In all: ${totals}.` + (a.revenue.postbacks_without_estimate
-      ? ` ${a.revenue.postbacks_without_estimate} postbacks with a fine value have no estimate: their range names no revenue, or the schema changed while their value could be set.` : "");
+      ? ` ${counted(a.revenue.postbacks_without_estimate, "postback")} with a fine value ${a.revenue.postbacks_without_estimate === 1 ? "has" : "have"} no estimate: their range names no revenue, or the schema changed while their value could be set.` : "");
     revenue.appendChild(p);
   }
   const x = a.crosstab;
@@ -676,7 +676,7 @@ async function uploadSpend(event) {
       const renumber = (text) => String(text || "").replace(/^row (\d+)/, (_, n) => `row ${pieceStart + Number(n) - 1}`);
       const field = renumber(answer.field), detail = renumber(answer.detail || response.statusText);
       throw new Error((field && !detail.startsWith(field) ? field + ": " : "") + detail +
-        (sent ? ` (the ${sent} rows before it were kept: send the file again once it is fixed)` : ""));
+        (sent ? ` (the ${counted(sent, "row")} before it were kept: send the file again once it is fixed)` : ""));
     }
     sent += answer.rows;
     pieceStart += piece.length;
@@ -690,7 +690,7 @@ async function uploadSpend(event) {
       size += line.length + 2;
     }
     await send();
-    text(status, `${sent} rows of spend kept.`);
+    text(status, `${counted(sent, "row")} of spend kept.`);
     loadView();
   } catch (error) {
     text(status, "Refused: " + error.message);
@@ -963,6 +963,11 @@ async function download(path, name) {
   }
 }
 
+/** "1 row", "2 rows": a count with its noun in the number it takes (`plural` when not noun + "s"). */
+function counted(n, noun, plural) {
+  return `${n} ${n === 1 ? noun : plural || noun + "s"}`;
+}
+
 function describeSetting(setting, unit) {
   const value = setting.value === undefined ? "none" : setting.value + " " + (setting.value === 1 ? unit.slice(0, -1) : unit);
   return named(value, setting.source.replace("_", " "));
@@ -970,8 +975,7 @@ function describeSetting(setting, unit) {
 
 function renderPlist(r) {
   $("plist-result").hidden = false;
-  const plural = (n, word) => n + " " + word + (n === 1 ? "" : "s");
-  text($("plist-verdict"), `${r.format.toUpperCase()} property list: ${plural(r.errors, "error")}, ${plural(r.warnings, "warning")}.`);
+  text($("plist-verdict"), `${r.format.toUpperCase()} property list: ${counted(r.errors, "error")}, ${counted(r.warnings, "warning")}.`);
   $("plist-verdict").className = r.errors ? "error" : "";
   fill("plist-findings", r.findings, (tr, f) => {
     cell(tr, f.severity, f.severity);

@@ -281,6 +281,37 @@ import RawHTTPClient
         #expect(words.contains("(default 100000; 1 to 10000000)"))
     }
 
+    /// Each command's help shows the endpoint's options it takes as the one table declares them,
+    /// names no config-file key the file would refuse (viewer-token once said "data_dir"), and the
+    /// endpoint's usage names every command the executable runs.
+    @Test func everyCommandsHelpComesFromTheOneOptionTable() throws {
+        let commands: [(String, String, [String])] = [
+            ("viewer-token", ViewerTokenCommand.usage, ["--data", "--config"]),
+            ("rotate-token-key", RotateTokenKeyCommand.usage, ["--port", "--token", "--data"]),
+            ("token-keys", TokenKeysCommand.usage, ["--dev"]),
+            ("check-plist", CheckPlistCommand.usage, ["--site", "--config"]),
+            ("clickhouse", ClickHouseCommand.usage, ["--data", "--node"]),
+        ]
+        let keys = Set(EndpointConfiguration.options.compactMap(\.key))
+        let keyNamed = try Regex(#"config file(?:'s)? (?:key )?"([a-z_]+)"|"([a-z_]+)" in the config file"#)
+        for (name, usage, flags) in commands {
+            for flag in flags {
+                let declared = try #require(EndpointConfiguration.options.first { $0.flag == flag })
+                #expect(usage.contains(declared.helpLines), "\(name) --help shows \(flag) otherwise than the table")
+            }
+            for match in (usage + EndpointConfiguration.helpText).matches(of: keyNamed) {
+                let key = String(match.output[1].substring ?? match.output[2].substring ?? "")
+                #expect(keys.contains(key), "\(name) --help names the config-file key \"\(key)\", which the file refuses")
+            }
+        }
+        let executable = try String(contentsOfFile: repositoryRoot + "/Sources/Commands/attribution-endpoint/main.swift", encoding: .utf8)
+        let dispatched = executable.matches(of: try Regex(#"case "([a-z-]+)""#)).map { String($0.output[1].substring ?? "") }
+        #expect(dispatched.count >= 7)
+        for command in dispatched {
+            #expect(EndpointConfiguration.helpText.contains("attribution-endpoint \(command) "), "--help's usage omits \(command)")
+        }
+    }
+
     @Test(arguments: [(#"{"max_connections":0}"#, "--max-connections"), (#"{"idle_timeout":1e9}"#, "--idle-timeout"),
                       (#"{"late_cutoff_days":2}"#, "--late-cutoff-days"), (#"{"port":70000}"#, "port"),
                       (#"{"signature_threads":257}"#, "--signature-threads"), (#"{"apple_ads_timeout":1}"#, "--apple-ads-timeout"),

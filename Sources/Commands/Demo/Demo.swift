@@ -301,8 +301,8 @@ public enum Demo {
             return (try? JSONParser().parse(check.body)).flatMap { json -> String? in
                 guard case .object(let members) = json else { return nil }
                 let count = { (key: String, one: String) -> String in
-                    guard case .number(let n)? = members.first(where: { $0.key == key })?.value else { return "? \(one)s" }
-                    return n == "1" ? "1 \(one)" : "\(n) \(one)s"
+                    guard case .number(let n)? = members.first(where: { $0.key == key })?.value, let n = Int(n) else { return "? \(one)s" }
+                    return counted(n, one)
                 }
                 return "\(count("errors", "error")) and \(count("warnings", "warning"))"
             } ?? "?"
@@ -310,10 +310,11 @@ public enum Demo {
         let main = try findings(DemoAppServerJobs.infoPlist), lite = try findings(DemoAppServerJobs.liteInfoPlist)
         let arrivals = try send("GET", "/api/arrivals", host: "localhost", headers: admin)
         let silent = (try? JSONParser().parse(arrivals.body)).flatMap { json -> String? in
-            guard case .object(let members) = json, case .number(let n)? = members.first(where: { $0.key == "silent" })?.value else { return nil }
-            return n
-        } ?? "?"
-        print("Sent \(counts.pixels) pixel hits, \(counts.reports + counts.refused) reports (\(counts.refused) refused as invalid), \(counts.postbacks) postback copies, \(counts.appleAds) Apple Ads tokens and \(counts.conversionValues) conversion-value questions; the Info.plist check found \(main) in the demo app's and \(lite) in Demo Puzzle Lite's, whose copies never arrive; \(silent) site or app has received nothing for 48 hours (/api/arrivals).")
+            guard case .object(let members) = json, case .number(let n)? = members.first(where: { $0.key == "silent" })?.value,
+                  let n = Int(n) else { return nil }
+            return n == 1 ? "1 site or app has" : "\(n) sites or apps have"
+        } ?? "? sites or apps have"
+        print("Sent \(counted(counts.pixels, "pixel hit")), \(counted(counts.reports + counts.refused, "report")) (\(counts.refused) refused as invalid), \(counted(counts.postbacks, "postback copy", plural: "postback copies")), \(counted(counts.appleAds, "Apple Ads token")) and \(counted(counts.conversionValues, "conversion-value question")); the Info.plist check found \(main) in the demo app's and \(lite) in Demo Puzzle Lite's, whose copies never arrive; \(silent) received nothing for 48 hours (/api/arrivals).")
     }
 }
 

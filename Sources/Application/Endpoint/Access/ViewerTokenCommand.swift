@@ -17,10 +17,7 @@ public enum ViewerTokenCommand {
                 only its SHA-256, in DIR/viewer-tokens.json (mode 0600).
         list    prints each token's id, advertiser (or "all"), creation time and label.
         revoke  removes the token with that id; the endpoint refuses it from its next request.
-
-        --data defaults to ./data, as the endpoint's --data-dir does; --config FILE reads it
-        from the config file's "data_dir".
-        """
+        """ + EndpointConfiguration.sharedOptionsHelp(["--data", "--config"])
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
         guard let verb = arguments.first, ["add", "list", "revoke"].contains(verb) else {

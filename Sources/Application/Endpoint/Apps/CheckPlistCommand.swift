@@ -1,7 +1,7 @@
 import AppConfiguration
 import Foundation
 
-/// `attribution-endpoint check-plist Info.plist [--site SITE]… [--config FILE] [--dev] [--json]`:
+/// `attribution-endpoint check-plist Info.plist [--site SITE]… [--config FILE] [--json]`:
 /// the app developer's Info.plist checked as the device reads it, before the app ships; the
 /// device never says when it ignores a key.
 public enum CheckPlistCommand {
@@ -14,7 +14,7 @@ public enum CheckPlistCommand {
         cooldowns the device will use. With --site or --config (the endpoint's own), it also
         checks that the endpoint keys name a site this endpoint serves.
         Exit status: 0 no errors, 1 errors found, 65 not a property list, 64 usage.
-        """
+        """ + EndpointConfiguration.sharedOptionsHelp(["--site", "--config"])
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
         var path: String?, sites: [String] = [], json = false

@@ -18,7 +18,7 @@ public enum ClickHouseCommand {
                  sends them: INSERT INTO DATABASE.TABLE FORMAT JSONEachRow (a table of counts,
                  pcm_report_counts, from the batches the export would send: load it only where
                  the node has no counts yet, since other batches would count its records twice)
-        """
+        """ + EndpointConfiguration.sharedOptionsHelp(["--data", "--node"])
 
     public static func main(arguments: [String]) -> Int32 {
         guard let verb = arguments.first else { return fail("") }

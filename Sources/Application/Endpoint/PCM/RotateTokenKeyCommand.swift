@@ -14,7 +14,7 @@ public enum RotateTokenKeyCommand {
         8080), served from --at on (default now). Browsers drop every report still in flight for
         the old key, up to 7 days + 48 h of them: rotate when the key may have leaked, at a quiet
         time. The old key stays to verify what it signed. See docs/DEPLOYMENT.md.
-        """
+        """ + EndpointConfiguration.sharedOptionsHelp(["--port", "--token", "--data"])
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
         var site: String?, at: String?, port: UInt16 = 8080

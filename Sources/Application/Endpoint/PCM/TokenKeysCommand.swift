@@ -19,7 +19,7 @@ public enum TokenKeysCommand {
               before that time.
         list  prints each key: site, key id, serves_from. Equal output on every node means
               equal keys.
-        """
+        """ + EndpointConfiguration.sharedOptionsHelp(["--dev"])
 
     public static func main(arguments: [String]) -> Int32 {
         guard let verb = arguments.first, verb == "add" || verb == "list" else { print(usage); return arguments.first == "--help" ? 0 : 2 }

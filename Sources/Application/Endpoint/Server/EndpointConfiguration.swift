@@ -156,6 +156,14 @@ public struct EndpointConfiguration: Sendable {
             + options.filter { $0.flag == nil }.map(\.helpLines).joined(separator: "\n") + "\n\n" + endpoints
     }
 
+    /// The endpoint's own options that a command also takes, as `--help` shows them: one
+    /// declaration (`options`) gives every command's help, so none can name a key the file refuses.
+    static func sharedOptionsHelp(_ flags: [String]) -> String {
+        "\nOPTIONS, AS THE ENDPOINT TAKES THEM\n" + flags.compactMap { flag in
+            options.first { $0.flag == flag }?.helpLines
+        }.joined(separator: "\n")
+    }
+
     static let usage = """
     attribution-endpoint: receives Private Click Measurement (Web AdAttributionKit) reports and
     copies of SKAdNetwork and AdAttributionKit postbacks, validates them, checks their
@@ -169,6 +177,8 @@ public struct EndpointConfiguration: Sendable {
            attribution-endpoint send-samples URL [--host H]   (Apple's sample postbacks, to a development URL)
            attribution-endpoint rotate-token-key SITE [--at RFC3339]   (see rotate-token-key --help)
            attribution-endpoint viewer-token add|list|revoke …   (read-only tokens; see viewer-token --help)
+           attribution-endpoint token-keys add|list …   (a cluster's shared PCM token keys; see token-keys --help)
+           attribution-endpoint clickhouse schema|queries|rows …   (the export's tables and queries; see clickhouse --help)
 
     Every option but --config, --token and --help may also be given in the JSON file that
     --config names, under the key shown with it; flags on the command line override the file.
