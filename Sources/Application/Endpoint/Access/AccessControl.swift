@@ -1,4 +1,5 @@
 import HTTPServer
+import Locking
 import Marketers
 import Primitives
 
@@ -12,14 +13,20 @@ enum Caller: Sendable {
 /// everything; a viewer token may read (GET and HEAD, and `POST /api/plist-check`, which changes
 /// nothing) and is refused every write with 403 that says what it may do.
 final class AccessControl: Sendable {
-    let adminToken: String
+    /// Replaced by a reload when the token file or the environment gives another.
+    private let admin: Locked<String>
     let viewers: ViewerTokenStore
     let advertisers: AdvertiserRegistryStore
 
     init(adminToken: String, viewers: ViewerTokenStore, advertisers: AdvertiserRegistryStore) {
-        self.adminToken = adminToken
+        admin = Locked(adminToken)
         self.viewers = viewers
         self.advertisers = advertisers
+    }
+
+    var adminToken: String {
+        get { admin.withLock { $0 } }
+        set { admin.withLock { $0 = newValue } }
     }
 
     /// The caller the request's `Authorization` names; 401 without a token this endpoint knows.

@@ -71,19 +71,7 @@ final class TokenKeyStore: Sendable {
         self.makesKeys = makesKeys
         self.makeKey = makeKey
         file = DurableJSONFile(path: path, empty: File(), mode: 0o600)
-        var loaded: [Key] = []
-        for entry in try file.load().keys {
-            guard let der = Base64.decode(entry.privateKey, urlSafe: false) else {
-                throw DurableFileError(description: "\(file.path): the key of \(entry.site) is not base64")
-            }
-            do {
-                loaded.append(Self.key(site: entry.site, signing: try TokenSigningKey(derRepresentation: der),
-                                       createdAt: entry.createdAt, servesFrom: entry.servesFrom))
-            } catch {
-                throw DurableFileError(description: "\(file.path): the key of \(entry.site): \(error)")
-            }
-        }
-        keys = Locked(loaded)
+        keys = Locked(try Self.read(file))
         self.foreignKeys = foreignKeys
         self.servedSites = servedSites
         self.clock = clock
@@ -265,6 +253,35 @@ final class TokenKeyStore: Sendable {
             }.map(\.keyID)
             keys.removeAll { old.contains($0.keyID) }
             return old
+        }
+    }
+
+    /// A cluster's reload: the keys the shared file holds that this node does not, a successor
+    /// added with `token-keys add --serves-from`. The file is the operator's, read and not written.
+    /// A key this node holds that the file no longer does stays until a restart: reports it
+    /// signed may still arrive.
+    func newKeysInFile() throws -> [Key] {
+        guard !makesKeys else { return [] }
+        let held = Set(all.map(\.keyID))
+        return try Self.read(file).filter { !held.contains($0.keyID) }
+    }
+
+    /// Takes `new` (from `newKeysInFile`) into memory: served from their `serves_from` on.
+    func take(_ new: [Key]) {
+        keys.withLock { keys in keys += new.filter { key in !keys.contains { $0.keyID == key.keyID } } }
+    }
+
+    private static func read(_ file: DurableJSONFile<File>) throws -> [Key] {
+        try file.load().keys.map { entry in
+            guard let der = Base64.decode(entry.privateKey, urlSafe: false) else {
+                throw DurableFileError(description: "\(file.path): the key of \(entry.site) is not base64")
+            }
+            do {
+                return Self.key(site: entry.site, signing: try TokenSigningKey(derRepresentation: der),
+                                createdAt: entry.createdAt, servesFrom: entry.servesFrom)
+            } catch {
+                throw DurableFileError(description: "\(file.path): the key of \(entry.site): \(error)")
+            }
         }
     }
 

@@ -39,15 +39,23 @@ public enum EndpointCommand {
             FileHandle.standardError.write(Data("attribution-endpoint: cannot start: \(error)\n".utf8))
             return 1
         }
-        return serveUntilSignalled(server)
+        return serveUntilSignalled(server, reloading: {
+            // The same command line and environment, over the config file as it is now.
+            guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: arguments, environment: environment) else {
+                throw EndpointConfiguration.ParseError(description: "--help is no configuration")
+            }
+            return configuration
+        })
     }
 
-    /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code.
-    public static func serveUntilSignalled(_ server: EndpointServer) -> Int32 {
+    /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code. SIGHUP reads the
+    /// configuration again with `reloading` (`EndpointServer.reload`).
+    public static func serveUntilSignalled(_ server: EndpointServer,
+                                           reloading: (@Sendable () throws -> EndpointConfiguration)? = nil) -> Int32 {
         // Signals are taken as dispatch events, not handlers, so shutdown runs as ordinary code.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        let sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+        var sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 EventLog.write("shutdown", ["signal": .number(String(number))])
@@ -55,6 +63,14 @@ public enum EndpointCommand {
             }
             source.resume()
             return source
+        }
+        // A serial queue of its own: reloads follow one another, and never hold the event loop.
+        if let reloading {
+            signal(SIGHUP, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "reload"))
+            source.setEventHandler { server.reload(reloading) }
+            source.resume()
+            sources.append(source)
         }
         server.waitUntilStopped()
         sources.forEach { $0.cancel() }

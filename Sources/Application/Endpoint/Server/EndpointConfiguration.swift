@@ -17,6 +17,8 @@ public struct EndpointConfiguration: Sendable {
     public var node = EndpointConfiguration.hostName()
     public var port: UInt16 = 8080
     public var dataDirectory = "./data"
+    /// The file `--config` named, read at start and at each reload.
+    public var configFile: String?
     /// Registrable domains this endpoint receives reports for.
     public var sites: [String] = []
     /// Accept `localhost` and IP-literal sites, and run without `--site`.
@@ -263,6 +265,7 @@ public struct EndpointConfiguration: Sendable {
     }
 
     mutating func apply(configFile path: String) throws {
+        configFile = path
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ParseError(description: "cannot read config file \(path)")
         }

@@ -27,6 +27,29 @@ struct EndpointOption {
     var fromFile: (inout EndpointConfiguration, Any) -> String? = { _, _ in "is not a config-file key" }
     /// Why the configured value is refused, if it is: out of range, or not what it must be.
     var check: (EndpointConfiguration) -> String? = { _ in nil }
+    /// The value as text, for telling what a reload changed.
+    var value: (EndpointConfiguration) -> String = { _ in "" }
+    /// What a reload (SIGHUP) does with a changed value: applies it, or says it needs a restart and why.
+    var reload: Reload = .restart("read once, at start")
+
+    enum Reload {
+        case live
+        case restart(String)
+    }
+
+    /// This option, applied by a reload.
+    func live() -> EndpointOption {
+        var copy = self
+        copy.reload = .live
+        return copy
+    }
+
+    /// This option, which a reload cannot apply, and why.
+    func restart(_ reason: String) -> EndpointOption {
+        var copy = self
+        copy.reload = .restart(reason)
+        return copy
+    }
 
     /// How the option is named in a message: its flag and its key, as either may have set it.
     var name: String {
@@ -92,25 +115,26 @@ extension EndpointOption {
             check: { configuration in
                 guard let current = get(configuration) else { return nil }
                 return range.contains(current) ? nil : "must be \(allowed); it is \(shown(current))"
-            })
+            },
+            value: { get($0).map(shown) ?? "unset" })
     }
 
     /// Text, taken as it is; `check` says what it must be.
     static func text(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String>, placeholder: String,
                      _ help: String, check: @escaping (Configuration) -> String? = { _ in nil }) -> EndpointOption {
-        textual(flag, key, placeholder: placeholder, help, bounds: "default \(Configuration()[keyPath: path])", check: check) {
-            $0[keyPath: path] = $1
-        }
+        textual(flag, key, placeholder: placeholder, help, bounds: "default \(Configuration()[keyPath: path])", check: check,
+                value: { $0[keyPath: path] }) { $0[keyPath: path] = $1 }
     }
 
     /// Text that may be left unset.
     static func optionalText(_ flag: String, _ key: String?, _ path: WritableKeyPath<Configuration, String?>, placeholder: String,
                              _ help: String, check: @escaping @Sendable (Configuration) -> String? = { _ in nil }) -> EndpointOption {
-        textual(flag, key, placeholder: placeholder, help, bounds: nil, check: check) { $0[keyPath: path] = $1 }
+        textual(flag, key, placeholder: placeholder, help, bounds: nil, check: check,
+                value: { $0[keyPath: path] ?? "unset" }) { $0[keyPath: path] = $1 }
     }
 
     private static func textual(_ flag: String, _ key: String?, placeholder: String, _ help: String, bounds: String?,
-                                check: @escaping (Configuration) -> String?,
+                                check: @escaping (Configuration) -> String?, value: @escaping (Configuration) -> String,
                                 set: @escaping (inout Configuration, String) -> Void) -> EndpointOption {
         EndpointOption(flag: flag, key: key, placeholder: placeholder, help: help, bounds: bounds,
             fromArgument: { configuration, text, _ in
@@ -122,7 +146,7 @@ extension EndpointOption {
                 set(&configuration, value)
                 return nil
             },
-            check: check)
+            check: check, value: value)
     }
 
     /// A switch: the flag sets `path` to `value`; the file's key gives the value itself.
@@ -137,7 +161,8 @@ extension EndpointOption {
                 guard let given = any as? Bool else { return "must be true or false" }
                 configuration[keyPath: path] = given
                 return nil
-            })
+            },
+            value: { "\($0[keyPath: path])" })
     }
 
     /// A list: the flag is repeated, the file gives an array.
@@ -154,7 +179,7 @@ extension EndpointOption {
                 configuration[keyPath: path] = value
                 return nil
             },
-            check: check)
+            check: check, value: { $0[keyPath: path].joined(separator: " ") })
     }
 
     /// Named values: `NAME=VALUE`, repeated, on the command line; an object in the file.
@@ -173,12 +198,13 @@ extension EndpointOption {
                 set(&configuration, value.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
                 return nil
             },
-            check: check)
+            check: check, value: { get($0).map { "\($0.0)=\($0.1)" }.joined(separator: " ") })
     }
 
     /// Registrations only the file holds: an array of the objects the admin API takes, each read
     /// by `read` (which throws `RequestProblem` naming what is wrong).
-    static func registrations(_ key: String, _ help: String, read: @escaping (inout Configuration, JSONValue) throws -> Void) -> EndpointOption {
+    static func registrations<T>(_ key: String, _ path: KeyPath<Configuration, [T]>, _ help: String,
+                                 read: @escaping (inout Configuration, JSONValue) throws -> Void) -> EndpointOption {
         EndpointOption(flag: nil, key: key, placeholder: nil, help: help,
             fromFile: { configuration, any in
                 guard let list = any as? [Any] else { return "must be an array of objects" }
@@ -195,7 +221,10 @@ extension EndpointOption {
                     }
                 }
                 return nil
-            })
+            },
+            value: { String(describing: $0[keyPath: path]) },
+            // Registrations are what a cluster's nodes share and an operator changes most.
+            reload: .live)
     }
 
     /// `10`, `1.5`, `0.1`: a number as a person writes it.

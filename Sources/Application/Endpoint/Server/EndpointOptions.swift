@@ -26,9 +26,9 @@ extension EndpointConfiguration {
                   check: { configuration in
                       let rules = SiteRules(developmentMode: configuration.developmentMode)
                       return configuration.sites.lazy.compactMap { site in rules.check(site).map { "\(site): \($0.detail)" } }.first
-                  }),
+                  }).restart("the served sites key the trigger ledger, the token keys and the arrivals, all built at start"),
             EndpointOption(flag: "--config", key: nil, placeholder: "FILE",
-                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\", \"apple_ads_campaigns\", \"advertisers\" and \"relays\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file."),
+                           help: "JSON file with any of the options' keys, and the registrations \"conversions\", \"campaigns\", \"apps\", \"ad_networks\", \"apple_ads_campaigns\", \"advertisers\" and \"relays\" (arrays of the objects the admin API takes), added at start if missing. Flags given on the command line override the file. On SIGHUP (systemctl reload) the file is read again: the registrations and the token file apply at once, other changes wait for a restart, which the \"reload\" event names; a file that is refused changes nothing."),
             .list("--trusted-proxy", "trusted_proxies", \.trustedProxies, placeholder: "ADDR",
                   "A proxy (IP or CIDR, e.g. 127.0.0.1 or 10.0.0.0/8) whose X-Forwarded-Host names the site a report was sent to. Repeatable. From any other peer only Host is used.",
                   check: { configuration in
@@ -37,7 +37,7 @@ extension EndpointConfiguration {
             .optionalText("--token", nil, \.adminToken, placeholder: "TOKEN",
                           "Bearer token for /api/* and /metrics. Every user of the machine can read it in the process list: prefer --token-file or the environment variable \(environmentTokenName). If none is set, one is generated on first start and kept in DATA/admin-token (0600)."),
             .optionalText("--token-file", "token_file", \.adminTokenFile, placeholder: "FILE",
-                          "A file whose first line is the bearer token (refused unless only its owner can read it, as ssh refuses a key)."),
+                          "A file whose first line is the bearer token (refused unless only its owner can read it, as ssh refuses a key). Read again on a reload (SIGHUP): a new token there replaces the old one at once.").live(),
             .toggle("--dev", "dev", \.developmentMode,
                     "Development mode: accept localhost and IP-literal sites (as WebKit's tests and Safari's Debug Mode use), allow running without --site (taking the report's role from its body), count reports sent sooner than 24 h (Debug Mode) as accepted debug reports instead of quarantining them, and accept AdAttributionKit postbacks signed with Apple's development keys."),
             .pairs("--postback-key", "postback_keys", placeholder: "NAME=KEY",
@@ -139,25 +139,25 @@ extension EndpointConfiguration {
             .optionalText("--public", "public", \.publicDirectory, placeholder: "DIR",
                           "The summary page's folder, served at /. By default it is found beside the binary: PREFIX/share/attribution-endpoint/Public for an installed binary in PREFIX/bin, the checkout's Public/ for a build folder, or ./Public. Without one the endpoint refuses to start and names the folders it searched."),
             .toggle("--no-page", "page", \.servePage, setTo: false, "Run without the summary page (/ answers 404)."),
-            .registrations("conversions", "Conversions, as POST /api/conversions takes them.") { configuration, json in
+            .registrations("conversions", \.conversions, "Conversions, as POST /api/conversions takes them.") { configuration, json in
                 configuration.conversions.append(try RegistryInput.conversion(from: json))
             },
-            .registrations("campaigns", "Campaigns, as POST /api/campaigns takes them.") { configuration, json in
+            .registrations("campaigns", \.campaigns, "Campaigns, as POST /api/campaigns takes them.") { configuration, json in
                 configuration.campaigns.append(try RegistryInput.campaign(from: json))
             },
-            .registrations("apps", "Apps, as POST /api/apps takes them; the file's version replaces the registered one at start.") { configuration, json in
+            .registrations("apps", \.apps, "Apps, as POST /api/apps takes them; the file's version replaces the registered one at start.") { configuration, json in
                 configuration.apps.append(try AppRegistryInput.app(from: json))
             },
-            .registrations("ad_networks", "Ad networks, as POST /api/ad-networks takes them.") { configuration, json in
+            .registrations("ad_networks", \.adNetworks, "Ad networks, as POST /api/ad-networks takes them.") { configuration, json in
                 configuration.adNetworks.append(try AppRegistryInput.adNetwork(from: json))
             },
-            .registrations("apple_ads_campaigns", "Apple Ads campaigns' names, as POST /api/apple-ads/campaigns takes them.") { configuration, json in
+            .registrations("apple_ads_campaigns", \.appleAdsCampaigns, "Apple Ads campaigns' names, as POST /api/apple-ads/campaigns takes them.") { configuration, json in
                 configuration.appleAdsCampaigns.append(try AppRegistryInput.appleAdsCampaign(from: json))
             },
-            .registrations("relays", "Relay destinations, as POST /api/relays takes them; the file's version replaces the registered one at start.") { configuration, json in
+            .registrations("relays", \.relays, "Relay destinations, as POST /api/relays takes them; the file's version replaces the registered one at start.") { configuration, json in
                 configuration.relays.append(try RelayDestinationInput.destination(from: json))
             },
-            .registrations("advertisers", "Advertisers and the sites each owns, as POST /api/advertisers takes them; the file's version replaces the registered one at start.") { configuration, json in
+            .registrations("advertisers", \.advertisers, "Advertisers and the sites each owns, as POST /api/advertisers takes them; the file's version replaces the registered one at start.") { configuration, json in
                 configuration.advertisers.append(try AdvertiserInput.advertiser(from: json))
             },
         ]

@@ -19,7 +19,9 @@ import Signatures
 public final class EndpointServer: Sendable {
     public let configuration: EndpointConfiguration
     public let store: RecordLog
-    public let adminToken: String
+    /// The admin token now: the start's, or the one a reload took from the token file.
+    public var adminToken: String { access.adminToken }
+    let access: AccessControl
     /// Where the generated token is kept, when it was not configured.
     public let adminTokenFile: String?
     /// The one clock: manual with `--manual-clock`, else `systemClock`.
@@ -74,6 +76,8 @@ public final class EndpointServer: Sendable {
     private let turns: TurnRequester
     /// The relay destinations' deliveries.
     let relays: RelayService
+    /// SIGHUP's: the config file and the shared files read again.
+    let configurationReload: ConfigurationReload
     /// What runs (`makeServices`), once `start` has made it.
     private let services = Locked<ServiceGroup?>(nil)
 
@@ -106,6 +110,7 @@ public final class EndpointServer: Sendable {
         // log): 0700 folders and 0600 files, whatever the umask or an earlier version left.
         let tightened = try PrivateFiles.restrictTree(configuration.dataDirectory)
         if tightened > 0 { EventLog.write("data_permissions_tightened", ["files": .number(String(tightened))]) }
+        let adminToken: String
         (adminToken, adminTokenFile) = try AdminToken.resolve(configured: configuration.adminToken,
                                                               dataDirectory: configuration.dataDirectory)
         let clock = EndpointClock(manual: configuration.manualClock, system: systemClock)
@@ -190,7 +195,6 @@ public final class EndpointServer: Sendable {
         // The registrations.
         book = try SiteOwnerStore(dataDirectory: configuration.dataDirectory, model: configuration.timingModel,
                                   siteRules: siteRules, replayed: state.triggers.replayed, now: clock.now())
-        try ConfiguredRegistrations.ensure(configuration, in: book)
         // With --apple-ads-platform: the names of the Apple Ads ids seen, looked up in the background.
         if let file = configuration.appleAdsPlatformFile {
             let credentials = try AppleAdsPlatformCredentials.load(file: file)
@@ -209,11 +213,15 @@ public final class EndpointServer: Sendable {
         let developmentPostbacks = try DevelopmentPostbacks(directory: configuration.dataDirectory + "/development",
                                                             knows: { [apps] id in id == 0 || apps.registry.app(id: id) != nil })
         self.developmentPostbacks = developmentPostbacks
-        try ConfiguredRegistrations.ensure(configuration, in: apps, now: clock.now())
         let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
-        try ConfiguredRegistrations.ensure(configuration, in: advertisers)
         let relayBook = try RelayRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
-        try ConfiguredRegistrations.ensure(configuration, in: relayBook, apps: apps)
+        let books = ConfiguredRegistrations.Books(sites: book, apps: apps, advertisers: advertisers, relays: relayBook)
+        do {
+            try ConfiguredRegistrations(configuration: configuration, servedSites: Set(configuration.sites), exact: false, now: clock.now())
+                .apply(to: books)
+        } catch {
+            throw EndpointConfiguration.ParseError(description: "config file \(configuration.configFile ?? ""): \(ConfiguredRegistrations.refusal(error))")
+        }
         if configuration.cluster {
             try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers,
                                                               relays: relayBook)
@@ -229,7 +237,10 @@ public final class EndpointServer: Sendable {
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
         let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenStore(dataDirectory: configuration.dataDirectory),
                                    advertisers: advertisers)
+        self.access = access
         let scope: ScopeOf = { (request) throws(Problem) in try access.readScope(request) }
+        configurationReload = ConfigurationReload(running: configuration, books: books, tokenKeys: tokenKeys, access: access,
+                                                  now: { clock.now() }, relaysChanged: { relays.sync() })
 
         // The threads that work beside the event loop, and ask it for a turn when they are done.
         let checkThreads = configuration.signatureThreads ?? WorkerPool.allowedCores() - 1
@@ -474,6 +485,13 @@ public final class EndpointServer: Sendable {
             // Stopped by `shutdown` (a signal); its stop waits for the requests in flight.
             Service("listener", start: { try http.start() }, stop: { http.waitUntilStopped() }),
         ])
+    }
+
+    /// Reads the configuration again with `parse` and applies what can be applied live
+    /// (`ConfigurationReload`); the running configuration stays if it is refused.
+    @discardableResult
+    func reload(_ parse: () throws -> EndpointConfiguration) -> ConfigurationReload.Outcome {
+        configurationReload.reload(parse)
     }
 
     /// Triggers a report may still use, held in memory.
