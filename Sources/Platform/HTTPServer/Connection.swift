@@ -82,6 +82,7 @@ final class Connection {
     /// Past the connection cap with nothing in flight: the same 503, then close.
     func refuse() {
         Self.refuse(fd, closing: false)
+        loop.responses.count(503)
         close()
     }
 
@@ -379,6 +380,7 @@ final class Connection {
         } else if case .stream(let body) = response.body {
             body.cancel()  // a HEAD: nothing of it is sent
         }
+        loop.responses.count(response.status)
         if loop.logsAccess { accessLog(slot, status: response.status, bytesOut: bodyBytes, note: response.logNote) }
     }
 

@@ -46,6 +46,7 @@ final class EventLoop: @unchecked Sendable {
     /// Connections closed at the cap to make room for new ones (`evictStalest`).
     private(set) var evicted = 0
 
+    let responses: ResponseCounts
     private let inbox = Locked<Inbox>(Inbox())
     private struct Inbox {
         var completions: [Completion] = []
@@ -90,7 +91,8 @@ final class EventLoop: @unchecked Sendable {
     private var drainDeadline = Double.infinity
     private var lastTimeoutScan = 0.0
 
-    init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, listener: Int32) throws {
+    init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, listener: Int32, responses: ResponseCounts = ResponseCounts()) throws {
+        self.responses = responses
         self.configuration = configuration
         self.handler = handler
         self.listener = listener
@@ -263,6 +265,7 @@ final class EventLoop: @unchecked Sendable {
             // Past the cap by more than a few newcomers with requests in flight: refused unread.
             if connections.count >= configuration.maxConnections + Self.admittedPastTheCap {
                 Connection.refuse(fd)
+                responses.count(503)
                 continue
             }
             let connection = Connection(fd: fd, generation: nextGeneration, remoteAddress: address, loop: self)

@@ -21,8 +21,11 @@ public final class HTTPServer: Sendable {
     /// The loop once it runs, its port, and whether a turn was asked for before it ran.
     private let state = Locked<(loop: EventLoop?, port: UInt16?, turnOwed: Bool)>((nil, nil, false))
     private let stopped = DispatchGroup()
+    /// Every answer's status, counted as it is sent.
+    public let responses: ResponseCounts
 
-    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+    public init(configuration: HTTPServerConfiguration, handler: any HTTPHandler, responses: ResponseCounts = ResponseCounts()) {
+        self.responses = responses
         self.configuration = configuration
         self.handler = handler
     }
@@ -33,7 +36,7 @@ public final class HTTPServer: Sendable {
         signal(SIGPIPE, SIG_IGN)
         let (listener, port) = try Socket.listen(host: configuration.host, port: configuration.port,
                                                  backlog: configuration.backlog)
-        let loop = try EventLoop(configuration: configuration, handler: handler, listener: listener)
+        let loop = try EventLoop(configuration: configuration, handler: handler, listener: listener, responses: responses)
         // Published only once its thread runs: nothing reaches the loop from another thread
         // before the loop knows which thread is its own.
         let running = DispatchSemaphore(value: 0)

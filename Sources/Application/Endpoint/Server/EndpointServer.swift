@@ -304,6 +304,8 @@ public final class EndpointServer: Sendable {
         metricsSources.append(book)
         metricsSources.append(RelayMetrics(service: relays))
         metricsSources.append(DataDiskMetrics(dataDirectory: configuration.dataDirectory))
+        let responses = ResponseCounts()
+        metricsSources.append(ResponseMetrics(responses: responses))
 
         // The surfaces, and the route table they make.
         let reports = ReportHandler(validator: PCMReportValidator(siteRules: siteRules, sites: RememberedSiteChecks(siteRules)),
@@ -379,7 +381,7 @@ public final class EndpointServer: Sendable {
         // The HTTP layer refuses only the absurd; the report path applies its own, smaller limit
         // so that an oversized report is counted and explained like any other rejection.
         http.limits.maxBodyBytes = max(64 * 1024, configuration.maxReportBytes, configuration.maxPostbackBytes)
-        self.http = HTTPServer(configuration: http, handler: routes)
+        self.http = HTTPServer(configuration: http, handler: routes, responses: responses)
     }
 
     /// Starts listening; returns the bound port.

@@ -1,0 +1,17 @@
+import HTTPServer
+import Primitives
+
+/// Answers by status code, as `attribution_http_responses_total{code="503"}`: what an alert on
+/// 503s (a full queue, a full disk, the connection cap) and on 5xx reads, whichever part answered.
+struct ResponseMetrics: MetricsSource {
+    let responses: ResponseCounts
+
+    func prometheusText(now: Timestamp) -> String {
+        var out = "# HELP attribution_http_responses_total HTTP answers sent, by status code.\n"
+        out += "# TYPE attribution_http_responses_total counter\n"
+        for (status, count) in responses.sent {
+            out += "attribution_http_responses_total{code=\"\(status)\"} \(count)\n"
+        }
+        return out
+    }
+}
