@@ -22,11 +22,10 @@ extension ClickHouseExporter.Status {
                byTable { String($0.unreadable) })
         family("attribution_export_paused", "gauge", "1 while ClickHouse refuses a table's rows; the reason is in attribution_export_paused_info and the log.",
                byTable { $0.paused == nil ? "0" : "1" })
+        // Declared even with no table paused, so that a rule or dashboard naming it finds it.
         let paused = tables.compactMap { table in table.paused.map { (table.table, $0) } }
-        if !paused.isEmpty {
-            family("attribution_export_paused_info", "gauge", "Why a table's export stopped.",
-                   paused.map { ("{table=\"\($0.0)\",reason=\"\(MetricSeries.label($0.1))\"}", "1") })
-        }
+        family("attribution_export_paused_info", "gauge", "Why a table's export stopped.",
+               paused.map { ("{table=\"\($0.0)\",reason=\"\(MetricSeries.label($0.1))\"}", "1") })
         family("attribution_export_batches_total", "counter", "Batches ClickHouse accepted since start.", [("", String(batches))])
         family("attribution_export_failures_total", "counter", "Failed statements since start (unanswered, refused, or a server error).",
                [("", String(failures))])
