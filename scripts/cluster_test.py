@@ -142,7 +142,7 @@ def main():
         subprocess.run([binary, "token-keys", "add", site, "--file", keys], check=True, stdout=subprocess.DEVNULL)
     config = os.path.join(work, "cluster.json")
     with open(config, "w") as f:
-        json.dump({"sites": SITES, "cluster": True, "token_keys": keys, "trusted_proxies": ["127.0.0.1"],
+        json.dump({"sites": SITES, "cluster": True, "token_keys": keys, "viewer_tokens": os.path.join(work, "viewer-tokens.json"), "trusted_proxies": ["127.0.0.1"],
                    "clickhouse": ch.url + "/attribution", "apple_ads_api": apple_url,
                    "conversions": [{"site": s, "name": "purchase", "trigger_data": 5} for s in ADVERTISERS],
                    "campaigns": [{"source_site": s, "name": "Winter %d" % i, "source_id": i, "destination": a, "starts_at": "2026-01-01T00:00:00Z"}

@@ -103,6 +103,7 @@ import Testing
             #expect(throws: (any Error).self, "\(contents)") {
                 _ = try LiveEndpoint { configuration in
                     configuration.cluster = true
+                    configuration.viewerTokens = temporaryDirectory() + "/viewer-tokens.json"
                     configuration.tokenKeys = keys
                 }
             }

@@ -23,6 +23,7 @@ import Testing
         let keys = try sharedKeyFile(["news.example", "shop.example"])
         let node = try LiveEndpoint { configuration in
             configuration.cluster = true
+            configuration.viewerTokens = temporaryDirectory() + "/viewer-tokens.json"
             configuration.tokenKeys = keys
             configuration.conversions = [Conversion(site: "shop.example", name: "Purchase", triggerData: 5, priority: 1)]
         }
@@ -50,6 +51,40 @@ import Testing
         #expect(try node.get("/api/token-keys").status == 200)
     }
 
+    /// One admin token and one set of viewer tokens for every node: a node that would make a token
+    /// of its own does not start, and a viewer token from the shared file works on every node.
+    @Test func everyNodeTakesTheSameAdminAndViewerTokens() throws {
+        let keys = try sharedKeyFile(["news.example", "shop.example"])
+        let folder = temporaryDirectory()
+        let viewers = folder + "/viewer-tokens.json"
+        let base = ["--cluster", "--site", "news.example", "--site", "shop.example", "--token-keys", keys, "--data", temporaryDirectory()]
+        #expect {
+            try EndpointConfiguration.parse(arguments: base + ["--viewer-tokens", viewers], environment: [:])
+        } throws: { "\($0)".contains("same admin token") && "\($0)".contains("--token-file") }
+        #expect {
+            try EndpointConfiguration.parse(arguments: base, environment: [EndpointConfiguration.environmentTokenName: "t"])
+        } throws: { "\($0)".contains("same viewer tokens") && "\($0)".contains("--viewer-tokens") }
+        #expect(throws: Never.self) {
+            try EndpointConfiguration.parse(arguments: base + ["--viewer-tokens", viewers], environment: [EndpointConfiguration.environmentTokenName: "t"])
+        }
+
+        let nodes = try (0..<2).map { _ in
+            try LiveEndpoint { configuration in
+                configuration.cluster = true
+                configuration.viewerTokens = viewers
+                configuration.tokenKeys = keys
+            }
+        }
+        defer { nodes.forEach { $0.stop() } }
+        let (record, token) = try ViewerTokenStore(path: viewers).create(label: "Acme's dashboard", advertiser: nil, now: .init(millisecondsSinceEpoch: 0))
+        for node in nodes {
+            #expect(try node.get("/api/summary", token: token).status == 200)
+            #expect(try node.get("/api/whoami", token: "test-token").status == 200)
+        }
+        #expect(try ViewerTokenStore(path: viewers).revoke(id: record.id))
+        for node in nodes { #expect(try node.get("/api/summary", token: token).status == 401) }
+    }
+
     @Test func aNodeWhoseRegistryHoldsMoreThanTheConfigDoesNotJoinACluster() throws {
         let directory = temporaryDirectory()
         let alone = try LiveEndpoint(directory: directory)
@@ -60,6 +95,7 @@ import Testing
         #expect {
             _ = try LiveEndpoint(directory: directory) { configuration in
                 configuration.cluster = true
+                configuration.viewerTokens = temporaryDirectory() + "/viewer-tokens.json"
                 configuration.tokenKeys = keys
             }
         } throws: { error in
@@ -72,6 +108,7 @@ import Testing
         #expect {
             _ = try LiveEndpoint { configuration in
                 configuration.cluster = true
+                configuration.viewerTokens = temporaryDirectory() + "/viewer-tokens.json"
                 configuration.tokenKeys = keys
             }
         } throws: { error in
@@ -88,6 +125,7 @@ import Testing
         let nodes = try (0..<2).map { _ in
             try LiveEndpoint { configuration in
                 configuration.cluster = true
+                configuration.viewerTokens = temporaryDirectory() + "/viewer-tokens.json"
                 configuration.tokenKeys = keys
             }
         }

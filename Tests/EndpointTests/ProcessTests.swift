@@ -286,7 +286,7 @@ import RawHTTPClient
     /// endpoint's usage names every command the executable runs.
     @Test func everyCommandsHelpComesFromTheOneOptionTable() throws {
         let commands: [(String, String, [String])] = [
-            ("viewer-token", ViewerTokenCommand.usage, ["--data", "--config"]),
+            ("viewer-token", ViewerTokenCommand.usage, ["--data", "--viewer-tokens", "--config"]),
             ("rotate-token-key", RotateTokenKeyCommand.usage, ["--port", "--token", "--data"]),
             ("token-keys", TokenKeysCommand.usage, ["--dev"]),
             ("check-plist", CheckPlistCommand.usage, ["--site", "--config"]),

@@ -132,12 +132,12 @@ import Testing
         let keyFolder = temporaryDirectory()
         try TestTokenKeys.seed(keyFolder, sites: ["news.example", "shop.example"])
         let keys = keyFolder + "/" + TokenKeyStore.fileName
-        let node = try Node("{\(Self.sites),\"cluster\":true,\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)],\"campaigns\":[\(Self.winter)]}")
+        let node = try Node("{\(Self.sites),\"cluster\":true,\"viewer_tokens\":\"\(keyFolder)/viewer-tokens.json\",\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)],\"campaigns\":[\(Self.winter)]}")
         defer { node.endpoint.stop() }
         let keyPath = "/.well-known/private-click-measurement/get-token-public-key/"
         let served = try node.endpoint.request("GET", keyPath, host: "news.example").bodyText
 
-        try node.write("{\(Self.sites),\"cluster\":true,\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)]}")
+        try node.write("{\(Self.sites),\"cluster\":true,\"viewer_tokens\":\"\(keyFolder)/viewer-tokens.json\",\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)]}")
         // The successor, as `token-keys add --serves-from` writes it.
         var file = try DurableJSONFile(path: keys, empty: TokenKeyStore.File(), mode: 0o600).load()
         let successor = TestTokenKeys.spare()
@@ -155,7 +155,7 @@ import Testing
 
         // A broken key file changes nothing, registrations included.
         try Data("{".utf8).write(to: URL(fileURLWithPath: keys))
-        try node.write("{\(Self.sites),\"cluster\":true,\"token_keys\":\"\(keys)\"}")
+        try node.write("{\(Self.sites),\"cluster\":true,\"viewer_tokens\":\"\(keyFolder)/viewer-tokens.json\",\"token_keys\":\"\(keys)\"}")
         let refused = node.reload()
         #expect(refused.refused?.contains(keys) == true)
         #expect(try node.endpoint.get("/api/conversions").bodyText.contains("Purchase"))

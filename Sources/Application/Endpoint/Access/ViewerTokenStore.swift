@@ -20,8 +20,13 @@ final class ViewerTokenStore: Sendable {
     /// The list as last read, and the file's identity then (inode, size, change time).
     private let cache = Locked<(list: ViewerTokenList, stamp: [Int64]?)>((ViewerTokenList(), nil))
 
-    init(dataDirectory: String) {
-        path = dataDirectory + "/" + Self.fileName
+    convenience init(dataDirectory: String) {
+        self.init(path: dataDirectory + "/" + Self.fileName)
+    }
+
+    /// `--viewer-tokens FILE`: a cluster's one file, given to every node.
+    init(path: String) {
+        self.path = path
         file = DurableJSONFile(path: path, empty: ViewerTokenList(), mode: 0o600)
     }
 

@@ -12,8 +12,8 @@ enum ClusterMode {
             guard request.method == "GET" || request.method == "HEAD" else {
                 throw Problem(status: 409, rule: "registrations_are_shared", detail: """
                     this node runs with --cluster: registrations come from the config file and token keys from the \
-                    --token-keys file, the same on every node. Change the files, give them to every node, and restart \
-                    the nodes one at a time (docs/DEPLOYMENT.md, "More than one node").
+                    --token-keys file, the same on every node. Change the files, give them to every node, and reload \
+                    each (systemctl reload attribution-endpoint, or SIGHUP; docs/DEPLOYMENT.md, "Reloading without a restart").
                     """)
             }
         }
@@ -26,7 +26,8 @@ enum ClusterMode {
             try gate(request)
             guard request.method == "GET" || request.method == "HEAD" else {
                 throw Problem(status: 409, rule: "spend_not_shared", detail: """
-                    this node runs with --cluster, and the nodes share no spend yet: spend given to one node would be                     missing from the others' pages. Cost per install and return on ad spend work on one node for now.
+                    this node runs with --cluster, and the nodes share no spend yet: spend given to one node would be \
+                    missing from the others' pages. Cost per install and return on ad spend work on one node for now.
                     """)
             }
         }

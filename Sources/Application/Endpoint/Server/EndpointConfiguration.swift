@@ -82,6 +82,8 @@ public struct EndpointConfiguration: Sendable {
     /// One node of several behind one front: registrations only from the config file, token keys
     /// only from `tokenKeys`, both the same on every node; the admin API changes neither.
     public var cluster = false
+    /// `--viewer-tokens`: the viewer tokens' file, DATA/viewer-tokens.json unless named.
+    public var viewerTokens: String?
     /// The served sites' PCM token keys; nil for DATA/token-keys.json.
     public var tokenKeys: String?
     /// `http://HOST:PORT/DATABASE`: export every record there (nil: the node keeps its log to itself).
@@ -318,6 +320,8 @@ public struct EndpointConfiguration: Sendable {
 
     /// Refuses configurations that would silently lose reports: each option's own check (its
     /// range, or what its value must be), then what needs several.
+    var viewerTokensPath: String { viewerTokens ?? dataDirectory + "/" + ViewerTokenStore.fileName }
+
     var tokenKeysPath: String { tokenKeys ?? dataDirectory + "/" + TokenKeyStore.fileName }
 
     /// The ClickHouse to export to, with its credentials; nil without `--clickhouse`.
@@ -339,6 +343,14 @@ public struct EndpointConfiguration: Sendable {
         }
         if tokenKeyRotationDays != nil && cluster {
             throw ParseError(description: "--token-key-rotation-days: in a cluster every node must serve the same key, so successors are scheduled in the shared file: `attribution-endpoint token-keys add SITE --file FILE --serves-from TIME` (docs/DEPLOYMENT.md)")
+        }
+        // One admin token and one set of viewer tokens for every node: the front may send the
+        // page's next request to any of them, and a token one node made is refused by the rest.
+        if cluster && adminToken == nil {
+            throw ParseError(description: "--cluster: every node needs the same admin token: give it with --token-file FILE (\"token_file\"), the same file on every node, or \(Self.environmentTokenName); a node must not make one of its own")
+        }
+        if cluster && viewerTokens == nil {
+            throw ParseError(description: "--cluster: every node needs the same viewer tokens: name the shared file with --viewer-tokens FILE (\"viewer_tokens\"), made with `attribution-endpoint viewer-token add --viewer-tokens FILE` and given to every node")
         }
         if sites.isEmpty && !developmentMode {
             throw ParseError(description: "no site configured: pass --site DOMAIN for each registrable domain served (or --dev)")

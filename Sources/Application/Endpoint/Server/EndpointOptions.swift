@@ -61,7 +61,10 @@ extension EndpointConfiguration {
             .toggle("--require-tokens", "require_tokens", \.requireTokens,
                     "Quarantine PCM reports without a token pair (token_missing): for sites that put attributionsourcenonce on every link."),
             .toggle("--cluster", "cluster", \.cluster,
-                    "This node is one of several behind one front (deploy/nginx/cluster.conf): registrations come only from --config and token keys only from --token-keys, the same files on every node, and the admin API refuses to change them (409 registrations_are_shared). A served site without a key in the file stops the start."),
+                    "This node is one of several behind one front (deploy/nginx/cluster.conf): registrations come only from --config, token keys only from --token-keys and viewer tokens only from --viewer-tokens, the same files on every node, and the admin API refuses to change them (409 registrations_are_shared). The admin token must be given (--token-file or the environment), the same on every node. A served site without a key in the file stops the start."),
+            .optionalText("--viewer-tokens", "viewer_tokens", \.viewerTokens, placeholder: "FILE",
+                          "The viewer tokens' file (SHA-256 hashes only, 0600), which `attribution-endpoint viewer-token` writes; a change in it counts from the next request. Default DATA/viewer-tokens.json. With --cluster it is required: the one file every node has, so that a token works on whichever node the front chooses.")
+                .restart("the file's path is read at start; what it holds is read again at every change"),
             .integer("--token-key-rotation-days", "token_key_rotation_days", \.tokenKeyRotationDays, 30...3650,
                      "Replace each served site's PCM token key N days after it began to be served; the successor is made a day ahead, and the old key verifies what it signed for nine more days. Each rotation loses the reports of clicks made before it and sent after it (the browser re-fetches the key), so choose months. Not with --cluster. Default: by hand only (POST /api/token-keys)."),
             .optionalText("--token-keys", "token_keys", \.tokenKeys, placeholder: "FILE",

@@ -235,7 +235,7 @@ public final class EndpointServer: Sendable {
         self.relays = relays
         arrivals.knows { [configured = configuration.sites] in (configured, apps.registry.apps.map { String($0.appID) }) }
         // The admin token may do everything; viewer tokens (the `viewer-token` command) only read.
-        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenStore(dataDirectory: configuration.dataDirectory),
+        let access = AccessControl(adminToken: adminToken, viewers: ViewerTokenStore(path: configuration.viewerTokensPath),
                                    advertisers: advertisers)
         self.access = access
         let scope: ScopeOf = { (request) throws(Problem) in try access.readScope(request) }
