@@ -830,7 +830,12 @@ function describeStatus(answer) {
   const whose = answer.scope === "cluster" ? " Every node's numbers, counted in ClickHouse (refusals are each node's own)."
     : answer.cluster_available ? " This node's own numbers." : "";
   $("scope-choice").hidden = !answer.cluster_available;
-  return `Showing ${state.from} to ${state.to}.` + whose +
+  // A node that stopped exporting (down, or cut off from ClickHouse) is named: its numbers since
+  // are missing from every total here, not zero.
+  const stale = (answer.nodes || []).filter((n) => n.stale);
+  const nodes = answer.nodes ? ` From ${counted(answer.nodes.length, "node")}.` + stale.map((n) =>
+    ` Node ${n.node} has not exported for ${ago(n.seconds_since)} (since ${n.last_export.replace("T", " ").replace(/\.\d+Z$|Z$/, " UTC")}): is it down? What it received since is missing here.`).join("") : "";
+  return `Showing ${state.from} to ${state.to}.` + whose + nodes +
     // Retention removed the oldest log segments: their records are counted here still, but the
     // record-by-record exports begin where the log now does.
     (answer.records_kept_from ? ` Records before ${answer.records_kept_from} were removed by retention: they are counted here, but the CSV exports start on that day.` : "");

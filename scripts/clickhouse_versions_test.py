@@ -77,9 +77,17 @@ def main():
             for _ in range(2):  # a batch resent: FINAL must count it once
                 debian.query("INSERT INTO attribution.%s FORMAT JSONEachRow" % table, body=body)
                 current.query("INSERT INTO attribution.%s FORMAT JSONEachRow %s" % (table, body.decode()))
+        # Two nodes' export turns, as each exporter writes them (ClickHouseExporter.heartbeat).
+        for node in ("node-a", "node-b"):
+            heartbeat = "INSERT INTO attribution.node_exports (node, exported_at, lag_seconds) VALUES ('%s', now(), 0.5)" % node
+            debian.query(heartbeat)
+            current.query(heartbeat)
         for query in queries:
             a = canonical(debian.query(query + " FORMAT JSONEachRow"))
             b = canonical(str(current.query(query, "JSONEachRow")))
+            if "node_exports" in query:
+                # Seconds since each node's turn, by each server's clock: the nodes and their order must agree.
+                a, b = [sorted(json.loads(row)["node"] for row in side) for side in (a, b)]
             if a != b:
                 failures.append("the versions disagree on:\n%s\n18.16: %s\ncurrent: %s" % (query, a[:3], b[:3]))
             elif not a:

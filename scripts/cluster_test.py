@@ -277,6 +277,10 @@ def compare_summaries(nodes, period, failures):
     """Cluster = sum of the nodes, view by view, as the page counts."""
     own = [json.loads(n.get("/api/summary?" + period)[1]) for n in nodes]
     cluster = json.loads(nodes[0].get("/api/summary?scope=cluster&" + period)[1])
+    # Each node's last export, by ClickHouse's clock: all three, none stale once the killed one is back.
+    listed = sorted((n["node"], n["stale"]) for n in cluster.get("nodes") or [])
+    if listed != [(node.name, False) for node in nodes]:
+        failures.append("the cluster's summary lists the nodes' exports as %s" % cluster.get("nodes"))
     for role in ("source", "destination"):
         for key in ("accepted", "quarantined", "late"):
             total = sum(o[key][role] for o in own)

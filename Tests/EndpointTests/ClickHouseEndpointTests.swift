@@ -37,6 +37,21 @@ import Testing
         }
     }
 
+    /// The cluster's page names a node whose export turns stopped: its numbers since are missing.
+    @Test func aNodeSilentForFiveMinutesIsNamedStale() throws {
+        let text = ClusterNodes.json(rows: [["node-1", "1795168800", "12"], ["node-2", "1795168500", "300"], ["node-3", "x", "1"], ["short"]])
+        let nodes = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+        #expect(nodes.map { $0["node"] as? String } == ["node-1", "node-2"])
+        #expect(nodes.map { $0["stale"] as? Bool } == [false, true])
+        #expect(nodes[0]["last_export"] as? String == "2026-11-20T10:00:00.000Z")
+        #expect(nodes[1]["seconds_since"] as? Int == 300)
+        #expect(ClusterNodes.json(rows: []) == "[]")
+        // Names come from ClickHouse: written as JSON strings whatever they hold.
+        let odd = ClusterNodes.json(rows: [["n\"1\\", "0", "5"]])
+        #expect((try JSONSerialization.jsonObject(with: Data(odd.utf8)) as? [[String: Any]])?.first?["node"] as? String == "n\"1\\")
+        #expect(ClusterNodes.sql(database: "attribution").contains("FROM attribution.node_exports"))
+    }
+
     @Test func whileClickHouseCannotBeReachedTheNodeIsHealthyAndSaysTheExportIsBehind() throws {
         let endpoint = try LiveEndpoint { $0.clickhouse = "http://127.0.0.1:\(Self.closedPort())/attribution" }
         defer { endpoint.stop() }

@@ -16,6 +16,15 @@ CREATE TABLE IF NOT EXISTS attribution.schema_version
 ENGINE = ReplacingMergeTree()
 ORDER BY (version, node);
 
+CREATE TABLE IF NOT EXISTS attribution.node_exports
+(
+    `node` String,
+    `exported_at` DateTime('UTC'),
+    `lag_seconds` Float64
+)
+ENGINE = ReplacingMergeTree(exported_at)
+ORDER BY node;
+
 CREATE TABLE IF NOT EXISTS attribution.pcm_reports
 (
     `node` String,

@@ -1,3 +1,4 @@
+import Dispatch
 import DurableFiles
 import Foundation
 import Locking
@@ -57,6 +58,8 @@ public final class ClickHouseExporter: Sendable {
         var stopped: String?
         /// Rollups whose earlier counts from this run's first batch on were deleted.
         var preparedRollups: Set<String> = []
+        /// When the last `node_exports` row was written, in the monotonic clock's nanoseconds.
+        var lastHeartbeat: UInt64?
     }
 
     private let store: RecordLog
@@ -145,7 +148,11 @@ public final class ClickHouseExporter: Sendable {
         init(exporter: ClickHouseExporter) { self.exporter = exporter }
 
         func turn(_ follower: LogFollower) -> LogTurn {
-            exporter.state.withLock({ $0.schemaReady }) ? exporter.exportTurn(&buffer) : exporter.createSchema()
+            guard exporter.state.withLock({ $0.schemaReady }) else { return exporter.createSchema() }
+            let turn = exporter.exportTurn(&buffer)
+            if case .failed = turn { return turn }
+            exporter.heartbeat()
+            return turn
         }
     }
 
@@ -184,6 +191,23 @@ public final class ClickHouseExporter: Sendable {
         state.withLock { $0.schemaReady = true }
         announce("export_schema_ready", [("clickhouse", .string(client.target.description)), ("version", .number(String(ClickHouseSchema.version)))])
         return .sentFull
+    }
+
+    /// Seconds between two rows in `node_exports`: a node silent for three of them is named on the
+    /// cluster's page.
+    public static let heartbeatSeconds: UInt64 = 30
+
+    /// After a turn that reached ClickHouse: this node's row in `node_exports`, at most every
+    /// `heartbeatSeconds` of the machine's monotonic clock (the endpoint's may stand still in a
+    /// test), stamped with ClickHouse's own clock so that nodes' clocks never disagree. A failure
+    /// here costs only the row: the next turn tries again.
+    private func heartbeat() {
+        let now = DispatchTime.now().uptimeNanoseconds
+        let due = state.withLock { s in s.lastHeartbeat.map { now - $0 >= Self.heartbeatSeconds * 1_000_000_000 } ?? true }
+        guard due else { return }
+        let lag = status.lagSeconds
+        let insert = "INSERT INTO \(client.target.database).node_exports (node, exported_at, lag_seconds) VALUES (\(ClickHouseClient.quoted(node)), now(), \(String(format: "%.3f", lag)))"
+        if case .done = client.run(insert) { state.withLock { $0.lastHeartbeat = now } }
     }
 
     /// One batch for each table that has records waiting.

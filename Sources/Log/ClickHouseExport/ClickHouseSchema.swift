@@ -30,9 +30,26 @@ public struct ClickHouseSchema: Sendable {
         """
     }
 
+    /// Each node's last export turn, by ClickHouse's clock: the cluster's page names a node that
+    /// has not exported for a while (`ClusterNodes`). A table of its own, created if missing, so a
+    /// database of any version gains it without a new schema version; one row a node keeps after
+    /// merges.
+    public static func nodeExportsTable(database: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(database).node_exports
+        (
+            `node` String,
+            `exported_at` DateTime('UTC'),
+            `lag_seconds` Float64
+        )
+        ENGINE = ReplacingMergeTree(exported_at)
+        ORDER BY node
+        """
+    }
+
     /// Every statement, in order; each can run again without harm.
     public func statements(database: String) -> [String] {
-        ["CREATE DATABASE IF NOT EXISTS \(database)", Self.versionTable(database: database)]
+        ["CREATE DATABASE IF NOT EXISTS \(database)", Self.versionTable(database: database), Self.nodeExportsTable(database: database)]
             + tables.flatMap { table in [table.createStatement(database: database)] + (table.rollup.map { [$0.createStatement(database: database)] } ?? []) }
     }
 

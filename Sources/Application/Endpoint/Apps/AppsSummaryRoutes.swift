@@ -78,7 +78,7 @@ struct AppsSummaryRoutes: SurfaceRoutes {
         let registry = book.registry
         scopeOfCluster.answer(responder) {
             if let csv { return CSVResponse.make(try cluster(scopeOfCluster, query, registry), name: csv) }
-            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true, try cluster(scopeOfCluster, query, registry)))
+            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true, nodes: ClusterNodes.json(scopeOfCluster), try cluster(scopeOfCluster, query, registry)))
         }
     }
 

@@ -53,6 +53,7 @@ public enum ClickHouseCommand {
             let query = AppsSummary.Query(site: options["--site"], from: from, to: to)
             let statements = [ClusterSummary.sql(database: database, from: from, to: to)]
                 + ClusterAppsSummary.sql(database: database, query: query) + [ClusterAppleAdsSummary.sql(database: database, query: query)]
+                + [ClusterNodes.sql(database: database)]
             for statement in statements { print(statement + ";\n") }
         case "rows":
             // A rollup's rows come from its table's batches.

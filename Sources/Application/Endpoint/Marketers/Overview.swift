@@ -66,6 +66,8 @@ struct Overview {
     /// Every node's numbers (`scope=cluster`), or this node's.
     var cluster = false
     var clusterAvailable = false
+    /// With `cluster`: each node's last export (`ClusterNodes.json`).
+    var nodes: String?
 
     var days: [Int32] { Array(from...to) }
 
@@ -207,6 +209,7 @@ struct Overview {
             return o + "}"
         }.joined(separator: ",") + "]"
         out += ",\"scope\":\"\(cluster ? "cluster" : "node")\",\"cluster_available\":\(cluster || clusterAvailable)"
+        if let nodes { out += ",\"nodes\":" + nodes }
         out += ",\"side_by_side\":"
         JSONValue.writeString(Self.sideBySide, to: &out)
         return out + "}"

@@ -47,6 +47,7 @@ struct OverviewRoutes: SurfaceRoutes {
             return cluster.answer(responder) {
                 var overview = withoutChannels
                 overview.cluster = true
+                overview.nodes = ClusterNodes.json(cluster)
                 overview.channels.append(Overview.web(SummaryReport(try ClusterSummary.aggregates(cluster, from: period.from, to: period.to), pcm)))
                 let postbacks = try ClusterAppsSummary.summary(cluster, query: appsQuery, registry: registry)
                 overview.channels += Overview.apps(postbacks, query: appsQuery, registry: registry)

@@ -21,9 +21,11 @@ enum JSONResponse {
 
     /// `json` (an object) with `"scope"`, `"cluster_available"` and `"records_kept_from"` first:
     /// which numbers the page shows, whether it can switch, and from which day records can still
-    /// be exported one by one (null: every day; ClickHouse keeps every record).
-    static func scoped(_ scope: String, available: Bool, recordsKeptFrom: String? = nil, _ json: String) -> String {
+    /// be exported one by one (null: every day; ClickHouse keeps every record). Every node's
+    /// numbers also carry `"nodes"`, each node's last export (`ClusterNodes`).
+    static func scoped(_ scope: String, available: Bool, recordsKeptFrom: String? = nil, nodes: String? = nil, _ json: String) -> String {
         let kept = recordsKeptFrom.map { "\"\($0)\"" } ?? "null"
-        return "{\"scope\":\"\(scope)\",\"cluster_available\":\(available),\"records_kept_from\":\(kept)," + json.dropFirst()
+        return "{\"scope\":\"\(scope)\",\"cluster_available\":\(available),\"records_kept_from\":\(kept),"
+            + (nodes.map { "\"nodes\":\($0)," } ?? "") + json.dropFirst()
     }
 }

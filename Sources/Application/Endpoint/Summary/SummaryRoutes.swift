@@ -30,7 +30,7 @@ struct SummaryRoutes: SurfaceRoutes {
             let aggregates = try ClusterSummary.aggregates(cluster, from: query.from, to: query.to)
             if crosstab { return CSVResponse.make(SummaryReport(aggregates, query).crosstabCSV(registry: registry), name: "crosstab") }
             if csv { return CSVResponse.make(SummaryReport.csv(aggregates, query, registry: registry)) }
-            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true,
+            return JSONResponse.make(200, JSONResponse.scoped("cluster", available: true, nodes: ClusterNodes.json(cluster),
                                                       SummaryReport(aggregates, query).json(registry: registry, rejections: [:])))
         }
     }
