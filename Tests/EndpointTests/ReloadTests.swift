@@ -172,6 +172,7 @@ import Testing
         try Data("second-token\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
         let outcome = node.reload()
         #expect(outcome.applied == ["admin token"])
+        #expect(outcome.needsRestart.isEmpty)
         #expect(try endpoint.get("/api/campaigns", token: "first-token").status == 401)
         #expect(try endpoint.get("/api/campaigns", token: "second-token").status == 200)
         #expect(endpoint.server.adminToken == "second-token")
@@ -187,8 +188,14 @@ import Testing
         let live = EndpointConfiguration.options.filter { if case .live = $0.reload { true } else { false } }
         #expect(live.count >= 8)
         for option in live {
+            // `--token` has no config-file key: the reload's admin-token step applies it.
+            guard let key = option.key else {
+                #expect(option.flag == "--token")
+                continue
+            }
             var configuration = EndpointConfiguration()
-            #expect(option.key != nil && configuration.takeLive(option.key!, from: EndpointConfiguration()), "\(option.name)")
+            let taken = configuration.takeLive(key, from: EndpointConfiguration())
+            #expect(taken, "\(option.name)")
         }
     }
 }

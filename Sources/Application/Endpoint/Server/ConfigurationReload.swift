@@ -52,7 +52,9 @@ final class ConfigurationReload: Sendable {
         serial.withLock { _ in
             let outcome = apply(parse)
             if let refused = outcome.refused {
-                EventLog.write("reload_refused", ["error": .string(refused)])
+                // `applied` is empty unless the admin API changed a registry between the check and
+                // the save: what was saved before the refusal is named, not hidden.
+                EventLog.write("reload_refused", ["error": .string(refused), "applied": .array(outcome.applied.map { .string($0) })])
             } else {
                 EventLog.write("reload", [
                     "applied": .array(outcome.applied.map { .string($0) }),
@@ -70,6 +72,7 @@ final class ConfigurationReload: Sendable {
         do { new = try parse() } catch { return Outcome(refused: "\(error)") }
         var outcome = Outcome()
         for option in EndpointConfiguration.options where option.value(old) != option.value(new) {
+            // `--token` is live with no key of its own: the admin token is the step below.
             if case .restart(let reason) = option.reload {
                 outcome.needsRestart.append(.init(option: option.name, reason: reason))
             }

@@ -35,7 +35,7 @@ extension EndpointConfiguration {
                       configuration.trustedProxies.first { AddressRange($0) == nil }.map { "\($0): not an IP address or CIDR block" }
                   }),
             .optionalText("--token", nil, \.adminToken, placeholder: "TOKEN",
-                          "Bearer token for /api/* and /metrics. Every user of the machine can read it in the process list: prefer --token-file or the environment variable \(environmentTokenName). If none is set, one is generated on first start and kept in DATA/admin-token (0600)."),
+                          "Bearer token for /api/* and /metrics. Every user of the machine can read it in the process list: prefer --token-file or the environment variable \(environmentTokenName). If none is set, one is generated on first start and kept in DATA/admin-token (0600).").live(),
             .optionalText("--token-file", "token_file", \.adminTokenFile, placeholder: "FILE",
                           "A file whose first line is the bearer token (refused unless only its owner can read it, as ssh refuses a key). Read again on a reload (SIGHUP): a new token there replaces the old one at once.").live(),
             .toggle("--dev", "dev", \.developmentMode,
