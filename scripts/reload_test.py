@@ -103,8 +103,16 @@ def main():
     events = Events(process.stderr)
     failures = []
     try:
+        # A SIGHUP during the start (systemd sends one as soon as the process runs): kept, and
+        # done once the endpoint listens, never the end of the process.
+        if not events.wait_for(["replay"], 1):
+            raise SystemExit("the endpoint did not start: %s" % events.lines[-5:])
+        process.send_signal(signal.SIGHUP)
         if not events.wait_for(["listening"], 1):
             raise SystemExit("the endpoint did not start: %s" % events.lines[-5:])
+        if not events.wait_for(["reload"], 1):
+            failures.append("a SIGHUP during the start gave no reload once listening")
+        early = len(events.of("reload"))
         port = int(events.of("listening")[0]["address"].rsplit(":", 1)[1])
 
         tally, stop = traffic.Tally(), threading.Event()
@@ -129,14 +137,14 @@ def main():
             campaigns.append(campaign(k))
             write_config(config, campaigns, 4096 - k % 2)
             process.send_signal(signal.SIGHUP)
-            if not events.wait_for(["reload", "reload_refused"], k):
+            if not events.wait_for(["reload", "reload_refused"], early + k):
                 failures.append("no reload event for SIGHUP %d" % k)
                 break
         stop.set()
         for c in clients:
             c.join()
 
-        reloads, refused = events.of("reload"), events.of("reload_refused")
+        reloads, refused = events.of("reload")[early:], events.of("reload_refused")
         if refused:
             failures.append("a good file was refused: %s" % refused[0])
         if len(reloads) != args.seconds:
@@ -174,12 +182,12 @@ def main():
             with open(config, "w") as f:
                 f.write(text)
             process.send_signal(signal.SIGHUP)
-            if not events.wait_for(["reload", "reload_refused"], args.seconds + i + 1):
+            if not events.wait_for(["reload", "reload_refused"], early + args.seconds + i + 1):
                 failures.append("no event for broken file %r" % text[:40])
                 break
         refused = events.of("reload_refused")
         if len(refused) != len(broken):
-            failures.append("%d broken files, %d refused: %s" % (len(broken), len(refused), events.of("reload")[args.seconds:][:2]))
+            failures.append("%d broken files, %d refused: %s" % (len(broken), len(refused), events.of("reload")[early + args.seconds:][:2]))
         status, body = get(port, "/api/campaigns")
         if len([c for c in json.loads(body) if c["name"].startswith("Reload ")]) != args.seconds:
             failures.append("a refused file changed the campaigns")

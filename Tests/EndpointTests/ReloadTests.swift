@@ -149,9 +149,21 @@ import Testing
         #expect(outcome.applied == ["site registrations", "token keys"])
         #expect(try !node.endpoint.get("/api/campaigns").bodyText.contains("Winter"))
         #expect(try node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
+
+        // `token-keys add` again before the first took over replaces it in the file: the node must
+        // drop the successor no other node has, and switch at the new time to the new one.
+        file.keys.removeLast()
+        let replacement = TestTokenKeys.spare()
+        file.keys.append(.init(site: "news.example", privateKey: Data(replacement.derRepresentation).base64EncodedString(),
+                               createdAt: Timestamp(rfc3339: "2026-11-20T10:00:00Z")!, servesFrom: Timestamp(rfc3339: "2026-11-22T00:00:00Z")!))
+        try DurableJSONFile(path: keys, empty: TokenKeyStore.File(), mode: 0o600).save(file)
+        #expect(node.reload().applied == ["token keys"])
         node.endpoint.clock.set("2026-11-21T00:00:01Z")
+        #expect(try node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
+        node.endpoint.clock.set("2026-11-22T00:00:01Z")
         let next = try node.endpoint.request("GET", keyPath, host: "news.example").bodyText
-        #expect(next != served && next.contains(Base64URL.encode(successor.publicKey.subjectPublicKeyInfo)))
+        #expect(next != served && next.contains(Base64URL.encode(replacement.publicKey.subjectPublicKeyInfo)))
+        #expect(!next.contains(Base64URL.encode(successor.publicKey.subjectPublicKeyInfo)))
 
         // A broken key file changes nothing, registrations included.
         try Data("{".utf8).write(to: URL(fileURLWithPath: keys))

@@ -256,19 +256,35 @@ final class TokenKeyStore: Sendable {
         }
     }
 
-    /// A cluster's reload: the keys the shared file holds that this node does not, a successor
-    /// added with `token-keys add --serves-from`. The file is the operator's, read and not written.
-    /// A key this node holds that the file no longer does stays until a restart: reports it
-    /// signed may still arrive.
-    func newKeysInFile() throws -> [Key] {
-        guard !makesKeys else { return [] }
-        let held = Set(all.map(\.keyID))
-        return try Self.read(file).filter { !held.contains($0.keyID) }
+    /// What a cluster's reload changes in the keys held, from the shared file.
+    struct FileChange: Sendable {
+        /// Keys the file holds that this node does not: a successor added with `token-keys add`.
+        var added: [Key] = []
+        /// Successors this node held, not served yet, that the file no longer holds: `token-keys
+        /// add` replaces a scheduled successor, and a node must not switch to one no other has.
+        var withdrawn: [Key] = []
+        var isEmpty: Bool { added.isEmpty && withdrawn.isEmpty }
     }
 
-    /// Takes `new` (from `newKeysInFile`) into memory: served from their `serves_from` on.
-    func take(_ new: [Key]) {
-        keys.withLock { keys in keys += new.filter { key in !keys.contains { $0.keyID == key.keyID } } }
+    /// A cluster's reload: the shared file's keys against the ones held at `now`. The file is the
+    /// operator's, read and not written. A served or retired key the file no longer holds stays
+    /// until a restart: reports it signed may still arrive.
+    func changeFromFile(at now: Timestamp) throws -> FileChange {
+        guard !makesKeys else { return FileChange() }
+        let inFile = try Self.read(file)
+        let held = all
+        let inFileIDs = Set(inFile.map(\.keyID)), heldIDs = Set(held.map(\.keyID))
+        return FileChange(added: inFile.filter { !heldIDs.contains($0.keyID) },
+                          withdrawn: held.filter { $0.servesFrom > now && !inFileIDs.contains($0.keyID) })
+    }
+
+    /// Applies `change` (from `changeFromFile`): added keys served from their `serves_from` on.
+    func take(_ change: FileChange) {
+        let withdrawn = Set(change.withdrawn.map(\.keyID))
+        keys.withLock { keys in
+            keys.removeAll { withdrawn.contains($0.keyID) }
+            keys += change.added.filter { key in !keys.contains { $0.keyID == key.keyID } }
+        }
     }
 
     private static func read(_ file: DurableJSONFile<File>) throws -> [Key] {

@@ -79,10 +79,10 @@ final class ConfigurationReload: Sendable {
         }
         // Everything is read and checked before anything changes.
         let registrations = ConfiguredRegistrations(configuration: new, servedSites: Set(old.sites), exact: old.cluster, now: now())
-        let newKeys: [TokenKeyStore.Key]
+        let keyChange: TokenKeyStore.FileChange
         do {
             try registrations.check(against: books)
-            newKeys = try tokenKeys.newKeysInFile()
+            keyChange = try tokenKeys.changeFromFile(at: now())
         } catch let problem as RequestProblem {
             return Outcome(refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(problem))")
         } catch {
@@ -97,12 +97,16 @@ final class ConfigurationReload: Sendable {
             // registry that cannot be saved, gets here. What was saved before it stays.
             return Outcome(applied: outcome.applied, refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(error))")
         }
-        if !newKeys.isEmpty {
-            tokenKeys.take(newKeys)
+        if !keyChange.isEmpty {
+            tokenKeys.take(keyChange)
             outcome.applied.append("token keys")
-            for key in newKeys {
+            for key in keyChange.added {
                 EventLog.write("token_key_loaded", ["site": .string(key.site), "key_id": .string(key.keyID),
                                                     "serves_from": .string(key.servesFrom.rfc3339)])
+            }
+            for key in keyChange.withdrawn {
+                EventLog.write("token_key_withdrawn", ["site": .string(key.site), "key_id": .string(key.keyID),
+                                                       "serves_from": .string(key.servesFrom.rfc3339)])
             }
         }
         // A token from the command line, the token file or the environment; a token the node made

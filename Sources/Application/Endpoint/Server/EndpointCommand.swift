@@ -11,6 +11,15 @@ import Darwin
 /// `attribution-endpoint [options]`: parse, start, run until SIGINT or SIGTERM, stop cleanly.
 public enum EndpointCommand {
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        // SIGHUP's default is to end the process: a reload sent while the start reads a long log
+        // (systemd accepts one as soon as the process runs) is kept, and done once it listens.
+        let hangups = Hangups(reload: {
+            // The same command line and environment, over the config file as it is now.
+            guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: arguments, environment: environment) else {
+                throw EndpointConfiguration.ParseError(description: "--help is no configuration")
+            }
+            return configuration
+        })
         let configuration: EndpointConfiguration
         do {
             switch try EndpointConfiguration.parse(arguments: arguments, environment: environment) {
@@ -39,23 +48,18 @@ public enum EndpointCommand {
             FileHandle.standardError.write(Data("attribution-endpoint: cannot start: \(error)\n".utf8))
             return 1
         }
-        return serveUntilSignalled(server, reloading: {
-            // The same command line and environment, over the config file as it is now.
-            guard case .run(let configuration) = try EndpointConfiguration.parse(arguments: arguments, environment: environment) else {
-                throw EndpointConfiguration.ParseError(description: "--help is no configuration")
-            }
-            return configuration
-        })
+        hangups.serve(server)
+        let code = serveUntilSignalled(server)
+        hangups.cancel()
+        return code
     }
 
-    /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code. SIGHUP reads the
-    /// configuration again with `reloading` (`EndpointServer.reload`).
-    public static func serveUntilSignalled(_ server: EndpointServer,
-                                           reloading: (@Sendable () throws -> EndpointConfiguration)? = nil) -> Int32 {
+    /// Runs until SIGINT or SIGTERM, then stops cleanly; the process's exit code.
+    public static func serveUntilSignalled(_ server: EndpointServer) -> Int32 {
         // Signals are taken as dispatch events, not handlers, so shutdown runs as ordinary code.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        var sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
+        let sources = [SIGINT, SIGTERM].map { number -> DispatchSourceSignal in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 EventLog.write("shutdown", ["signal": .number(String(number))])
@@ -64,18 +68,50 @@ public enum EndpointCommand {
             source.resume()
             return source
         }
-        // A serial queue of its own: reloads follow one another, and never hold the event loop.
-        if let reloading {
-            signal(SIGHUP, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "reload"))
-            source.setEventHandler { server.reload(reloading) }
-            source.resume()
-            sources.append(source)
-        }
         server.waitUntilStopped()
         sources.forEach { $0.cancel() }
         // The last lines get a moment to reach a slow reader; a stuck one does not hold the exit.
         LineWriter.standardError.close(waitingAtMost: 2)
         return 0
     }
+}
+
+/// SIGHUP, from the command's first moment: a reload asked for before the server listens is
+/// kept and done once it does. On a serial queue of its own: reloads follow one another, and
+/// never hold the event loop.
+private final class Hangups: @unchecked Sendable {
+    private enum State {
+        case starting(pending: Bool)
+        case serving(EndpointServer)
+    }
+
+    private let queue = DispatchQueue(label: "reload")
+    private let source: DispatchSourceSignal
+    /// Touched on `queue` only.
+    private var state = State.starting(pending: false)
+
+    init(reload: @escaping @Sendable () throws -> EndpointConfiguration) {
+        self.reload = reload
+        signal(SIGHUP, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        source.setEventHandler { [unowned self] in
+            switch state {
+            case .starting: state = .starting(pending: true)
+            case .serving(let server): server.reload(reload)
+            }
+        }
+        source.resume()
+    }
+
+    private let reload: @Sendable () throws -> EndpointConfiguration
+
+    /// From now on a SIGHUP reloads `server`; one that came during the start reloads it now.
+    func serve(_ server: EndpointServer) {
+        queue.sync {
+            if case .starting(pending: true) = state { server.reload(reload) }
+            state = .serving(server)
+        }
+    }
+
+    func cancel() { source.cancel() }
 }
