@@ -4,6 +4,7 @@
 The real executable runs from a config file while eight clients send numbered PCM reports over
 keep-alive connections. Every second the file changes (one more campaign, and a value that needs a
 restart) and the endpoint gets SIGHUP. Then broken files are sent the same way. Checked:
+- a SIGHUP sent during the start is kept and done once the endpoint listens;
 - every request is answered 2xx, none is dropped, and every acknowledged report is in the export
   once;
 - each SIGHUP gives one `reload` event naming what it applied and what needs a restart;
