@@ -103,6 +103,30 @@ import Testing
         }
     }
 
+    /// A member that was down while a registration was taken out of the shared file starts on
+    /// the file as its reloads would have, rather than refusing to start (and, under systemd,
+    /// starting again and again).
+    @Test func aMemberRestartedAfterARemovalTakesTheFile() throws {
+        let directory = temporaryDirectory()
+        let keys = try sharedKeyFile(["news.example", "shop.example"])
+        let viewers = temporaryDirectory() + "/viewer-tokens.json"
+        let purchase = Conversion(site: "shop.example", name: "Purchase", triggerData: 5, priority: 1)
+        let signup = Conversion(site: "shop.example", name: "Signup", triggerData: 3, priority: 0)
+        func start(_ conversions: [Conversion]) throws -> LiveEndpoint {
+            try LiveEndpoint(directory: directory) { configuration in
+                configuration.cluster = true
+                configuration.viewerTokens = viewers
+                configuration.tokenKeys = keys
+                configuration.conversions = conversions
+            }
+        }
+        try start([purchase, signup]).stop()
+        let node = try start([purchase])
+        defer { node.stop() }
+        let listed = try node.get("/api/conversions").bodyText
+        #expect(listed.contains("Purchase") && !listed.contains("Signup"))
+    }
+
     @Test func aNodeWithoutItsSitesSharedKeyDoesNotStartAndNamesTheCommand() throws {
         let keys = try sharedKeyFile(["news.example"])
         #expect {

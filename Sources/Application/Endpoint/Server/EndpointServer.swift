@@ -216,16 +216,22 @@ public final class EndpointServer: Sendable {
         let advertisers = try AdvertiserRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let relayBook = try RelayRegistryStore(dataDirectory: configuration.dataDirectory, siteRules: siteRules)
         let books = ConfiguredRegistrations.Books(sites: book, apps: apps, advertisers: advertisers, relays: relayBook)
+        // A node already in the cluster takes the shared file as its reloads do, removals
+        // included (it may have been down when they were made); a node joining for the first time
+        // with registrations of its own is refused, naming them, rather than lose them silently.
+        let member = ClusterMembership(dataDirectory: configuration.dataDirectory)
+        let exact = configuration.cluster && member.isMember
         do {
-            try ConfiguredRegistrations(configuration: configuration, servedSites: Set(configuration.sites), exact: false, now: clock.now())
+            try ConfiguredRegistrations(configuration: configuration, servedSites: Set(configuration.sites), exact: exact, now: clock.now())
                 .apply(to: books)
         } catch {
             throw EndpointConfiguration.ParseError(description: "config file \(configuration.configFile ?? ""): \(ConfiguredRegistrations.refusal(error))")
         }
-        if configuration.cluster {
+        if configuration.cluster && !exact {
             try ConfiguredRegistrations.requireOnlyConfigured(configuration, sites: book, apps: apps, advertisers: advertisers,
                                                               relays: relayBook)
         }
+        try member.record(configuration.cluster)
         let relays = try RelayService(store: store, node: configuration.node, dataDirectory: configuration.dataDirectory,
                                       registry: relayBook, timeout: configuration.relayTimeout, connections: configuration.relayConnections,
                                       deadAfter: configuration.relayDeadAfterDays * 86_400, clock: { clock.now() },
