@@ -21,7 +21,13 @@ import Testing
                                  body: Array(#"{"app_id":7,"name":"Puzzle","site":"app.example"}"#.utf8)).status == 201)
         #expect(endpoint.request("POST", "/api/relays", headers: admin, body: Array(
             #"{"name":"mmp","url":"http://127.0.0.1:\#(held.port)/copies","app_id":7,"protocols":["skadnetwork"],"internal":true}"#.utf8)).status == 201)
-        let metrics = try endpoint.get("/metrics")
+        // The relay service takes a new destination on a thread of its own: its first turn, a
+        // refused connection, says it has.
+        var metrics = try endpoint.get("/metrics")
+        #expect(try endpoint.relayTurns.until {
+            metrics = try endpoint.get("/metrics")
+            return metrics.bodyText.contains("attribution_relay_state{destination=\"mmp\"")
+        })
         #expect(metrics.status == 200)
         return Set(metrics.bodyText.split(separator: "\n").compactMap { line -> String? in
             guard line.hasPrefix("# TYPE ") else { return nil }
