@@ -125,6 +125,15 @@ def main():
     code = process.wait(timeout=60)
     check(code == 0, "the endpoint exited %d on SIGTERM" % code)
 
+    # An upgrade (here the same package again) keeps the operator's choices.
+    os.chmod("/etc/attribution-endpoint/config.json", 0o644)
+    apt("install", "--reinstall", os.path.abspath(deb))
+    check(stat.S_IMODE(os.stat("/etc/attribution-endpoint/config.json").st_mode) == 0o644,
+          "an upgrade reset the config's mode the operator chose")
+    # A file of the operator's beside the config (a cluster's shared key file) outlives a purge.
+    with open("/etc/attribution-endpoint/token-keys.json", "w") as f:
+        f.write("{}")
+
     removed = apt("remove", "attribution-endpoint")
     check(not os.path.exists("/usr/bin/attribution-endpoint"), "remove left the binary")
     check(os.path.exists(os.path.join(DATA, "reports.log")), "remove took the data")
@@ -132,13 +141,18 @@ def main():
     purged = apt("purge", "attribution-endpoint")
     check("Purging attribution-endpoint: removing %s" % DATA in purged, "purge did not say what it removes: %s" % purged[-400:])
     check(not os.path.exists(DATA), "purge left %s" % DATA)
-    check(not os.path.exists("/etc/attribution-endpoint"), "purge left /etc/attribution-endpoint")
+    check(os.path.exists("/etc/attribution-endpoint/token-keys.json") and not os.path.exists("/etc/attribution-endpoint/config.json"),
+          "purge removed the operator's own file beside the config, or kept the config")
+    check("Kept /etc/attribution-endpoint: it holds files of yours (token-keys.json" in purged, "purge did not name what it kept")
+    os.remove("/etc/attribution-endpoint/token-keys.json")
+    os.rmdir("/etc/attribution-endpoint")
 
     if failures:
         print("FAILED:\n  " + "\n  ".join(failures))
         sys.exit(1)
     print("installed, ran as attribution-endpoint with the default config (report 201, read back, page 200), "
-          "removed (data kept), purged (data removed after saying so)")
+          "upgraded (the operator's config mode kept), removed (data kept), purged (data removed after saying so, "
+          "the operator's own file in /etc kept and named)")
 
 
 if __name__ == "__main__":
