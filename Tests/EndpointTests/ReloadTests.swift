@@ -98,6 +98,10 @@ import Testing
         ("{\"sites\":[\"news.example\",\"shop.example\"],\"apps\":[{\"app_id\":7,\"name\":\"Puzzle\",\"site\":\"nowhere.example\"}]}", "apps[0].site names nowhere.example"),
         ("{\"sites\":[\"news.example\",\"shop.example\"],\"advertisers\":[{\"id\":\"acme\",\"name\":\"Acme\",\"sites\":[\"elsewhere.example\"]}]}", "advertisers[0].sites[0] names elsewhere.example"),
         ("{\"sites\":[\"news.example\",\"shop.example\"],\"relays\":[{\"name\":\"mmp\",\"url\":\"ftp://mmp.example/\",\"site\":\"shop.example\",\"protocols\":[\"skadnetwork\"]}]}", "ftp"),
+        // A new site with its campaign: the site waits for a restart, so the campaign must.
+        ("{\"sites\":[\"news.example\",\"shop.example\",\"blog.example\"],\"campaigns\":[{\"source_site\":\"blog.example\",\"name\":\"B\",\"source_id\":1,\"destination\":\"shop.example\",\"starts_at\":\"2026-11-01T00:00:00Z\"}]}", "a new site is served only after a restart"),
+        // --relay-allow-http in the file waits for a restart: a plain http:// relay is judged by what runs.
+        ("{\"sites\":[\"news.example\",\"shop.example\"],\"relay_allow_http\":true,\"relays\":[{\"name\":\"c\",\"url\":\"http://collector.example/copies\",\"site\":\"shop.example\",\"protocols\":[\"skadnetwork\"]}]}", "relays[0].url"),
         // Good registrations beside a bad one: none of them is taken.
         ("{\"sites\":[\"news.example\",\"shop.example\"],\"conversions\":[\(purchase),{\"site\":\"shop.example\",\"name\":\"Signup\",\"trigger_data\":3}],\"apps\":[{\"app_id\":7,\"name\":\"Puzzle\",\"site\":\"shop.example\"},{\"app_id\":-1,\"name\":\"Bad\",\"site\":\"shop.example\"}]}", "app_id"),
     ])

@@ -475,6 +475,7 @@ final class Connection {
         if state.answersTimeOut(work) {
             let text = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
             _ = text.utf8CString.withUnsafeBufferPointer { Socket.send(fd, $0.baseAddress!, $0.count - 1) }
+            loop.responses.count(408)
         }
         close()
     }

@@ -9,7 +9,10 @@ struct ResponseMetrics: MetricsSource {
     func prometheusText(now: Timestamp) -> String {
         var out = "# HELP attribution_http_responses_total HTTP answers sent, by status code.\n"
         out += "# TYPE attribution_http_responses_total counter\n"
-        for (status, count) in responses.sent {
+        // 503 is written from the start, at 0: a rule's increase() then sees the first burst.
+        var sent = responses.sent
+        if !sent.contains(where: { $0.status == 503 }) { sent.append((503, 0)); sent.sort { $0.status < $1.status } }
+        for (status, count) in sent {
             out += "attribution_http_responses_total{code=\"\(status)\"} \(count)\n"
         }
         return out

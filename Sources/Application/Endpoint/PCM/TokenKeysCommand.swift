@@ -6,7 +6,7 @@ import Primitives
 /// into one file that every node is given with `--token-keys FILE`. Every node then serves the
 /// same key bytes (WebKit compares the key id of the key it fetched with the one that signed),
 /// and a successor added with a `--serves-from` in the future takes over on every node at the
-/// same instant, once each has been restarted with the new file.
+/// same instant, once each has been given the new file and reloaded.
 public enum TokenKeysCommand {
     static let usage = """
         usage: attribution-endpoint token-keys add SITE --file FILE [--serves-from RFC3339] [--dev]
@@ -15,8 +15,8 @@ public enum TokenKeysCommand {
         add   makes an RSA-4096 key for SITE and adds it to FILE (created 0600 if missing). SITE's
               first key serves at once; a later one is a rotation, served from --serves-from on
               (default now): browsers drop the reports still in flight for the old key, up to
-              7 days + 48 h of them. Copy FILE to every node and restart them one at a time
-              before that time.
+              7 days + 48 h of them. Copy FILE to every node and reload each (systemctl
+              reload attribution-endpoint) before that time.
         list  prints each key: site, key id, serves_from. Equal output on every node means
               equal keys.
         """ + EndpointConfiguration.sharedOptionsHelp(["--dev"])

@@ -77,14 +77,21 @@ final class ConfigurationReload: Sendable {
                 outcome.needsRestart.append(.init(option: option.name, reason: reason))
             }
         }
-        // Everything is read and checked before anything changes.
-        let registrations = ConfiguredRegistrations(configuration: new, servedSites: Set(old.sites), exact: old.cluster, now: now())
+        // Everything is read and checked before anything changes. Registrations are checked against
+        // what runs: the served sites and `--relay-allow-http` change only with a restart.
+        var registered = new
+        registered.relayAllowHTTP = old.relayAllowHTTP
+        let registrations = ConfiguredRegistrations(configuration: registered, servedSites: Set(old.sites), exact: old.cluster, now: now())
         let keyChange: TokenKeyStore.FileChange
         do {
             try registrations.check(against: books)
             keyChange = try tokenKeys.changeFromFile(at: now())
         } catch let problem as RequestProblem {
-            return Outcome(refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(problem))")
+            // A site added to "sites" with its registrations: the site waits for a restart, and so
+            // must they.
+            let restart = problem.rule == "site_not_served" && Set(new.sites) != Set(old.sites)
+                ? " (\"sites\" changed: a new site is served only after a restart; restart, or reload without its registrations first)" : ""
+            return Outcome(refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(problem))" + restart)
         } catch {
             return Outcome(refused: "\(old.tokenKeysPath): \(error)")
         }

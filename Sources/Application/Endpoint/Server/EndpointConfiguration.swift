@@ -163,7 +163,7 @@ public struct EndpointConfiguration: Sendable {
     /// The endpoint's own options that a command also takes, as `--help` shows them: one
     /// declaration (`options`) gives every command's help, so none can name a key the file refuses.
     static func sharedOptionsHelp(_ flags: [String]) -> String {
-        "\nOPTIONS, AS THE ENDPOINT TAKES THEM\n" + flags.compactMap { flag in
+        "\n\nOPTIONS, AS THE ENDPOINT TAKES THEM\n" + flags.compactMap { flag in
             options.first { $0.flag == flag }?.helpLines
         }.joined(separator: "\n")
     }
