@@ -119,6 +119,19 @@ import Testing
         #expect(node.registrations.contains("Signup"))
     }
 
+    /// A relay the file spells otherwise than the registry keeps it (host case, default port) is
+    /// no change: a reload after it applies nothing and leaves its deliveries alone.
+    @Test func aRelaySpelledOtherwiseIsNoChange() throws {
+        let relay = #"{"name":"mmp","url":"https://MMP.example:443/copies","app_id":7,"protocols":["skadnetwork","adattributionkit"]}"#
+        let file = "{\(Self.sites),\"apps\":[{\"app_id\":7,\"name\":\"Puzzle\",\"site\":\"shop.example\"}],\"relays\":[\(relay)]}"
+        let node = try Node("{\(Self.sites)}")
+        defer { node.endpoint.stop() }
+        try node.write(file)
+        #expect(node.reload().applied == ["app registrations", "relays"])
+        #expect(node.reload().applied == [])
+        #expect(try node.endpoint.get("/api/relays").bodyText.contains("https://mmp.example/copies"))
+    }
+
     @Test func aMissingOrUnreadableFileChangesNothing() throws {
         let node = try Node("{\(Self.sites),\"conversions\":[\(Self.purchase)]}")
         defer { node.endpoint.stop() }

@@ -184,7 +184,12 @@ struct ConfiguredRegistrations {
                 registry.remove(name: destination.name)
             }
         }
-        for (i, destination) in configuration.relays.enumerated() where registry.destination(named: destination.name) != destination {
+        for (i, destination) in configuration.relays.enumerated() {
+            // Compared as the registry keeps it (its URL as `RelayURL` writes it back): a file
+            // spelling it otherwise is no change, and the destination's deliveries are not restarted.
+            var probe = RelayRegistry()
+            let kept = (try? probe.add(destination, in: context)) != nil ? probe.destination(named: destination.name) : nil
+            guard registry.destination(named: destination.name) != (kept ?? destination) else { continue }
             try within("relays", i) { () throws(RequestProblem) in
                 registry.remove(name: destination.name)
                 try registry.add(destination, in: context)
