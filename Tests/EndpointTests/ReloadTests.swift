@@ -132,6 +132,22 @@ import Testing
         #expect(try node.endpoint.get("/api/relays").bodyText.contains("https://mmp.example/copies"))
     }
 
+    /// A registry that cannot be saved after the check passed (here apps.json turned into a
+    /// folder): what was saved before it is named in the refusal, not hidden.
+    @Test func aRegistryThatCannotBeSavedNamesWhatWasSavedBeforeIt() throws {
+        let node = try Node("{\(Self.sites)}")
+        defer { node.endpoint.stop() }
+        let apps = node.endpoint.directory + "/apps.json"
+        try? FileManager.default.removeItem(atPath: apps)
+        try FileManager.default.createDirectory(atPath: apps, withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(atPath: apps + "/keep", withIntermediateDirectories: false)
+        try node.write("{\(Self.sites),\"campaigns\":[\(Self.winter)],\"apps\":[{\"app_id\":7,\"name\":\"Puzzle\",\"site\":\"shop.example\"}]}")
+        let outcome = node.reload()
+        #expect(outcome.applied == ["site registrations"])
+        #expect(outcome.refused?.contains("could not be saved") == true, "\(outcome.refused ?? "taken")")
+        #expect(try node.endpoint.get("/api/campaigns").bodyText.contains("Winter"))
+    }
+
     @Test func aMissingOrUnreadableFileChangesNothing() throws {
         let node = try Node("{\(Self.sites),\"conversions\":[\(Self.purchase)]}")
         defer { node.endpoint.stop() }
@@ -152,7 +168,7 @@ import Testing
         let node = try Node("{\(Self.sites),\"cluster\":true,\"viewer_tokens\":\"\(keyFolder)/viewer-tokens.json\",\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)],\"campaigns\":[\(Self.winter)]}")
         defer { node.endpoint.stop() }
         let keyPath = "/.well-known/private-click-measurement/get-token-public-key/"
-        let served = try node.endpoint.request("GET", keyPath, host: "news.example").bodyText
+        let served = node.endpoint.request("GET", keyPath, host: "news.example").bodyText
 
         try node.write("{\(Self.sites),\"cluster\":true,\"viewer_tokens\":\"\(keyFolder)/viewer-tokens.json\",\"token_keys\":\"\(keys)\",\"conversions\":[\(Self.purchase)]}")
         // The successor, as `token-keys add --serves-from` writes it.
@@ -165,7 +181,7 @@ import Testing
         let outcome = node.reload()
         #expect(outcome.applied == ["site registrations", "token keys"])
         #expect(try !node.endpoint.get("/api/campaigns").bodyText.contains("Winter"))
-        #expect(try node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
+        #expect(node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
 
         // `token-keys add` again before the first took over replaces it in the file: the node must
         // drop the successor no other node has, and switch at the new time to the new one.
@@ -176,9 +192,9 @@ import Testing
         try DurableJSONFile(path: keys, empty: TokenKeyStore.File(), mode: 0o600).save(file)
         #expect(node.reload().applied == ["token keys"])
         node.endpoint.clock.set("2026-11-21T00:00:01Z")
-        #expect(try node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
+        #expect(node.endpoint.request("GET", keyPath, host: "news.example").bodyText == served)
         node.endpoint.clock.set("2026-11-22T00:00:01Z")
-        let next = try node.endpoint.request("GET", keyPath, host: "news.example").bodyText
+        let next = node.endpoint.request("GET", keyPath, host: "news.example").bodyText
         #expect(next != served && next.contains(Base64URL.encode(replacement.publicKey.subjectPublicKeyInfo)))
         #expect(!next.contains(Base64URL.encode(successor.publicKey.subjectPublicKeyInfo)))
 

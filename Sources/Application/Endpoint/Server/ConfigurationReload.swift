@@ -95,14 +95,16 @@ final class ConfigurationReload: Sendable {
         } catch {
             return Outcome(refused: "\(old.tokenKeysPath): \(error)")
         }
+        var changes = ConfiguredRegistrations.Changes()
         do {
-            let changes = try registrations.apply(to: books)
+            try registrations.apply(to: books, recording: &changes)
             outcome.applied += changes.keys
             if changes.keys.contains("relays") { relaysChanged() }
         } catch {
             // Checked a moment ago: only a registration through the admin API in between, or a
-            // registry that cannot be saved, gets here. What was saved before it stays.
-            return Outcome(applied: outcome.applied, refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(error))")
+            // registry that cannot be saved, gets here. What was saved before it stays, and is named.
+            if changes.keys.contains("relays") { relaysChanged() }
+            return Outcome(applied: changes.keys, refused: "config file \(new.configFile ?? ""): \(ConfiguredRegistrations.refusal(error))")
         }
         if !keyChange.isEmpty {
             tokenKeys.take(keyChange)

@@ -37,8 +37,16 @@ struct ConfiguredRegistrations {
     /// each is merged into a copy first, and only when all four pass are they saved.
     @discardableResult
     func apply(to books: Books) throws(RequestProblem) -> Changes {
-        let (sites, apps, advertisers, relays) = try check(against: books)
         var changes = Changes()
+        try apply(to: books, recording: &changes)
+        return changes
+    }
+
+    /// The same, with what was saved in `changes` even when a later registry refuses: only a write
+    /// through the admin API between the check and the save, or a registry that cannot be saved,
+    /// leaves some saved and others not.
+    func apply(to books: Books, recording changes: inout Changes) throws(RequestProblem) {
+        let (sites, apps, advertisers, relays) = try check(against: books)
         if sites != books.sites.registry {
             try books.sites.update { (registry) throws(RequestProblem) in try merge(into: &registry, siteRules: books.sites.siteRules) }
             changes.keys.append("site registrations")
@@ -56,7 +64,6 @@ struct ConfiguredRegistrations {
             try books.relays.update { (registry) throws(RequestProblem) in try merge(into: &registry, apps: apps) }
             changes.keys.append("relays")
         }
-        return changes
     }
 
     /// The four registries as the file would make them, changing none: the refusal if one is refused.
