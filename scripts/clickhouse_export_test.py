@@ -170,6 +170,10 @@ def fixture_summaries(binary, ch, folder, failures):
                 _, own = get(node.port, "%s?%s" % (path, query))
                 status, cluster = get(node.port, "%s?%s&scope=cluster" % (path, query))
                 own, cluster = json.loads(own), json.loads(cluster)
+                # Every node's numbers also say each node's last export; this one's is recent.
+                nodes = cluster.pop("nodes", None)
+                if [(n["node"], n["stale"]) for n in nodes or []] != [("fixture", False)]:
+                    failures.append("%s?%s: the cluster's nodes are %s" % (path, query, nodes))
                 if status != 200 or own.pop("scope") != "node" or cluster.pop("scope") != "cluster" or own != cluster:
                     failures.append("%s?%s: the cluster's answer differs from the node's: %s" % (
                         path, query, {k: (own.get(k), cluster.get(k)) for k in set(own) | set(cluster) if own.get(k) != cluster.get(k)}))
