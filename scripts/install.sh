@@ -28,6 +28,21 @@ fi
 root="$destdir$prefix"
 install -d "$root/bin" "$root/share/attribution-endpoint"
 install -m 0755 "$binary" "$root/bin/attribution-endpoint"
+# The targets' resources (the public suffix list) are bundles the binary finds beside itself
+# (Bundle.module): without them it looks in the build folder, and stops where that is gone or
+# unreadable to the service's user.
+for bundle in "$(dirname "$binary")"/attribution-endpoint_*.resources; do
+  # A build folder also holds the test targets' bundles: those stay behind.
+  case "$bundle" in *Tests.resources) continue ;; esac
+  [ -d "$bundle" ] || continue
+  rm -rf "$root/bin/$(basename "$bundle")"
+  cp -R "$bundle" "$root/bin/"
+  chmod -R a+rX "$root/bin/$(basename "$bundle")"
+done
+ls -d "$root/bin/"attribution-endpoint_*.resources >/dev/null 2>&1 || {
+  echo "install.sh: no attribution-endpoint_*.resources beside $binary: the binary would not find the public suffix list" >&2
+  exit 1
+}
 rm -rf "$root/share/attribution-endpoint/Public" "$root/share/attribution-endpoint/deploy"
 cp -R Public "$root/share/attribution-endpoint/Public"
 cp -R deploy "$root/share/attribution-endpoint/deploy"

@@ -73,7 +73,8 @@ def main():
 
     installed = apt("install", os.path.abspath(deb))
     check("Name the registrable domains" in installed, "postinst did not say what to do next")
-    for path in ["/usr/bin/attribution-endpoint", "/usr/share/attribution-endpoint/Public/index.html",
+    for path in ["/usr/bin/attribution-endpoint", "/usr/bin/attribution-endpoint_Primitives.resources/public_suffix_list.dat",
+                 "/usr/share/attribution-endpoint/Public/index.html",
                  "/usr/share/attribution-endpoint/deploy/nginx/attribution-endpoint.conf",
                  "/lib/systemd/system/attribution-endpoint.service", "/etc/attribution-endpoint/config.json"]:
         check(os.path.exists(path), "%s is not installed" % path)
@@ -105,7 +106,7 @@ def main():
             break
     if not listening:
         process.wait(timeout=30)
-        raise SystemExit("the installed endpoint did not start")
+        raise SystemExit("the installed endpoint did not start: %s" % process.stderr.read()[-2000:])
     # The access log goes on: read, so that a full pipe never holds the endpoint.
     threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
     port = int(listening["address"].rsplit(":", 1)[1])
