@@ -6,7 +6,9 @@ Posts 20,000 distinct tokens (no admin token needed, as an app posts them) to an
 - exactly 5,000 are taken (202) and every other one is answered 503 `apple_ads_backlogged`
   with Retry-After;
 - once the flood ends, the idle process uses under 5 % of one core over 10 s (calls are paused
-  while the API does not answer, one probe per pause; no scan of the backlog);
+  while the API does not answer, one probe per pause; no scan of the backlog); a window over it
+  is measured again, up to twice, and printed with its busiest threads: what the flood left to
+  do is done once, a spin is in every window;
 - its memory does not grow while idle, and stays under 150 MB;
 - the log holds a handful of call records, not one per token per retry (`/metrics`);
 - all of it again after a restart, which rebuilds the 5,000 pending tokens from the log.
@@ -68,11 +70,31 @@ def metric(endpoint, name, labels=""):
     return sum(int(v) for v in re.findall(r"^" + pattern + r"$", text, re.M))
 
 
+def thread_cpu_seconds(pid):
+    """CPU seconds of each of the process's threads, by thread id: (name, seconds)."""
+    threads = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            text = open("/proc/%d/task/%s/stat" % (pid, tid)).read()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        threads[tid] = (name, (int(fields[11]) + int(fields[12])) / TICKS)
+    return threads
+
+
 def idle_window(endpoint, seconds):
-    """CPU seconds and RSS growth of the process over `seconds` with no client connected."""
-    cpu_before, rss_before = cpu_seconds(endpoint.pid), rss_mb(endpoint.pid)
+    """CPU seconds and RSS growth of the process over `seconds` with no client connected, and
+    the threads that used the most CPU in it (what to look at when it is not idle)."""
+    cpu_before, rss_before, threads_before = cpu_seconds(endpoint.pid), rss_mb(endpoint.pid), thread_cpu_seconds(endpoint.pid)
     time.sleep(seconds)  # the measured idle window itself, not a wait for anything to happen
-    return cpu_seconds(endpoint.pid) - cpu_before, rss_mb(endpoint.pid) - rss_before, rss_mb(endpoint.pid)
+    threads_after = thread_cpu_seconds(endpoint.pid)
+    used = sorted(((seconds_after - threads_before.get(tid, (name, 0))[1], name)
+                   for tid, (name, seconds_after) in threads_after.items()), reverse=True)
+    busiest = ", ".join("%s %.2f s" % (name, cpu) for cpu, name in used[:3] if cpu > 0)
+    return (cpu_seconds(endpoint.pid) - cpu_before, rss_mb(endpoint.pid) - rss_before, rss_mb(endpoint.pid),
+            busiest or "no thread")
 
 
 def main():
@@ -104,12 +126,18 @@ def main():
         failures.append("expected %d answered 503 apple_ads_backlogged with Retry-After, got %s" % (refused, results))
 
     for phase in ["after the flood", "after a restart"]:
-        cpu, growth, rss = idle_window(endpoint, args.idle_seconds)
+        # A window over budget is measured again, twice: work the flood left (a sweep catching up)
+        # is done once, while a spin (a scan of the backlog per pause) is there in every window.
+        for window in range(3):
+            cpu, growth, rss, busiest = idle_window(endpoint, args.idle_seconds)
+            if cpu <= 0.05 * args.idle_seconds:
+                break
+            print("%s: not idle in window %d: %.2f s of CPU in %.0f s (%s)" % (phase, window + 1, cpu, args.idle_seconds, busiest))
         pending = metric(endpoint, "attribution_apple_ads_pending")
         calls = metric(endpoint, "attribution_apple_ads_calls_total")
         paused = metric(endpoint, "attribution_apple_ads_api_paused")
-        print("%s: idle %.1f s used %.3f s of CPU (%.1f %% of a core); RSS %.1f MB (%+.1f MB); pending %d; calls %d; paused %d"
-              % (phase, args.idle_seconds, cpu, 100 * cpu / args.idle_seconds, rss, growth, pending, calls, paused))
+        print("%s: idle %.1f s used %.3f s of CPU (%.1f %% of a core; %s); RSS %.1f MB (%+.1f MB); pending %d; calls %d; paused %d"
+              % (phase, args.idle_seconds, cpu, 100 * cpu / args.idle_seconds, busiest, rss, growth, pending, calls, paused))
         if cpu > 0.05 * args.idle_seconds:
             failures.append("%s: %.2f s of CPU in %.0f s idle" % (phase, cpu, args.idle_seconds))
         if growth > 2 or rss > 150:
