@@ -12,6 +12,8 @@ case "send-samples": exit(SendSamplesCommand.main(arguments: Array(arguments.dro
 case "rotate-token-key": exit(RotateTokenKeyCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "clickhouse": exit(ClickHouseCommand.main(arguments: Array(arguments.dropFirst())))
 case "token-keys": exit(TokenKeysCommand.main(arguments: Array(arguments.dropFirst())))
+case "backup": exit(BackupCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
+case "restore": exit(RestoreCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 case "viewer-token": exit(ViewerTokenCommand.main(arguments: Array(arguments.dropFirst()), environment: environment))
 default: exit(EndpointCommand.main(arguments: arguments, environment: environment))
 }

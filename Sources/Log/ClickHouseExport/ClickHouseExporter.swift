@@ -60,6 +60,9 @@ public final class ClickHouseExporter: Sendable {
         var preparedRollups: Set<String> = []
         /// When the last `node_exports` row was written, in the monotonic clock's nanoseconds.
         var lastHeartbeat: UInt64?
+        /// After a restore: by table, the highest id ClickHouse holds from this node's life before
+        /// it (`sentBeforeRestore()`); nil until asked.
+        var sentBeforeRestore: [String: UInt64]?
     }
 
     private let store: RecordLog
@@ -149,6 +152,7 @@ public final class ClickHouseExporter: Sendable {
 
         func turn(_ follower: LogFollower) -> LogTurn {
             guard exporter.state.withLock({ $0.schemaReady }) else { return exporter.createSchema() }
+            guard exporter.state.withLock({ $0.sentBeforeRestore != nil }) else { return exporter.askSentBeforeRestore() }
             let turn = exporter.exportTurn(&buffer)
             if case .failed = turn { return turn }
             exporter.heartbeat()
@@ -210,12 +214,41 @@ public final class ClickHouseExporter: Sendable {
         if case .done = client.run(insert) { state.withLock { $0.lastHeartbeat = now } }
     }
 
+    /// A node restored from a backup (`RecordLog.restores`) may have sent ClickHouse more than
+    /// the backup holds before it was lost: the records after the backup's cursor, and after its
+    /// cut. Those after the cut are gone from the log (new records get ids above them); those
+    /// between the cursor and the cut would be sent again, rows that ClickHouse keeps once, but
+    /// counts batched otherwise that would count them twice, or, deleted to prevent that, lose
+    /// the lost records' counts with them. So the export asks ClickHouse, for each table, the
+    /// highest id it holds of this node below the restore's id floor, rows and counts both (the
+    /// counts go in after the rows: their batch's last id), and passes over the records up to it.
+    private func askSentBeforeRestore() -> LogTurn {
+        guard let floor = store.restores.last?.floor else {
+            state.withLock { $0.sentBeforeRestore = [:] }
+            return .sent
+        }
+        let database = client.target.database, me = ClickHouseClient.quoted(node)
+        var sent: [String: UInt64] = [:]
+        for table in schema.tables {
+            let query = table.rollup.map {
+                "SELECT max(batch_last_id) FROM \(database).\($0.name) WHERE node = \(me) AND batch_first_id < \(floor) FORMAT TabSeparated"
+            } ?? "SELECT max(id) FROM \(database).\(table.name) WHERE node = \(me) AND id < \(floor) FORMAT TabSeparated"
+            guard case .done(let text) = client.run(query).failure(self) else { return .failed }
+            sent[table.name] = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        state.withLock { $0.sentBeforeRestore = sent }
+        announce("export_restore_checked", sent.sorted { $0.key < $1.key }.map { ($0.key, .number(String($0.value))) })
+        return .sent
+    }
+
     /// One batch for each table that has records waiting.
     /// `buffer`: the last batch's bytes, for the next batch's memory.
     private func exportTurn(_ buffer: inout [UInt8]) -> LogTurn {
         var sent = false, full = false
         for table in schema.tables {
-            let (position, paused) = state.withLock { ($0.cursor.position(of: table.name), $0.paused[table.name] != nil) }
+            let (position, paused, skip) = state.withLock {
+                ($0.cursor.position(of: table.name), $0.paused[table.name] != nil, $0.sentBeforeRestore?[table.name] ?? 0)
+            }
             let readAt = clock()
             let end = store.durablePrefix.end
             guard !paused, !stopping else { continue }
@@ -224,7 +257,7 @@ public final class ClickHouseExporter: Sendable {
                 continue
             }
             let batch = ExportBatch.read(table, node: node, from: position.offset, through: end, in: store, limits: limits,
-                                         reusing: &buffer)
+                                         skippingThrough: skip, reusing: &buffer)
             if !batch.isFull { state.withLock { $0.lag[table.name, default: StreamLag()].readToEnd(at: readAt) } }
             defer { buffer = batch.body }
             if batch.unreadable > 0 {
@@ -290,6 +323,7 @@ public final class ClickHouseExporter: Sendable {
     /// crash in the window there is one batch's, which the resent batch would replace anyway; but
     /// a cursor restored from a backup, lost, or cut at other places by another release would
     /// batch the same records otherwise, and the earlier counts would be counted beside the new.
+    /// (After a restore, `first` is past every batch the lost log sent: `askSentBeforeRestore`.)
     private func preparedRollup(_ rollup: ClickHouseRollup, from first: UInt64) -> Bool {
         if state.withLock({ $0.preparedRollups.contains(rollup.name) }) { return true }
         let database = client.target.database

@@ -11,6 +11,8 @@ public struct ExportBatch: Sendable {
     public var rows = 0
     /// Records of the table's kind that its codec could not read: counted, logged, never sent.
     public var unreadable = 0
+    /// Records passed over because ClickHouse holds them already (`skippingThrough`).
+    public var skipped = 0
     /// The log offset just after the last record this batch looked at.
     public var end: Int
     /// Whether a limit cut it: more records wait after it.
@@ -37,17 +39,21 @@ public struct ExportBatch: Sendable {
 
     /// Reads `table`'s records from `start` (a record boundary) up to `through` (the durable end
     /// of the log), until `limits` are met.
+    /// `skippingThrough`: records with an id up to it are passed over, not sent (what a restored
+    /// node's lost log sent already: `ClickHouseExporter`).
     public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: RecordLog,
-                            limits: Limits = .standard, encoding: Bool = true) -> ExportBatch {
+                            limits: Limits = .standard, encoding: Bool = true, skippingThrough skip: UInt64 = 0) -> ExportBatch {
         var none: [UInt8] = []
-        return read(table, node: node, from: start, through: end, in: store, limits: limits, encoding: encoding, reusing: &none)
+        return read(table, node: node, from: start, through: end, in: store, limits: limits, encoding: encoding,
+                    skippingThrough: skip, reusing: &none)
     }
 
     /// The same, writing into `buffer`'s memory (an earlier batch's body, which it takes, leaving
     /// `buffer` empty): a fresh 16 MB array costs its page faults and its growth copies again.
     /// Taken, not shared, since a shared array's `removeAll(keepingCapacity:)` allocates anew.
     public static func read(_ table: ClickHouseTable, node: String, from start: Int, through end: Int, in store: RecordLog,
-                            limits: Limits = .standard, encoding: Bool = true, reusing buffer: inout [UInt8]) -> ExportBatch {
+                            limits: Limits = .standard, encoding: Bool = true, skippingThrough skip: UInt64 = 0,
+                            reusing buffer: inout [UInt8]) -> ExportBatch {
         var batch = ExportBatch(table: table.name, end: start)
         swap(&batch.body, &buffer)
         batch.body.removeAll(keepingCapacity: true)
@@ -63,6 +69,11 @@ public struct ExportBatch: Sendable {
             if batch.rows >= limits.rows || batch.body.count >= limits.bytes {
                 reachedLimit = true
                 return false
+            }
+            if view.id <= skip {
+                batch.skipped += 1
+                batch.end = view.end
+                return true
             }
             var written = false
             key.removeAll(keepingCapacity: true)

@@ -6,7 +6,7 @@ extension LogCursor {
     /// key makes harmless.
     public mutating func advance(past batch: ExportBatch) {
         var position = self.position(of: batch.table)
-        position.advance(to: batch.end, records: batch.rows, unreadable: batch.unreadable)
+        position.advance(to: batch.end, records: batch.rows + batch.skipped, unreadable: batch.unreadable)
         streams[batch.table] = position
     }
 }

@@ -98,8 +98,8 @@ extension RecordLog {
                                   payload: (inout [UInt8]) -> Void) -> (id: UInt64, time: Timestamp)? {
         let (queued, first, id, time) = queue.withLock { q -> (Bool, Bool, UInt64, Int64) in
             guard !q.stopping else { return (false, false, 0, 0) }
-            let id = q.pending.nextIDs[Int(kind.number)]
-            q.pending.nextIDs[Int(kind.number)] += 1
+            let id = max(q.pending.nextIDs[Int(kind.number)], idFloor)
+            q.pending.nextIDs[Int(kind.number)] = id + 1
             // Receive times never go backwards in the log, so `since` can binary-search the index.
             let time = max(clock().millisecondsSinceEpoch, q.pending.lastTime)
             q.pending.lastTime = time

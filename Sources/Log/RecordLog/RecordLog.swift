@@ -25,6 +25,10 @@ public final class RecordLog: Sendable {
     public let logPath: String
     /// What replay found when the store opened.
     public let replay: ReplaySummary
+    /// The restores the log has been through (`LogRestore`): no id below the last one's floor is
+    /// given from then on.
+    public let restores: [LogRestore]
+    let idFloor: UInt64
 
     let files: LogDirectory
     let policy: SegmentPolicy
@@ -141,6 +145,8 @@ public final class RecordLog: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
 
         let started = Date()
+        restores = try files.restores()
+        idFloor = restores.map(\.floor).max() ?? 0
         let opened = try LogOpening(directory: files, readFrom: replayFrom, fingerprintAt: fingerprintAt, visit: visit)
         try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let found = opened.replay

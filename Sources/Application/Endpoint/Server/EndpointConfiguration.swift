@@ -183,6 +183,8 @@ public struct EndpointConfiguration: Sendable {
            attribution-endpoint viewer-token add|list|revoke …   (read-only tokens; see viewer-token --help)
            attribution-endpoint token-keys add|list …   (a cluster's shared PCM token keys; see token-keys --help)
            attribution-endpoint clickhouse schema|queries|rows …   (the export's tables and queries; see clickhouse --help)
+           attribution-endpoint backup DEST [--data DIR]   (a consistent copy of a running node; see backup --help)
+           attribution-endpoint restore BACKUP [--data DIR]   (a backup made the data directory; see restore --help)
 
     Every option but --config, --token and --help may also be given in the JSON file that
     --config names, under the key shown with it; flags on the command line override the file.

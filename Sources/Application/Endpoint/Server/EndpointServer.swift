@@ -106,6 +106,10 @@ public final class EndpointServer: Sendable {
         try configuration.check()
         self.configuration = configuration
         publicDirectory = try configuration.resolvedPublicDirectory()
+        // Started on a backup's folder itself: checked against its manifest and taken, once.
+        if RestoredData.isPending(configuration.dataDirectory) {
+            try RestoredData.take(configuration.dataDirectory, at: systemClock())
+        }
         // The data are the operator's alone (an agency's client list, the registrations, the
         // log): 0700 folders and 0600 files, whatever the umask or an earlier version left.
         let tightened = try PrivateFiles.restrictTree(configuration.dataDirectory)

@@ -4,6 +4,13 @@ import HTTPServer
 /// Structured lines on stderr for things that are not requests: start, replay, failures, stop.
 enum EventLog {
     static func write(_ event: String, _ fields: [(String, JSONValue)] = []) {
+        // Through the shared writer, never straight to stderr: a stalled reader must not stop a
+        // signal handler, a failure report or the shutdown.
+        LineWriter.standardError.writeLine(line(event, fields))
+    }
+
+    /// The event's line, for a command that prints it itself (and exits before a writer would).
+    static func line(_ event: String, _ fields: [(String, JSONValue)]) -> String {
         var line = "{\"time\":\"\(EndpointClock.systemNow().rfc3339)\",\"event\":"
         JSONValue.writeString(event, to: &line)
         for (key, value) in fields {
@@ -13,9 +20,7 @@ enum EventLog {
             value.write(to: &line)
         }
         line += "}"
-        // Through the shared writer, never straight to stderr: a stalled reader must not stop a
-        // signal handler, a failure report or the shutdown.
-        LineWriter.standardError.writeLine(line)
+        return line
     }
 
     static func write(_ event: String, _ fields: KeyValuePairs<String, JSONValue>) {

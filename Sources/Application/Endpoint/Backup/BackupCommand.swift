@@ -1,0 +1,164 @@
+import DurableFiles
+import Foundation
+import Primitives
+import RecordLog
+
+/// `attribution-endpoint backup DEST [--data DIR] [--config FILE]`: a consistent copy of a data
+/// directory, taken while the node runs (or not), with a manifest of every file's SHA-256.
+///
+/// The order is what makes it consistent:
+/// 1. every file but the log's is copied first: the registries and keys, and the positions the
+///    export, the relays and the summary's checkpoint have reached in the log;
+/// 2. then the log (`LogBackup`): sealed segments hard-linked, the active one cut after its last
+///    whole record. So no position copied in step 1 is past the cut, and every report answered
+///    before the backup began is inside it;
+/// 3. what was derived from each sealed segment taken (its digest and postback key table), linked,
+///    so that the restored node starts as fast as this one did; anything derived and missing is
+///    rebuilt by the start;
+/// 4. the manifest, written last: a folder without one is a backup that did not finish.
+public enum BackupCommand {
+    static let usage = """
+        usage: attribution-endpoint backup DEST [--data DIR] [--config FILE]
+
+        Copies the data directory DIR (or the config file's "data") into DEST, which must not
+        exist or be empty, while the endpoint runs: the log's sealed segments as hard links where
+        DEST is on the same file system (copies elsewhere), the segment being written up to its
+        last whole record, every other file as it is, and DEST/backup-manifest.json with each
+        file's SHA-256. Every report answered before the command began is in it. Restore it with
+        `attribution-endpoint restore DEST --data DIR`, or start the endpoint with --data DEST.
+        DEST holds the sites' private token keys and the admin token: keep it as you keep DIR.
+        """ + EndpointConfiguration.sharedOptionsHelp(["--data", "--config"])
+
+    /// Files of the data directory a backup leaves out: the log (copied its own way), what is
+    /// derived and rebuilt by a start, and what only a running process uses.
+    static let logEntries: Set<String> = ["reports.log", "reports.log.next", "log"]
+    static let derivedFolders: Set<String> = ["digests", "postback-keys", "segment-sites"]
+    static func isTransient(_ name: String) -> Bool {
+        name.hasSuffix(".lock") || name.hasSuffix(".tmp") || name == BackupManifest.fileName
+    }
+
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        var destination: String?, data: String?, config: String?
+        var i = 0
+        func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--data", "--data-dir": data = value()
+            case "--config": config = value()
+            case "--help", "-h": print(usage); return 0
+            case let word where !word.hasPrefix("-") && destination == nil: destination = word
+            default: return fail("unknown argument '\(arguments[i])' (see backup --help)")
+            }
+            i += 1
+        }
+        guard let destination else { return fail("name the folder to write the backup to (see backup --help)") }
+        var directory = data ?? "./data"
+        if let config, data == nil {
+            var configuration = EndpointConfiguration()
+            do { try configuration.apply(configFile: config) } catch { return fail("\(error)") }
+            directory = configuration.dataDirectory
+        }
+        do {
+            let started = Date()
+            let manifest = try backUp(directory, to: destination, at: EndpointClock.systemNow())
+            let seconds = Date().timeIntervalSince(started)
+            let bytes = manifest.files.reduce(0) { $0 + $1.bytes }
+            var fields: [(String, JSONValue)] = [("destination", .string(destination)), ("data", .string(directory))]
+            fields.append(("files", .number(String(manifest.files.count))))
+            fields.append(("bytes", .number(String(bytes))))
+            fields.append(("log_start", .number(String(manifest.log.start))))
+            fields.append(("log_end", .number(String(manifest.log.end))))
+            fields.append(("seconds", .number(String(format: "%.3f", seconds))))
+            print(EventLog.line("backup", fields))
+            return 0
+        } catch {
+            return fail("\(error)")
+        }
+    }
+
+    /// Backs `directory` up into `destination`; returns the manifest written.
+    static func backUp(_ directory: String, to destination: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
+        let fm = FileManager.default
+        var isFolder: ObjCBool = false
+        guard fm.fileExists(atPath: directory, isDirectory: &isFolder), isFolder.boolValue,
+              fm.fileExists(atPath: directory + "/reports.log") || fm.fileExists(atPath: directory + "/reports.log.next") else {
+            throw BackupError("\(directory) holds no log: name the endpoint's data directory with --data or --config")
+        }
+        if fm.fileExists(atPath: destination) {
+            guard ((try? fm.contentsOfDirectory(atPath: destination)) ?? ["?"]).isEmpty else {
+                throw BackupError("\(destination) exists and is not an empty folder: name a new one")
+            }
+        }
+        try makeFolder(destination)
+        var paths: [String] = []
+        try copyState(directory, "", to: destination, into: &paths)
+        let copied: LogBackup.Copied
+        do {
+            copied = try LogBackup.copy(from: directory, to: destination)
+        } catch {
+            throw BackupError("cannot copy the log: \(error)")
+        }
+        paths += copied.files
+        for (folder, suffix) in [("digests", ".digest"), ("postback-keys", ".keys")] {
+            for base in copied.sealedBases {
+                let name = "\(folder)/\(base)\(suffix)"
+                guard fm.fileExists(atPath: directory + "/" + name) else { continue }
+                try makeFolder(destination + "/" + folder)
+                do {
+                    try LogBackup.linkOrCopy(directory + "/" + name, destination + "/" + name)
+                    paths.append(name)
+                } catch where error.errno == ENOENT {
+                    continue  // removed with its segment by retention meanwhile: derived, rebuilt at start
+                } catch {
+                    throw BackupError("cannot copy \(name): \(error)")
+                }
+            }
+        }
+        let manifest = try BackupManifest.make(directory: destination, paths: paths, source: directory,
+                                               log: .init(start: copied.start, end: copied.end), at: now)
+        try manifest.save(in: destination)
+        return manifest
+    }
+
+    /// Copies every file under `directory/relative` but the log's, the derived folders and the
+    /// transient files, adding their paths (relative to the data directory) to `paths`.
+    private static func copyState(_ directory: String, _ relative: String, to destination: String, into paths: inout [String]) throws(BackupError) {
+        let fm = FileManager.default
+        let here = relative.isEmpty ? directory : directory + "/" + relative
+        let names: [String]
+        do { names = try fm.contentsOfDirectory(atPath: here).sorted() } catch { throw BackupError("cannot list \(here): \(error)") }
+        for name in names {
+            let path = relative.isEmpty ? name : relative + "/" + name
+            if relative.isEmpty && (logEntries.contains(name) || derivedFolders.contains(name)) { continue }
+            if isTransient(name) { continue }
+            var isFolder: ObjCBool = false
+            guard fm.fileExists(atPath: here + "/" + name, isDirectory: &isFolder) else { continue }  // removed meanwhile
+            if isFolder.boolValue {
+                try makeFolder(destination + "/" + path)
+                try copyState(directory, path, to: destination, into: &paths)
+                continue
+            }
+            do {
+                try LogBackup.copyFile(directory + "/" + path, destination + "/" + path)
+                paths.append(path)
+            } catch where error.errno == ENOENT {
+                continue  // a file removed meanwhile (a development postback let go of) was not there to copy
+            } catch {
+                throw BackupError("cannot copy \(path): \(error)")
+            }
+        }
+    }
+
+    static func makeFolder(_ path: String) throws(BackupError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw BackupError("cannot make \(path): \(error)")
+        }
+    }
+
+    private static func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("attribution-endpoint backup: \(message)\n".utf8))
+        return 1
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Primitives
+import RecordLog
+
+/// `attribution-endpoint restore BACKUP [--data DIR] [--config FILE]`: a backup made the node's
+/// data directory. The backup is left as it is: its files are copied (the sealed segments and
+/// what was derived from them linked, where on the same file system: they are never written),
+/// then checked against the manifest and taken (`RestoredData`).
+public enum RestoreCommand {
+    static let usage = """
+        usage: attribution-endpoint restore BACKUP [--data DIR] [--config FILE]
+
+        Makes the backup in BACKUP (see backup --help) the data directory DIR (or the config
+        file's "data"), which must not exist or be empty: stop the endpoint and move the damaged
+        folder aside first. Every file is checked against BACKUP/backup-manifest.json; one that
+        differs stops the restore, naming it. The restored log gives new records ids above any
+        the lost node can have given, so that ClickHouse and relays never get two records under
+        one id; the export and the relays go on from where the backup's cursors were, sending
+        again what followed (under the same ids: ClickHouse keeps one row, a relay's receiver
+        sees the same delivery id). Starting the endpoint with --data BACKUP does the same in
+        place.
+        """ + EndpointConfiguration.sharedOptionsHelp(["--data", "--config"])
+
+    public static func main(arguments: [String], environment: [String: String]) -> Int32 {
+        var backup: String?, data: String?, config: String?
+        var i = 0
+        func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--data", "--data-dir": data = value()
+            case "--config": config = value()
+            case "--help", "-h": print(usage); return 0
+            case let word where !word.hasPrefix("-") && backup == nil: backup = word
+            default: return fail("unknown argument '\(arguments[i])' (see restore --help)")
+            }
+            i += 1
+        }
+        guard let backup else { return fail("name the backup's folder (see restore --help)") }
+        var directory = data ?? "./data"
+        if let config, data == nil {
+            var configuration = EndpointConfiguration()
+            do { try configuration.apply(configFile: config) } catch { return fail("\(error)") }
+            directory = configuration.dataDirectory
+        }
+        do {
+            let manifest = try restore(backup, into: directory, at: EndpointClock.systemNow())
+            var fields: [(String, JSONValue)] = [("backup", .string(backup)), ("data", .string(directory))]
+            fields.append(("backup_created_at", .string(manifest.createdAt.rfc3339)))
+            fields.append(("files", .number(String(manifest.files.count))))
+            fields.append(("log_end", .number(String(manifest.log.end))))
+            fields.append(("id_floor", .number(String(manifest.idFloor ?? 0))))
+            print(EventLog.line("restore", fields))
+            return 0
+        } catch {
+            return fail("\(error)")
+        }
+    }
+
+    /// Copies the backup in `backup` into `directory`, then checks and takes it there.
+    static func restore(_ backup: String, into directory: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
+        let manifest = try BackupManifest.load(from: backup)
+        let fm = FileManager.default
+        if fm.fileExists(atPath: directory) {
+            guard ((try? fm.contentsOfDirectory(atPath: directory)) ?? ["?"]).isEmpty else {
+                throw BackupError("\(directory) exists and is not an empty folder: stop the endpoint and move it aside first")
+            }
+        }
+        try BackupCommand.makeFolder(directory)
+        for file in manifest.files {
+            guard BackupManifest.isSafe(file.path) else { throw BackupError("the manifest names \"\(file.path)\", a path outside the backup") }
+            let from = backup + "/" + file.path, to = directory + "/" + file.path
+            if let slash = file.path.lastIndex(of: "/") { try BackupCommand.makeFolder(directory + "/" + file.path[..<slash]) }
+            // Sealed segments and what was derived from them are never written again: linked.
+            let immutable = (file.path.hasPrefix("log/") && (file.path.hasSuffix(".log") || file.path.hasSuffix(".index")))
+                || file.path.hasPrefix("digests/") || file.path.hasPrefix("postback-keys/")
+            do {
+                if immutable { try LogBackup.linkOrCopy(from, to) } else { try LogBackup.copyFile(from, to) }
+            } catch {
+                throw BackupError("cannot copy \(file.path) from the backup: \(error)")
+            }
+        }
+        do {
+            try LogBackup.copyFile(backup + "/" + BackupManifest.fileName, directory + "/" + BackupManifest.fileName)
+        } catch {
+            throw BackupError("cannot copy the manifest: \(error)")
+        }
+        return try RestoredData.take(directory, at: now)
+    }
+
+    private static func fail(_ message: String) -> Int32 {
+        FileHandle.standardError.write(Data("attribution-endpoint restore: \(message)\n".utf8))
+        return 1
+    }
+}
