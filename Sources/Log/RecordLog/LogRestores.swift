@@ -63,6 +63,8 @@ extension RecordLog {
         for (kind, id) in opened.replay.nextIDs.enumerated() where id > 1 { nextIDs[String(kind)] = id }
         let highest = max(opened.replay.nextIDs.max() ?? 1, earlier.map(\.floor).max() ?? 1)
         let restore = LogRestore(restoredAt: now, nextIDs: nextIDs, floor: LogRestore.floor(at: now, above: highest))
+        try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try LogFile.replaceWhole(path: files.restoresPath, with: Array(try encoder.encode(earlier + [restore])))

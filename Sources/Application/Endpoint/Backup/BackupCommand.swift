@@ -77,6 +77,7 @@ public enum BackupCommand {
     }
 
     /// Backs `directory` up into `destination`; returns the manifest written.
+    @discardableResult
     static func backUp(_ directory: String, to destination: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
         let fm = FileManager.default
         var isFolder: ObjCBool = false

@@ -3,9 +3,9 @@ import Primitives
 import RecordLog
 
 /// `attribution-endpoint restore BACKUP [--data DIR] [--config FILE]`: a backup made the node's
-/// data directory. The backup is left as it is: its files are copied (the sealed segments and
-/// what was derived from them linked, where on the same file system: they are never written),
-/// then checked against the manifest and taken (`RestoredData`).
+/// data directory. The backup is checked against its manifest where it is, then its files are
+/// copied (the sealed segments and what was derived from them linked, where on the same file
+/// system: they are never written) and taken (`RestoredData`). The backup is left as it is.
 public enum RestoreCommand {
     static let usage = """
         usage: attribution-endpoint restore BACKUP [--data DIR] [--config FILE]
@@ -57,8 +57,14 @@ public enum RestoreCommand {
     }
 
     /// Copies the backup in `backup` into `directory`, then checks and takes it there.
+    @discardableResult
     static func restore(_ backup: String, into directory: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
         let manifest = try BackupManifest.load(from: backup)
+        for file in manifest.files where !BackupManifest.isSafe(file.path) {
+            throw BackupError("the manifest names \"\(file.path)\", a path outside the backup")
+        }
+        // Checked where it is, before anything is written: a bad backup leaves DIR untouched.
+        try RestoredData.check(manifest, in: backup)
         let fm = FileManager.default
         if fm.fileExists(atPath: directory) {
             guard ((try? fm.contentsOfDirectory(atPath: directory)) ?? ["?"]).isEmpty else {
@@ -67,7 +73,6 @@ public enum RestoreCommand {
         }
         try BackupCommand.makeFolder(directory)
         for file in manifest.files {
-            guard BackupManifest.isSafe(file.path) else { throw BackupError("the manifest names \"\(file.path)\", a path outside the backup") }
             let from = backup + "/" + file.path, to = directory + "/" + file.path
             if let slash = file.path.lastIndex(of: "/") { try BackupCommand.makeFolder(directory + "/" + file.path[..<slash]) }
             // Sealed segments and what was derived from them are never written again: linked.
@@ -84,7 +89,7 @@ public enum RestoreCommand {
         } catch {
             throw BackupError("cannot copy the manifest: \(error)")
         }
-        return try RestoredData.take(directory, at: now)
+        return try RestoredData.take(directory, at: now, checked: true)
     }
 
     private static func fail(_ message: String) -> Int32 {

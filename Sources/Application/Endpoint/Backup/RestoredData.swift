@@ -19,15 +19,12 @@ enum RestoredData {
         FileManager.default.fileExists(atPath: directory + "/" + BackupManifest.fileName)
     }
 
-    /// Checks and takes the backup in `directory`; returns its manifest as kept.
+    /// Checks and takes the backup in `directory`; returns its manifest as kept. `checked`: its
+    /// files were checked already, where they were copied from.
     @discardableResult
-    static func take(_ directory: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
+    static func take(_ directory: String, at now: Timestamp, checked: Bool = false) throws(BackupError) -> BackupManifest {
         var manifest = try BackupManifest.load(from: directory)
-        let problems = manifest.problems(in: directory)
-        guard problems.isEmpty else {
-            throw BackupError("the backup in \(directory) does not match its manifest, so it is not taken: " + problems.prefix(10).joined(separator: "; ")
-                              + (problems.count > 10 ? "; and \(problems.count - 10) more" : ""))
-        }
+        if !checked { try check(manifest, in: directory) }
         let restore: LogRestore
         do {
             restore = try RecordLog.markRestored(directory: directory, at: now)
@@ -48,6 +45,15 @@ enum RestoredData {
                                     "log_end": .number(String(manifest.log.end)), "files": .number(String(manifest.files.count)),
                                     "id_floor": .number(String(restore.floor))])
         return manifest
+    }
+
+    /// Refuses a backup whose files are not those of its manifest, naming them.
+    static func check(_ manifest: BackupManifest, in directory: String) throws(BackupError) {
+        let problems = manifest.problems(in: directory)
+        guard problems.isEmpty else {
+            throw BackupError("the backup in \(directory) does not match its manifest, so it is not taken: " + problems.prefix(10).joined(separator: "; ")
+                              + (problems.count > 10 ? "; and \(problems.count - 10) more" : ""))
+        }
     }
 
     private static func encoded(_ manifest: BackupManifest) throws -> Data {

@@ -1,0 +1,132 @@
+import Foundation
+import Primitives
+import RecordLog
+import Testing
+@testable import Endpoint
+
+/// `attribution-endpoint backup` and `restore`: what a backup holds and leaves out, its manifest,
+/// and every way a restore or a start refuses a backup that is not what it says.
+@Suite struct BackupTests {
+    static let now = Timestamp(rfc3339: "2026-11-29T12:00:00Z")!
+
+    /// The fixture log of every kind as a node's data directory, with the files a node keeps
+    /// beside it, derived and transient ones too.
+    func dataDirectory() throws -> String {
+        let fixture = try #require(Bundle.module.url(forResource: "log-2026-11-25", withExtension: nil))
+        let directory = temporaryDirectory()
+        for file in ["reports.log", "registry.json", "apps.json"] {
+            try FileManager.default.copyItem(at: fixture.appendingPathComponent(file), to: URL(fileURLWithPath: directory + "/" + file))
+        }
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: directory + "/development", withIntermediateDirectories: true)
+        try fm.createDirectory(atPath: directory + "/segment-sites", withIntermediateDirectories: true)
+        for (name, text) in [("admin-token", "secret\n"), ("development/123.json", "[]"), ("viewer-tokens.json.lock", ""),
+                             ("registry.json.tmp", "half"), ("segment-sites/0.json", "{}"), ("clickhouse-export.json", "{}")] {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/" + name))
+        }
+        return directory
+    }
+
+    @Test func aBackupHoldsTheStateAndTheLogAndLeavesOutWhatIsDerivedOrTransient() throws {
+        let data = try dataDirectory()
+        let backup = temporaryDirectory() + "/backup"
+        let manifest = try BackupCommand.backUp(data, to: backup, at: Self.now)
+        #expect(Set(manifest.files.map(\.path)) == ["reports.log", "registry.json", "apps.json", "admin-token", "development/123.json",
+                                                     "clickhouse-export.json"])
+        #expect(manifest.log.start == 0 && manifest.log.end > 0)
+        #expect(manifest.problems(in: backup).isEmpty)
+        let saved = try BackupManifest.load(from: backup)
+        #expect(saved == manifest)
+        // Each checksum is the file's SHA-256, as any tool computes it.
+        let registry = try #require(manifest.files.first { $0.path == "registry.json" })
+        #expect(registry.sha256 == sha256sum(backup + "/registry.json"))
+    }
+
+    @Test func aRestoredNodeServesTheSameRecordsAndGivesNewOnesIdsAboveTheFloor() throws {
+        let fixture = try #require(Bundle.module.url(forResource: "log-2026-11-25", withExtension: nil))
+        let backup = temporaryDirectory() + "/backup"
+        try BackupCommand.backUp(try dataDirectory(), to: backup, at: Self.now)
+        let restored = temporaryDirectory() + "/restored"
+        let manifest = try RestoreCommand.restore(backup, into: restored, at: Self.now)
+        #expect(!FileManager.default.fileExists(atPath: restored + "/" + BackupManifest.fileName))
+        let kept = try JSONDecoder().decode(BackupManifest.self, from: Data(contentsOf: URL(fileURLWithPath: restored + "/" + BackupManifest.restoredName)))
+        #expect(kept.restoredAt == Self.now && kept.idFloor == manifest.idFloor)
+        // The backup is left as it was: a second restore from it works.
+        #expect(try BackupManifest.load(from: backup).problems(in: backup).isEmpty)
+
+        let endpoint = try LiveEndpoint(sites: ["news.example", "app.example", "shop.example"], directory: restored) { configuration in
+            configuration.logPreallocationMB = 0
+            configuration.manualClock = true
+            configuration.appleAdsAPI = "http://127.0.0.1:9/"
+        }
+        endpoint.clock.set("2026-11-01T00:00:00Z")
+        defer { endpoint.stop() }
+        #expect(endpoint.server.store.restores.count == 1)
+        let export = try endpoint.get("/api/reports")
+        #expect(Data(export.body) == (try Data(contentsOf: fixture.appendingPathComponent("reports.ndjson"))))
+        // A report taken now gets an id above the floor.
+        let report = try endpoint.post(#"{"source_engagement_type":"click","source_site":"news.example","source_id":3,"attributed_on_site":"shop.example","trigger_data":1,"version":3}"#, host: "shop.example")
+        #expect(report.status == 201)
+        let last = try #require(try endpoint.get("/api/reports").bodyText.split(separator: "\n").last)
+        let id = try #require((try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])?["id"] as? NSNumber)
+        #expect(id.uint64Value >= (manifest.idFloor ?? .max))
+    }
+
+    @Test func aRestoreRefusesAChangedOrMissingFileAndNamesIt() throws {
+        let backup = temporaryDirectory() + "/backup"
+        try BackupCommand.backUp(try dataDirectory(), to: backup, at: Self.now)
+        let log = backup + "/reports.log"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: log)))
+        bytes[bytes.count / 2] ^= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: log))
+        try FileManager.default.removeItem(atPath: backup + "/admin-token")
+        let target = temporaryDirectory() + "/restored"
+        let error = try #require(throws: BackupError.self) { try RestoreCommand.restore(backup, into: target, at: Self.now) }
+        #expect(error.description.contains("reports.log: its SHA-256 is not the manifest's"))
+        #expect(error.description.contains("admin-token: missing"))
+
+        // A start on the backup's folder itself refuses it the same way, and changes nothing.
+        #expect(throws: BackupError.self) {
+            _ = try LiveEndpoint(sites: ["news.example"], directory: backup)
+        }
+        #expect(FileManager.default.fileExists(atPath: backup + "/" + BackupManifest.fileName))
+    }
+
+    @Test func whatIsNotABackupOrNotEmptyIsRefused() throws {
+        let data = try dataDirectory()
+        // A backup into a folder that holds something, or of a folder without a log.
+        let busy = temporaryDirectory()
+        try Data("x".utf8).write(to: URL(fileURLWithPath: busy + "/file"))
+        #expect(throws: BackupError.self) { try BackupCommand.backUp(data, to: busy, at: Self.now) }
+        #expect(throws: BackupError.self) { try BackupCommand.backUp(temporaryDirectory(), to: temporaryDirectory() + "/b", at: Self.now) }
+        // A restore from a folder without a manifest, or into a folder that holds something.
+        #expect(throws: BackupError.self) { try RestoreCommand.restore(data, into: temporaryDirectory() + "/r", at: Self.now) }
+        let backup = temporaryDirectory() + "/backup"
+        try BackupCommand.backUp(data, to: backup, at: Self.now)
+        #expect(throws: BackupError.self) { try RestoreCommand.restore(backup, into: busy, at: Self.now) }
+        // A manifest that names a path outside the backup.
+        var manifest = try BackupManifest.load(from: backup)
+        for path in ["../escape", "/etc/passwd", "a/../../b", "", "a//b"] {
+            #expect(!BackupManifest.isSafe(path), "\(path)")
+            manifest.files[0].path = path
+            try manifest.save(in: backup)
+            #expect(throws: BackupError.self) { try RestoreCommand.restore(backup, into: temporaryDirectory() + "/r", at: Self.now) }
+        }
+        // A manifest of another format, or not JSON.
+        try Data(#"{"format":2}"#.utf8).write(to: URL(fileURLWithPath: backup + "/" + BackupManifest.fileName))
+        #expect(throws: BackupError.self) { try BackupManifest.load(from: backup) }
+        try Data("not json".utf8).write(to: URL(fileURLWithPath: backup + "/" + BackupManifest.fileName))
+        #expect(throws: BackupError.self) { try BackupManifest.load(from: backup) }
+    }
+
+    private func sha256sum(_ path: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        process.arguments = [path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try? process.run()
+        process.waitUntilExit()
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    }
+}
