@@ -227,6 +227,32 @@ import Testing
         #expect(try endpoint.get("/api/campaigns", token: "second-token").status == 200)
     }
 
+    @Test func aGivenTokenRetiresTheOneTheNodeMadeAndRotateTokenKeyFindsItThroughTheConfig() throws {
+        let directory = temporaryDirectory()
+        let node = try Node("{\(Self.sites)}", token: [], directory: directory)
+        let madePath = directory + "/" + AdminToken.fileName
+        let made = try String(contentsOfFile: madePath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try node.endpoint.get("/api/campaigns", token: made).status == 200)
+        let tokenFile = temporaryDirectory() + "/token"
+        #expect(FileManager.default.createFile(atPath: tokenFile, contents: Data("given-token\n".utf8), attributes: [.posixPermissions: 0o600]))
+        try node.write("{\(Self.sites),\"token_file\":\"\(tokenFile)\"}")
+        #expect(node.reload().applied.contains("admin token"))
+        #expect(try node.endpoint.get("/api/campaigns", token: made).status == 401)
+        // The made token opens nothing now: its file is gone, so no tool takes it.
+        #expect(!FileManager.default.fileExists(atPath: madePath))
+        let status = RotateTokenKeyCommand.main(arguments: ["shop.example", "--config", node.file, "--port", String(node.endpoint.port)],
+                                                environment: [:])
+        #expect(status == 0)
+        #expect(try node.endpoint.get("/api/token-keys", token: "given-token").bodyText.components(separatedBy: "shop.example").count > 2)
+        node.endpoint.stop()
+
+        // At a start too: a node given a token removes the one it had made.
+        #expect(FileManager.default.createFile(atPath: madePath, contents: Data("stale\n".utf8), attributes: [.posixPermissions: 0o600]))
+        let restarted = try LiveEndpoint(directory: directory)
+        restarted.stop()
+        #expect(!FileManager.default.fileExists(atPath: madePath))
+    }
+
     /// What a reload applies must become the running configuration, or the next reload would
     /// apply it again and name it as changed: every option declared live is taken.
     @Test func everyLiveOptionIsTakenIntoTheRunningConfiguration() {

@@ -61,7 +61,7 @@ public final class ClickHouseExporter: Sendable {
         /// When the last `node_exports` row was written, in the monotonic clock's nanoseconds.
         var lastHeartbeat: UInt64?
         /// After a restore: by table, the highest id ClickHouse holds from this node's life before
-        /// it (`sentBeforeRestore()`); nil until asked.
+        /// it (`askSentBeforeRestore`); nil until asked.
         var sentBeforeRestore: [String: UInt64]?
     }
 

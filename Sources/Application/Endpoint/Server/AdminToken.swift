@@ -9,7 +9,10 @@ enum AdminToken {
     /// The configured token, or the one kept in the data directory, made on first start.
     /// Returns the token and, when it lives in a file, that file's path.
     static func resolve(configured: String?, dataDirectory: String) throws -> (token: String, file: String?) {
-        if let configured { return (configured, nil) }
+        if let configured {
+            retireMadeToken(dataDirectory: dataDirectory)
+            return (configured, nil)
+        }
         let path = dataDirectory + "/" + fileName
         if let data = FileManager.default.contents(atPath: path),
            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty {
@@ -23,6 +26,17 @@ enum AdminToken {
             throw EndpointConfiguration.ParseError(description: "cannot write \(path)")
         }
         return (token, path)
+    }
+
+    /// A token given now (the token file, the environment, the command line) replaces the one the
+    /// node made in the data directory: that file goes, so that nothing (`rotate-token-key --data`,
+    /// an operator reading it) takes a token that no longer opens anything.
+    static func retireMadeToken(dataDirectory: String) {
+        let path = dataDirectory + "/" + fileName
+        guard FileManager.default.fileExists(atPath: path) else { return }
+        if unlink(path) == 0 {
+            EventLog.write("admin_token_file_removed", ["file": .string(path), "reason": .string("a token is given: the token file, the environment or --token")])
+        }
     }
 
     /// The route groups' gate for everything that needs the token: 401 without it.

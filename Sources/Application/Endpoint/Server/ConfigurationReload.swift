@@ -119,9 +119,10 @@ final class ConfigurationReload: Sendable {
             }
         }
         // A token from the command line, the token file or the environment; a token the node made
-        // itself (DATA/admin-token) stays unless one of them now gives another.
+        // itself (DATA/admin-token) stays unless one of them now gives another, and then goes.
         if let token = new.adminToken, token != access.adminToken {
             access.adminToken = token
+            AdminToken.retireMadeToken(dataDirectory: new.dataDirectory)
             outcome.applied.append("admin token")
         }
         running.withLock { configuration in
