@@ -119,6 +119,69 @@ import Testing
         #expect(throws: BackupError.self) { try BackupManifest.load(from: backup) }
     }
 
+    @Test func aLinkAPipeOrTheBackupItselfInsideTheDataDirectoryIsNeverFollowedOrCopied() throws {
+        let data = try dataDirectory()
+        try FileManager.default.createSymbolicLink(atPath: data + "/advertisers.json", withDestinationPath: "/etc/passwd")
+        try FileManager.default.createSymbolicLink(atPath: data + "/development/elsewhere", withDestinationPath: "/etc")
+        #expect(mkfifo(data + "/pipe", 0o600) == 0)
+        let backup = temporaryDirectory() + "/backup"
+        var skipped: [String] = []
+        let manifest = try BackupCommand.backUp(data, to: backup, at: Self.now, skipped: &skipped)
+        #expect(Set(skipped) == ["advertisers.json", "development/elsewhere", "pipe"])
+        #expect(!manifest.files.contains { $0.path.hasPrefix("advertisers") || $0.path.contains("elsewhere") || $0.path == "pipe" })
+        #expect(!FileManager.default.fileExists(atPath: backup + "/advertisers.json"))
+        // A destination inside the data directory, however it is spelled.
+        for inside in [data + "/backups/today", data + "/./x", data] {
+            #expect(throws: BackupError.self) { try BackupCommand.backUp(data, to: inside, at: Self.now) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: data + "/backups"))
+    }
+
+    @Test func theManifestNamesTheCursorsNodeAndKeepsTheDigestsOfRemovedSegments() throws {
+        let data = try dataDirectory()
+        try Data(#"{"node":"node-7","target":"http://ch/db","tables":{}}"#.utf8).write(to: URL(fileURLWithPath: data + "/clickhouse-export.json"))
+        try FileManager.default.createDirectory(atPath: data + "/digests", withIntermediateDirectories: true)
+        // The digest of a segment retention removed (its base before every segment kept).
+        try Data("digest".utf8).write(to: URL(fileURLWithPath: data + "/digests/0.digest"))
+        let backup = temporaryDirectory() + "/backup"
+        let manifest = try BackupCommand.backUp(data, to: backup, at: Self.now)
+        #expect(manifest.node == "node-7")
+        #expect(manifest.files.contains { $0.path == "digests/0.digest" })
+        #expect(!FileManager.default.fileExists(atPath: backup + "/" + BackupCommand.incompleteName))
+    }
+
+    @Test func aBackupCutShortAClockBehindItOrARestoreCutShortAreHandled() throws {
+        let backup = temporaryDirectory() + "/backup"
+        try BackupCommand.backUp(try dataDirectory(), to: backup, at: Self.now)
+        // A clock behind the backup's time would give a floor below the lost node's ids.
+        let behind = Timestamp(rfc3339: "2026-11-28T12:00:00Z")!
+        let error = try #require(throws: BackupError.self) { try RestoreCommand.restore(backup, into: temporaryDirectory() + "/r", at: behind) }
+        #expect(error.description.contains("clock"))
+
+        // Cut short before its manifest: refused by a start, whatever else is there.
+        let cut = temporaryDirectory() + "/cut"
+        try FileManager.default.copyItem(atPath: backup, toPath: cut)
+        try FileManager.default.removeItem(atPath: cut + "/" + BackupManifest.fileName)
+        try Data("x".utf8).write(to: URL(fileURLWithPath: cut + "/" + BackupCommand.incompleteName))
+        #expect(RestoredData.isPending(cut))
+        let refused = try #require(throws: BackupError.self) { try RestoredData.take(cut, at: Self.now) }
+        #expect(refused.description.contains("did not finish"))
+
+        // A restore cut short after the manifest became restored-from.json: the next start
+        // finishes it, floor and all.
+        let restored = temporaryDirectory() + "/restored"
+        try RestoreCommand.restore(backup, into: restored, at: Self.now)
+        var kept = try JSONDecoder().decode(BackupManifest.self, from: Data(contentsOf: URL(fileURLWithPath: restored + "/" + BackupManifest.restoredName)))
+        let floor = try #require(kept.idFloor)
+        kept.idFloor = nil
+        try JSONEncoder().encode(kept).write(to: URL(fileURLWithPath: restored + "/" + BackupManifest.restoredName))
+        #expect(RestoredData.isPending(restored))
+        let later = Timestamp(rfc3339: "2026-11-29T13:00:00Z")!
+        let finished = try RestoredData.take(restored, at: later)
+        #expect((finished.idFloor ?? 0) > floor)
+        #expect(!RestoredData.isPending(restored))
+    }
+
     private func sha256sum(_ path: String) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")

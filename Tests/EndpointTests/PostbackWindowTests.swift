@@ -127,6 +127,39 @@ import Testing
         #expect(try Self.rows(endpoint).contains("\(ids[3]!) accepted [] 5"))
         endpoint.stop()
     }
+
+    /// A restored node's ids jump to the floor; a key table counts every id of its segment, so
+    /// the restore begins a segment of its own and both sides get their tables, as sparse ids
+    /// would have had the window thread size one by the jump (seen: a 7.5 PB allocation, then a
+    /// crash at every start).
+    @Test func aRestoredNodesPostbacksGoToKeyTablesOnBothSidesOfTheFloor() throws {
+        let directory = temporaryDirectory()
+        var endpoint = try Self.start(directory, signatureThreads: 0, at: "2026-11-01T10:00:00Z")
+        var ids: [Int: Int] = [:]
+        for n in 1...10 { ids[n] = try Self.send(endpoint, Self.postback(n))["id"] as? Int }
+        endpoint.stop()
+        let backup = temporaryDirectory() + "/backup", restored = temporaryDirectory() + "/restored"
+        let at = Timestamp(rfc3339: "2026-11-01T11:00:00Z")!
+        try BackupCommand.backUp(directory, to: backup, at: at)
+        let manifest = try RestoreCommand.restore(backup, into: restored, at: at)
+        let floor = try #require(manifest.idFloor)
+
+        endpoint = try Self.start(restored, signatureThreads: 0, at: "2026-11-01T12:00:00Z")
+        for n in 11...20 { ids[n] = try Self.send(endpoint, Self.postback(n))["id"] as? Int }
+        #expect(ids[11].map { UInt64($0) >= floor } == true)
+        #expect(try Self.send(endpoint, Self.postback(3))["retry"] as? Bool == true)
+        endpoint.clock.set("2026-11-03T10:00:00Z")
+        ids[21] = try Self.send(endpoint, Self.postback(21))["id"] as? Int
+        endpoint.clock.set("2026-11-16T10:00:00Z")
+        let written = endpoint.server.postbackWindow.sweep()
+        #expect(written.map(\.keys) == [10, 10])
+        #expect(endpoint.server.postbackWindow.ledger.keysInMemory == 1)
+        // Late copies on either side are found in their tables, as retries of the same postbacks.
+        let early = try Self.send(endpoint, Self.postback(4)), late = try Self.send(endpoint, Self.postback(15))
+        #expect(early["retry"] as? Bool == true && early["id"] as? Int == ids[4])
+        #expect(late["retry"] as? Bool == true && late["id"] as? Int == ids[15])
+        endpoint.stop()
+    }
 }
 
 extension PostbackWindowTests {

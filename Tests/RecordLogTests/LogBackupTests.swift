@@ -117,6 +117,33 @@ import Testing
         #expect(store.restores == [restore])
     }
 
+    @Test func aRestoreSealsTheActiveSegmentSoThatNoSegmentHoldsIdsFromBothSidesOfTheFloor() throws {
+        let dir = temporaryDirectory()
+        let clock = TestClock()
+        var store = try RecordLog(directory: dir, clock: clock.read)
+        for n in 0..<5 { try appendAndWait(store, draft(n)) }
+        store.close()
+        let restore = try RecordLog.markRestored(directory: dir, at: clock.read())
+        store = try RecordLog(directory: dir, clock: clock.read)
+        defer { store.close() }
+        for n in 5..<10 { try appendAndWait(store, draft(n)) }
+        let segments = store.segments
+        #expect(segments.count == 2)
+        for segment in segments {
+            var ids: [UInt64] = []
+            _ = store.scanRecords(of: .report, from: segment.base, through: segment.end) { ids.append($0.id); return true }
+            #expect(ids.allSatisfy { $0 < restore.floor } || ids.allSatisfy { $0 >= restore.floor }, "\(ids)")
+            #expect(ids.count == 5)
+        }
+        // An empty log is not sealed: there is nothing on either side.
+        let empty = temporaryDirectory()
+        try RecordLog(directory: empty).close()
+        _ = try RecordLog.markRestored(directory: empty, at: clock.read())
+        let reopened = try RecordLog(directory: empty)
+        defer { reopened.close() }
+        #expect(reopened.segments.count == 1)
+    }
+
     @Test func aSecondRestoreOfTheSameBackupNeverGoesBelowTheFirst() throws {
         let dir = temporaryDirectory()
         let clock = TestClock()

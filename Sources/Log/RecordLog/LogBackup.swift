@@ -61,7 +61,7 @@ public enum LogBackup {
     private static func attempt(_ source: LogDirectory, _ target: LogDirectory) throws(StoreError) -> Copied {
         // While a roll's last rename is still to be made, the successor is the active segment.
         let activePath = FileManager.default.fileExists(atPath: source.activePath) ? source.activePath : source.nextPath
-        let active = try LogFile.open(path: activePath, create: false, readOnly: true)
+        let active = try LogFile.open(path: activePath, create: false, readOnly: true, followingLinks: false)
         defer { active.close() }
         let layout: SegmentLayout
         switch try SegmentHeader.read(active) {
@@ -75,7 +75,7 @@ public enum LogBackup {
         let bases = try source.sealedBases().filter { layout.base < 0 || $0 < layout.base }
         var sealedEnd: Int?
         for base in bases {
-            let file = try LogFile.open(path: source.sealedPath(base: base), create: false, readOnly: true)
+            let file = try LogFile.open(path: source.sealedPath(base: base), create: false, readOnly: true, followingLinks: false)
             let size = try file.size()
             let header = try SegmentHeader.read(file)
             file.close()
@@ -150,6 +150,11 @@ public enum LogBackup {
             guard !damaged.isEmpty, round < 2 else { break }
             for range in damaged { try copyRange(from: active, to: copy, range: range) }
         }
+        // A batch whose flush failed is cut off the log again by its writer (its senders were
+        // answered 5xx): a log now shorter than the cut had such a batch in it. Take it again.
+        guard try active.size() >= layout.fileOffset(cut) else {
+            throw StoreError(operation: "copy \(active.path): the log was cut back while it was copied", errno: EAGAIN)
+        }
         try copy.truncate(to: layout.fileOffset(cut))
         try copy.sync()
         return cut
@@ -185,7 +190,7 @@ public enum LogBackup {
     /// Copies a file whole, flushed; returns its size.
     @discardableResult
     public static func copyFile(_ from: String, _ to: String) throws(StoreError) -> Int {
-        let source = try LogFile.open(path: from, create: false, readOnly: true)
+        let source = try LogFile.open(path: from, create: false, readOnly: true, followingLinks: false)
         defer { source.close() }
         let target = try LogFile.open(path: to, exclusive: true)
         defer { target.close() }

@@ -27,8 +27,12 @@ struct LogFile: @unchecked Sendable {
 
     /// `exclusive`: create it, failing if a file of that name exists. `readOnly`: for a sealed
     /// segment, which is never written again (and may sit on a read-only mount).
-    static func open(path: String, create: Bool = true, exclusive: Bool = false, readOnly: Bool = false) throws(StoreError) -> LogFile {
+    /// `followingLinks: false`: a symbolic link is refused (ELOOP), as a backup refuses to copy
+    /// what a link points at.
+    static func open(path: String, create: Bool = true, exclusive: Bool = false, readOnly: Bool = false,
+                     followingLinks: Bool = true) throws(StoreError) -> LogFile {
         let flags = (readOnly ? O_RDONLY : O_RDWR) | (create ? O_CREAT : 0) | (exclusive ? O_CREAT | O_EXCL : 0) | O_CLOEXEC
+            | (followingLinks ? 0 : O_NOFOLLOW)
         let fd = systemOpen(path, flags, 0o600)
         guard fd >= 0 else { throw StoreError(operation: "open \(path)", errno: errno) }
         return LogFile(fd: fd, path: path)

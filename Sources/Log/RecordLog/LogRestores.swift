@@ -54,20 +54,37 @@ extension LogDirectory {
 
 extension RecordLog {
     /// Notes in the log in `directory` (closed) that it was restored at `now`, and raises its
-    /// next ids above anything the lost log can have given (`LogRestore`). Returns the restore.
+    /// next ids above anything the lost log can have given (`LogRestore`); seals the active
+    /// segment, so that no segment holds ids from both sides of the floor (a postback key table
+    /// counts every id of its segment from the first to the last). Returns the restore.
     public static func markRestored(directory: String, at now: Timestamp) throws -> LogRestore {
         let files = LogDirectory(directory: directory)
         let earlier = try files.restores()
-        let opened = try LogOpening(directory: files, readFrom: Int.max, fingerprintAt: nil, visit: { _ in })
+        let store = try RecordLog(directory: directory, committer: .owner)
+        defer { store.close() }
+        let (ids, end) = store.state.withLock { ($0.nextIDs, $0.end) }
         var nextIDs: [String: UInt64] = [:]
-        for (kind, id) in opened.replay.nextIDs.enumerated() where id > 1 { nextIDs[String(kind)] = id }
-        let highest = max(opened.replay.nextIDs.max() ?? 1, earlier.map(\.floor).max() ?? 1)
+        for (kind, id) in ids.enumerated() where id > 1 { nextIDs[String(kind)] = id }
+        let highest = max(ids.max() ?? 1, earlier.map(\.floor).max() ?? 1)
         let restore = LogRestore(restoredAt: now, nextIDs: nextIDs, floor: LogRestore.floor(at: now, above: highest))
+        try store.sealActiveSegment()
+        guard store.state.withLock({ $0.segments.last?.layout.base }) == end else {
+            throw StoreError(operation: "seal the restored log's active segment at \(end): \(store.state.withLock { $0.lastRollError } ?? "the roll failed")", errno: EIO)
+        }
         try FileManager.default.createDirectory(atPath: files.sealedDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try LogFile.replaceWhole(path: files.restoresPath, with: Array(try encoder.encode(earlier + [restore])))
         return restore
+    }
+
+    /// Seals the active segment now, if it holds anything, and begins its successor.
+    func sealActiveSegment() throws {
+        committing.withLock { c in
+            let end = state.withLock { $0.end }
+            guard end > c.writer.layout.base else { return }
+            roll(&c.writer, at: end)
+        }
     }
 }

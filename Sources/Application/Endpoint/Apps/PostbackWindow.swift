@@ -110,6 +110,12 @@ final class PostbackWindow: PeriodicallySwept {
             return true
         }
         guard reached >= segment.end else { return nil }
+        // A table holds a count for every id from the segment's first postback to its last. A
+        // restore begins a segment of its own (`RecordLog.markRestored`), so ids are dense; a
+        // segment where they are not is refused here, never sized by its span.
+        if let first = postbacks.first?.id, let last = postbacks.last?.id, last - first > UInt64(4 * postbacks.count + 65_536) {
+            throw PostbackKeyTable.Unreadable(path: "segment \(segment.base) of the log: its postback ids run from \(first) to \(last), too sparse for a key table")
+        }
         let ids = postbacks.first.map { $0.id..<(postbacks[postbacks.count - 1].id + 1) } ?? 0..<0
         let snapshot = ledger.retrySnapshot(of: ids)
         let table = try PostbackKeyTable.write(path: archive.path(segmentBase: segment.base), segmentBase: segment.base,

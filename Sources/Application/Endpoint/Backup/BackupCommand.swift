@@ -15,7 +15,12 @@ import RecordLog
 /// 3. what was derived from each sealed segment taken (its digest and postback key table), linked,
 ///    so that the restored node starts as fast as this one did; anything derived and missing is
 ///    rebuilt by the start;
-/// 4. the manifest, written last: a folder without one is a backup that did not finish.
+/// 4. the manifest, written last: a folder without one is a backup that did not finish (and says
+///    so: `backup-incomplete` is written first and removed after the manifest).
+///
+/// Only regular files and folders are copied: a symbolic link, a pipe or a device in the data
+/// directory is left out and named (a link there must not make a backup run as root copy what it
+/// points at).
 public enum BackupCommand {
     static let usage = """
         usage: attribution-endpoint backup DEST [--data DIR] [--config FILE]
@@ -34,8 +39,10 @@ public enum BackupCommand {
     static let logEntries: Set<String> = ["reports.log", "reports.log.next", "log"]
     static let derivedFolders: Set<String> = ["digests", "postback-keys", "segment-sites"]
     static func isTransient(_ name: String) -> Bool {
-        name.hasSuffix(".lock") || name.hasSuffix(".tmp") || name == BackupManifest.fileName
+        name.hasSuffix(".lock") || name.hasSuffix(".tmp") || name == BackupManifest.fileName || name == incompleteName
     }
+    /// In a backup's folder until its manifest is written: a start or a restore refuses it.
+    static let incompleteName = "backup-incomplete"
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
         var destination: String?, data: String?, config: String?
@@ -60,7 +67,11 @@ public enum BackupCommand {
         }
         do {
             let started = Date()
-            let manifest = try backUp(directory, to: destination, at: EndpointClock.systemNow())
+            var skipped: [String] = []
+            let manifest = try backUp(directory, to: destination, at: EndpointClock.systemNow(), skipped: &skipped)
+            for path in skipped {
+                FileHandle.standardError.write(Data("attribution-endpoint backup: left out \(directory)/\(path): not a regular file or folder\n".utf8))
+            }
             let seconds = Date().timeIntervalSince(started)
             let bytes = manifest.files.reduce(0) { $0 + $1.bytes }
             var fields: [(String, JSONValue)] = [("destination", .string(destination)), ("data", .string(directory))]
@@ -68,6 +79,8 @@ public enum BackupCommand {
             fields.append(("bytes", .number(String(bytes))))
             fields.append(("log_start", .number(String(manifest.log.start))))
             fields.append(("log_end", .number(String(manifest.log.end))))
+            fields.append(("node", .string(manifest.node ?? "")))
+            fields.append(("left_out", .array(skipped.map { .string($0) })))
             fields.append(("seconds", .number(String(format: "%.3f", seconds))))
             print(EventLog.line("backup", fields))
             return 0
@@ -79,6 +92,12 @@ public enum BackupCommand {
     /// Backs `directory` up into `destination`; returns the manifest written.
     @discardableResult
     static func backUp(_ directory: String, to destination: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
+        var skipped: [String] = []
+        return try backUp(directory, to: destination, at: now, skipped: &skipped)
+    }
+
+    /// `skipped`: what was left out, not being a regular file or folder.
+    static func backUp(_ directory: String, to destination: String, at now: Timestamp, skipped: inout [String]) throws(BackupError) -> BackupManifest {
         let fm = FileManager.default
         var isFolder: ObjCBool = false
         guard fm.fileExists(atPath: directory, isDirectory: &isFolder), isFolder.boolValue,
@@ -90,9 +109,20 @@ public enum BackupCommand {
                 throw BackupError("\(destination) exists and is not an empty folder: name a new one")
             }
         }
+        // Inside the data directory, the backup would copy itself into itself.
+        let data = realPath(directory), target = realPath(destination)
+        guard target != data, !target.hasPrefix(data + "/") else {
+            throw BackupError("\(destination) is inside the data directory \(directory): name a folder outside it")
+        }
         try makeFolder(destination)
+        do {
+            try DurableFile.replace(path: destination + "/" + incompleteName,
+                                    with: Array("a backup of \(directory) under way since \(now.rfc3339), or cut short: not to be restored\n".utf8))
+        } catch {
+            throw BackupError("cannot write \(destination)/\(incompleteName): \(error)")
+        }
         var paths: [String] = []
-        try copyState(directory, "", to: destination, into: &paths)
+        try copyState(directory, "", to: destination, into: &paths, skipped: &skipped)
         let copied: LogBackup.Copied
         do {
             copied = try LogBackup.copy(from: directory, to: destination)
@@ -100,8 +130,14 @@ public enum BackupCommand {
             throw BackupError("cannot copy the log: \(error)")
         }
         paths += copied.files
-        for (folder, suffix) in [("digests", ".digest"), ("postback-keys", ".keys")] {
-            for base in copied.sealedBases {
+        // The digests of segments retention removed stay: they alone keep the Apps view's days
+        // from before the oldest segment kept.
+        let removedDigests = ((try? fm.contentsOfDirectory(atPath: directory + "/digests")) ?? []).compactMap { name -> Int? in
+            guard name.hasSuffix(".digest"), let base = Int(name.dropLast(7)) else { return nil }
+            return base < (copied.sealedBases.first ?? copied.end) ? base : nil
+        }
+        for (folder, suffix, bases) in [("digests", ".digest", removedDigests + copied.sealedBases), ("postback-keys", ".keys", copied.sealedBases)] {
+            for base in bases {
                 let name = "\(folder)/\(base)\(suffix)"
                 guard fm.fileExists(atPath: directory + "/" + name) else { continue }
                 try makeFolder(destination + "/" + folder)
@@ -115,15 +151,17 @@ public enum BackupCommand {
                 }
             }
         }
-        let manifest = try BackupManifest.make(directory: destination, paths: paths, source: directory,
+        let manifest = try BackupManifest.make(directory: destination, paths: paths, source: directory, node: cursorNode(destination),
                                                log: .init(start: copied.start, end: copied.end), at: now)
         try manifest.save(in: destination)
+        _ = unlink(destination + "/" + incompleteName)
         return manifest
     }
 
     /// Copies every file under `directory/relative` but the log's, the derived folders and the
     /// transient files, adding their paths (relative to the data directory) to `paths`.
-    private static func copyState(_ directory: String, _ relative: String, to destination: String, into paths: inout [String]) throws(BackupError) {
+    private static func copyState(_ directory: String, _ relative: String, to destination: String, into paths: inout [String],
+                                  skipped: inout [String]) throws(BackupError) {
         let fm = FileManager.default
         let here = relative.isEmpty ? directory : directory + "/" + relative
         let names: [String]
@@ -132,11 +170,15 @@ public enum BackupCommand {
             let path = relative.isEmpty ? name : relative + "/" + name
             if relative.isEmpty && (logEntries.contains(name) || derivedFolders.contains(name)) { continue }
             if isTransient(name) { continue }
-            var isFolder: ObjCBool = false
-            guard fm.fileExists(atPath: here + "/" + name, isDirectory: &isFolder) else { continue }  // removed meanwhile
-            if isFolder.boolValue {
+            // Not followed: a link's own type (lstat).
+            guard let type = (try? fm.attributesOfItem(atPath: here + "/" + name))?[.type] as? FileAttributeType else { continue }  // removed meanwhile
+            if type == .typeDirectory {
                 try makeFolder(destination + "/" + path)
-                try copyState(directory, path, to: destination, into: &paths)
+                try copyState(directory, path, to: destination, into: &paths, skipped: &skipped)
+                continue
+            }
+            guard type == .typeRegular else {
+                skipped.append(path)
                 continue
             }
             do {
@@ -148,6 +190,23 @@ public enum BackupCommand {
                 throw BackupError("cannot copy \(path): \(error)")
             }
         }
+    }
+
+    /// The node the export's or a relay's cursor names, as copied into `destination`.
+    private static func cursorNode(_ destination: String) -> String? {
+        var files = [destination + "/clickhouse-export.json"]
+        files += ((try? FileManager.default.contentsOfDirectory(atPath: destination + "/relays")) ?? []).sorted().map { destination + "/relays/" + $0 }
+        for file in files {
+            guard let data = FileManager.default.contents(atPath: file),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let node = object["node"] as? String else { continue }
+            return node
+        }
+        return nil
+    }
+
+    /// `path` made absolute with its links resolved, as far as it exists.
+    private static func realPath(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 
     static func makeFolder(_ path: String) throws(BackupError) {

@@ -28,17 +28,20 @@ struct BackupManifest: Codable, Sendable, Equatable {
     var createdAt: Timestamp
     /// The data directory it was taken from.
     var source: String
+    /// The node name its export and relay cursors were written under (nil without them): the
+    /// restored node must run under it, or they refuse to go on.
+    var node: String?
     var log: LogRange
     var files: [File]
     var restoredAt: Timestamp?
     var idFloor: UInt64?
 
     enum CodingKeys: String, CodingKey {
-        case format, createdAt = "created_at", source, log, files, restoredAt = "restored_at", idFloor = "id_floor"
+        case format, createdAt = "created_at", source, node, log, files, restoredAt = "restored_at", idFloor = "id_floor"
     }
 
     /// The manifest of `paths` (relative to `directory`), reading each for its checksum.
-    static func make(directory: String, paths: [String], source: String, log: LogRange, at now: Timestamp) throws(BackupError) -> BackupManifest {
+    static func make(directory: String, paths: [String], source: String, node: String?, log: LogRange, at now: Timestamp) throws(BackupError) -> BackupManifest {
         var files: [File] = []
         for path in paths.sorted() {
             guard let (hex, bytes) = FileChecksum.sha256(path: directory + "/" + path) else {
@@ -46,7 +49,7 @@ struct BackupManifest: Codable, Sendable, Equatable {
             }
             files.append(File(path: path, bytes: bytes, sha256: hex))
         }
-        return BackupManifest(createdAt: now, source: source, log: log, files: files)
+        return BackupManifest(createdAt: now, source: source, node: node, log: log, files: files)
     }
 
     static func load(from directory: String) throws(BackupError) -> BackupManifest {

@@ -46,6 +46,7 @@ public enum RestoreCommand {
             let manifest = try restore(backup, into: directory, at: EndpointClock.systemNow())
             var fields: [(String, JSONValue)] = [("backup", .string(backup)), ("data", .string(directory))]
             fields.append(("backup_created_at", .string(manifest.createdAt.rfc3339)))
+            fields.append(("node", .string(manifest.node ?? "")))
             fields.append(("files", .number(String(manifest.files.count))))
             fields.append(("log_end", .number(String(manifest.log.end))))
             fields.append(("id_floor", .number(String(manifest.idFloor ?? 0))))
@@ -60,11 +61,11 @@ public enum RestoreCommand {
     @discardableResult
     static func restore(_ backup: String, into directory: String, at now: Timestamp) throws(BackupError) -> BackupManifest {
         let manifest = try BackupManifest.load(from: backup)
-        for file in manifest.files where !BackupManifest.isSafe(file.path) {
-            throw BackupError("the manifest names \"\(file.path)\", a path outside the backup")
-        }
         // Checked where it is, before anything is written: a bad backup leaves DIR untouched.
         try RestoredData.check(manifest, in: backup)
+        guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
+            throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
+        }
         let fm = FileManager.default
         if fm.fileExists(atPath: directory) {
             guard ((try? fm.contentsOfDirectory(atPath: directory)) ?? ["?"]).isEmpty else {

@@ -8,47 +8,68 @@ import RecordLog
 /// a start on a backup's folder itself.
 ///
 /// 1. Every file is checked against the manifest; one that differs stops it, naming the file.
-/// 2. The log is marked restored: from then on its ids start above anything the lost log can
+/// 2. The manifest becomes `restored-from.json`, without an id floor yet: the folder is the
+///    node's from here on, and changes (the next step seals its active segment).
+/// 3. The log is marked restored: from then on its ids start above anything the lost log can
 ///    have given (`LogRestore`), so that ClickHouse and relays, which may hold records the backup
-///    does not, never see an id twice for two records.
-/// 3. The manifest becomes `restored-from.json` (with when, and the id floor), so that this is
-///    done once: the folder is now the node's and changes.
+///    does not, never see an id twice for two records. Then the floor is written into
+///    `restored-from.json`. A restore cut short after step 2 is finished by the next start.
+///
+/// A folder that holds `backup-incomplete` without a manifest is a backup that did not finish: it
+/// is refused, since its log may lack what its cursors say was sent.
 enum RestoredData {
-    /// Whether `directory` holds a backup still to be restored.
+    /// Whether `directory` holds a backup still to be restored, or a restore to be finished.
     static func isPending(_ directory: String) -> Bool {
-        FileManager.default.fileExists(atPath: directory + "/" + BackupManifest.fileName)
+        let fm = FileManager.default
+        if fm.fileExists(atPath: directory + "/" + BackupManifest.fileName) || fm.fileExists(atPath: directory + "/" + BackupCommand.incompleteName) {
+            return true
+        }
+        return (try? kept(in: directory))?.idFloor == nil && fm.fileExists(atPath: directory + "/" + BackupManifest.restoredName)
     }
 
-    /// Checks and takes the backup in `directory`; returns its manifest as kept. `checked`: its
-    /// files were checked already, where they were copied from.
+    /// Checks and takes the backup in `directory`, or finishes its restore; returns its manifest
+    /// as kept. `checked`: its files were checked already, where they were copied from.
     @discardableResult
     static func take(_ directory: String, at now: Timestamp, checked: Bool = false) throws(BackupError) -> BackupManifest {
-        var manifest = try BackupManifest.load(from: directory)
-        if !checked { try check(manifest, in: directory) }
+        let fm = FileManager.default
+        let manifestPath = directory + "/" + BackupManifest.fileName, keptPath = directory + "/" + BackupManifest.restoredName
+        var manifest: BackupManifest
+        if fm.fileExists(atPath: manifestPath) {
+            manifest = try BackupManifest.load(from: directory)
+            if !checked { try check(manifest, in: directory) }
+            // Ids must rise above what the lost node gave: a clock behind the backup's own time
+            // would give a floor below them.
+            guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
+                throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
+            }
+            manifest.restoredAt = now
+            try save(manifest, at: keptPath)
+            guard unlink(manifestPath) == 0 else { throw BackupError("cannot remove \(manifestPath): errno \(errno)") }
+            _ = unlink(directory + "/" + BackupCommand.incompleteName)
+        } else if fm.fileExists(atPath: directory + "/" + BackupCommand.incompleteName) {
+            throw BackupError("\(directory) is a backup that did not finish (\(BackupCommand.incompleteName) is there and \(BackupManifest.fileName) is not): take another, or restore an earlier one")
+        } else {
+            manifest = try kept(in: directory)
+        }
         let restore: LogRestore
         do {
             restore = try RecordLog.markRestored(directory: directory, at: now)
         } catch {
             throw BackupError("the log in \(directory) cannot be marked restored: \(error)")
         }
-        manifest.restoredAt = now
         manifest.idFloor = restore.floor
-        do {
-            try DurableFile.replace(path: directory + "/" + BackupManifest.restoredName, with: Array(try encoded(manifest)))
-        } catch {
-            throw BackupError("cannot write \(directory)/\(BackupManifest.restoredName): \(error)")
-        }
-        guard unlink(directory + "/" + BackupManifest.fileName) == 0 else {
-            throw BackupError("cannot remove \(directory)/\(BackupManifest.fileName): errno \(errno)")
-        }
+        try save(manifest, at: keptPath)
         EventLog.write("restored", ["data": .string(directory), "backup_created_at": .string(manifest.createdAt.rfc3339),
-                                    "log_end": .number(String(manifest.log.end)), "files": .number(String(manifest.files.count)),
-                                    "id_floor": .number(String(restore.floor))])
+                                    "node": .string(manifest.node ?? ""), "log_end": .number(String(manifest.log.end)),
+                                    "files": .number(String(manifest.files.count)), "id_floor": .number(String(restore.floor))])
         return manifest
     }
 
     /// Refuses a backup whose files are not those of its manifest, naming them.
     static func check(_ manifest: BackupManifest, in directory: String) throws(BackupError) {
+        for file in manifest.files where !BackupManifest.isSafe(file.path) {
+            throw BackupError("the manifest names \"\(file.path)\", a path outside the backup")
+        }
         let problems = manifest.problems(in: directory)
         guard problems.isEmpty else {
             throw BackupError("the backup in \(directory) does not match its manifest, so it is not taken: " + problems.prefix(10).joined(separator: "; ")
@@ -56,9 +77,22 @@ enum RestoredData {
         }
     }
 
-    private static func encoded(_ manifest: BackupManifest) throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return try encoder.encode(manifest)
+    private static func kept(in directory: String) throws(BackupError) -> BackupManifest {
+        let path = directory + "/" + BackupManifest.restoredName
+        do {
+            return try JSONDecoder().decode(BackupManifest.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw BackupError("\(path) cannot be read: \(error)")
+        }
+    }
+
+    private static func save(_ manifest: BackupManifest, at path: String) throws(BackupError) {
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try DurableFile.replace(path: path, with: Array(try encoder.encode(manifest)))
+        } catch {
+            throw BackupError("cannot write \(path): \(error)")
+        }
     }
 }
