@@ -130,11 +130,22 @@ import Testing
         #expect(Set(skipped) == ["advertisers.json", "development/elsewhere", "pipe"])
         #expect(!manifest.files.contains { $0.path.hasPrefix("advertisers") || $0.path.contains("elsewhere") || $0.path == "pipe" })
         #expect(!FileManager.default.fileExists(atPath: backup + "/advertisers.json"))
-        // A destination inside the data directory, however it is spelled.
-        for inside in [data + "/backups/today", data + "/./x", data] {
-            #expect(throws: BackupError.self) { try BackupCommand.backUp(data, to: inside, at: Self.now) }
+        // A destination inside the data directory, however it is spelled: through a link to it,
+        // or a link to a folder in it followed by "..".
+        let links = temporaryDirectory()
+        try FileManager.default.createSymbolicLink(atPath: links + "/data", withDestinationPath: data)
+        try FileManager.default.createSymbolicLink(atPath: links + "/development", withDestinationPath: data + "/development")
+        for inside in [data + "/backups", data + "/./x", data, links + "/data/y", links + "/development/../z"] {
+            #expect(throws: BackupError.self, "\(inside)") { try BackupCommand.backUp(data, to: inside, at: Self.now) }
         }
-        #expect(!FileManager.default.fileExists(atPath: data + "/backups"))
+        for name in ["backups", "x", "y", "z"] { #expect(!FileManager.default.fileExists(atPath: data + "/" + name), "\(name)") }
+        // A link among the derived files is left out too, not taken as a link.
+        try FileManager.default.createDirectory(atPath: data + "/digests", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: data + "/digests/0.digest", withDestinationPath: "/etc/passwd")
+        var again: [String] = []
+        let second = try BackupCommand.backUp(data, to: temporaryDirectory() + "/second", at: Self.now, skipped: &again)
+        #expect(again.contains("digests/0.digest"))
+        #expect(!second.files.contains { $0.path.hasPrefix("digests/") })
     }
 
     @Test func theManifestNamesTheCursorsNodeAndKeepsTheDigestsOfRemovedSegments() throws {
@@ -167,6 +178,16 @@ import Testing
         let refused = try #require(throws: BackupError.self) { try RestoredData.take(cut, at: Self.now) }
         #expect(refused.description.contains("did not finish"))
 
+        // A restore cut short while copying: the manifest went first, so a start checks the
+        // folder against it and refuses, rather than starting without an id floor.
+        let partial = temporaryDirectory() + "/partial"
+        try FileManager.default.createDirectory(atPath: partial, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: backup + "/" + BackupManifest.fileName, toPath: partial + "/" + BackupManifest.fileName)
+        try FileManager.default.copyItem(atPath: backup + "/registry.json", toPath: partial + "/registry.json")
+        #expect(RestoredData.isPending(partial))
+        let half = try #require(throws: BackupError.self) { try RestoredData.take(partial, at: Self.now) }
+        #expect(half.description.contains("restore again"))
+
         // A restore cut short after the manifest became restored-from.json: the next start
         // finishes it, floor and all.
         let restored = temporaryDirectory() + "/restored"
@@ -179,6 +200,14 @@ import Testing
         let later = Timestamp(rfc3339: "2026-11-29T13:00:00Z")!
         let finished = try RestoredData.take(restored, at: later)
         #expect((finished.idFloor ?? 0) > floor)
+        #expect(!RestoredData.isPending(restored))
+        // A backup of the restored node leaves out what it was restored from: its history, which
+        // a restore of that backup writes anew (its restores travel in log/RESTORES).
+        let next = try BackupCommand.backUp(restored, to: temporaryDirectory() + "/next", at: later)
+        #expect(!next.files.contains { $0.path == BackupManifest.restoredName })
+        #expect(next.files.contains { $0.path == "log/RESTORES" })
+        // A kept manifest that cannot be read is not a restore to finish: the node starts.
+        try Data("garbled".utf8).write(to: URL(fileURLWithPath: restored + "/" + BackupManifest.restoredName))
         #expect(!RestoredData.isPending(restored))
     }
 

@@ -93,7 +93,7 @@ public enum LogBackup {
                 guard !isIndex || FileManager.default.fileExists(atPath: from) else { continue }
                 do throws(StoreError) {
                     if try linkOrCopy(from, to) { linked += 1 }
-                } catch where isIndex && error.errno == ENOENT {
+                } catch where isIndex && (error.errno == ENOENT || error.errno == EINVAL) {
                     continue  // an index is derived: the restored log's start writes it again
                 }
                 files.append(relative(to, target))
@@ -151,13 +151,36 @@ public enum LogBackup {
             for range in damaged { try copyRange(from: active, to: copy, range: range) }
         }
         // A batch whose flush failed is cut off the log again by its writer (its senders were
-        // answered 5xx): a log now shorter than the cut had such a batch in it. Take it again.
-        guard try active.size() >= layout.fileOffset(cut) else {
+        // answered 5xx), and the space after may be written again (zeros kept ahead, the next
+        // batch): the copy's last bytes are compared with the log's once more, and taken again
+        // if they differ. A batch is far smaller than what is compared.
+        let tail = max(layout.dataStart, layout.fileOffset(cut) - Self.tailCompared)..<layout.fileOffset(cut)
+        guard try active.size() >= tail.upperBound, try sameBytes(active, copy, tail) else {
             throw StoreError(operation: "copy \(active.path): the log was cut back while it was copied", errno: EAGAIN)
         }
         try copy.truncate(to: layout.fileOffset(cut))
         try copy.sync()
         return cut
+    }
+
+    /// How much of the copy's end is read again from the log, to find a batch cut back meanwhile.
+    static let tailCompared = 8 << 20
+
+    private static func sameBytes(_ a: LogFile, _ b: LogFile, _ range: Range<Int>) throws(StoreError) -> Bool {
+        var left = [UInt8](repeating: 0, count: 1 << 20), right = left
+        var at = range.lowerBound
+        while at < range.upperBound {
+            let want = min(left.count, range.upperBound - at)
+            let got = try left.withUnsafeMutableBytes { raw in
+                Result { () throws(StoreError) in try a.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]), at: at) }
+            }.get()
+            let other = try right.withUnsafeMutableBytes { raw in
+                Result { () throws(StoreError) in try b.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]), at: at) }
+            }.get()
+            guard got == want, other == want, left[0..<want] == right[0..<want] else { return false }
+            at += want
+        }
+        return true
     }
 
     private static func copyRange(from source: LogFile, to target: LogFile, range: Range<Int>) throws(StoreError) {
@@ -178,13 +201,24 @@ public enum LogBackup {
 
     /// Hard-links `from` at `to`, or copies it where a link cannot be made (another file
     /// system); returns whether it linked.
+    /// Only a regular file is taken (EINVAL otherwise): link(2) would take a symbolic link as it
+    /// is, whose target a checksum then reads.
     @discardableResult
     public static func linkOrCopy(_ from: String, _ to: String) throws(StoreError) -> Bool {
+        try requireRegularFile(from)
         if link(from, to) == 0 { return true }
         let error = errno
         guard error == EXDEV || error == EPERM || error == EMLINK else { throw StoreError(operation: "link \(from)", errno: error) }
         _ = try copyFile(from, to)
         return false
+    }
+
+    /// Throws unless `path` is a regular file itself (not followed if a link): ENOENT when it is
+    /// not there, EINVAL when it is something else.
+    public static func requireRegularFile(_ path: String) throws(StoreError) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw StoreError(operation: "lstat \(path)", errno: errno) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError(operation: "take \(path): not a regular file", errno: EINVAL) }
     }
 
     /// Copies a file whole, flushed; returns its size.

@@ -61,7 +61,12 @@ public enum DurableFile {
             unlink(temporary)
             throw DurableFileError(description: "cannot replace \(path): errno \(errno)")
         }
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY)
+        syncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
+    /// Makes the names in `path` durable: a rename or an unlink in it survives a power cut.
+    public static func syncDirectory(_ path: String) {
+        let directory = open(path, O_RDONLY)
         if directory >= 0 {
             _ = fsync(directory)
             _ = close(directory)

@@ -40,6 +40,9 @@ public enum BackupCommand {
     static let derivedFolders: Set<String> = ["digests", "postback-keys", "segment-sites"]
     static func isTransient(_ name: String) -> Bool {
         name.hasSuffix(".lock") || name.hasSuffix(".tmp") || name == BackupManifest.fileName || name == incompleteName
+            // What the node was restored from: its own history, which a restore of this backup
+            // writes anew (its restores are in log/RESTORES, copied with the log).
+            || name == BackupManifest.restoredName
     }
     /// In a backup's folder until its manifest is written: a start or a restore refuses it.
     static let incompleteName = "backup-incomplete"
@@ -109,12 +112,14 @@ public enum BackupCommand {
                 throw BackupError("\(destination) exists and is not an empty folder: name a new one")
             }
         }
-        // Inside the data directory, the backup would copy itself into itself.
-        let data = realPath(directory), target = realPath(destination)
-        guard target != data, !target.hasPrefix(data + "/") else {
+        // Inside the data directory, the backup would copy itself into itself. Compared once DEST
+        // exists, so that every link on the way to it is resolved.
+        let existed = fm.fileExists(atPath: destination)
+        try makeFolder(destination)
+        guard let data = realPath(directory), let target = realPath(destination), target != data, !target.hasPrefix(data + "/") else {
+            if !existed { _ = rmdir(destination) }
             throw BackupError("\(destination) is inside the data directory \(directory): name a folder outside it")
         }
-        try makeFolder(destination)
         do {
             try DurableFile.replace(path: destination + "/" + incompleteName,
                                     with: Array("a backup of \(directory) under way since \(now.rfc3339), or cut short: not to be restored\n".utf8))
@@ -146,6 +151,9 @@ public enum BackupCommand {
                     paths.append(name)
                 } catch where error.errno == ENOENT {
                     continue  // removed with its segment by retention meanwhile: derived, rebuilt at start
+                } catch where error.errno == EINVAL {
+                    skipped.append(name)  // not a regular file: derived, rebuilt at start
+                    continue
                 } catch {
                     throw BackupError("cannot copy \(name): \(error)")
                 }
@@ -204,9 +212,11 @@ public enum BackupCommand {
         return nil
     }
 
-    /// `path` made absolute with its links resolved, as far as it exists.
-    private static func realPath(_ path: String) -> String {
-        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    /// The path of an existing file with every link resolved (realpath(3)).
+    private static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
     }
 
     static func makeFolder(_ path: String) throws(BackupError) {

@@ -80,6 +80,9 @@ struct BackupManifest: Codable, Sendable, Equatable {
         files.compactMap { file in
             let path = directory + "/" + file.path
             guard FileManager.default.fileExists(atPath: path) else { return "\(file.path): missing" }
+            guard ((try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType) == .typeRegular else {
+                return "\(file.path): not a regular file"
+            }
             guard let (hex, bytes) = FileChecksum.sha256(path: path) else { return "\(file.path): unreadable" }
             if bytes != file.bytes { return "\(file.path): \(bytes) bytes, the manifest says \(file.bytes)" }
             if hex != file.sha256 { return "\(file.path): its SHA-256 is not the manifest's" }

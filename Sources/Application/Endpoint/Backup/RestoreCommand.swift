@@ -73,6 +73,13 @@ public enum RestoreCommand {
             }
         }
         try BackupCommand.makeFolder(directory)
+        // The manifest first: a restore cut short leaves a folder that a start checks against it
+        // and refuses, never one that starts as an ordinary node without an id floor.
+        do {
+            try LogBackup.copyFile(backup + "/" + BackupManifest.fileName, directory + "/" + BackupManifest.fileName)
+        } catch {
+            throw BackupError("cannot copy the manifest: \(error)")
+        }
         for file in manifest.files {
             let from = backup + "/" + file.path, to = directory + "/" + file.path
             if let slash = file.path.lastIndex(of: "/") { try BackupCommand.makeFolder(directory + "/" + file.path[..<slash]) }
@@ -84,11 +91,6 @@ public enum RestoreCommand {
             } catch {
                 throw BackupError("cannot copy \(file.path) from the backup: \(error)")
             }
-        }
-        do {
-            try LogBackup.copyFile(backup + "/" + BackupManifest.fileName, directory + "/" + BackupManifest.fileName)
-        } catch {
-            throw BackupError("cannot copy the manifest: \(error)")
         }
         return try RestoredData.take(directory, at: now, checked: true)
     }

@@ -24,7 +24,10 @@ enum RestoredData {
         if fm.fileExists(atPath: directory + "/" + BackupManifest.fileName) || fm.fileExists(atPath: directory + "/" + BackupCommand.incompleteName) {
             return true
         }
-        return (try? kept(in: directory))?.idFloor == nil && fm.fileExists(atPath: directory + "/" + BackupManifest.restoredName)
+        // Only a restore cut short: a kept manifest that cannot be read is not one (it is replaced
+        // whole, so it is never half written) and must not stop a node that has run for a year.
+        guard let kept = try? kept(in: directory) else { return false }
+        return kept.idFloor == nil
     }
 
     /// Checks and takes the backup in `directory`, or finishes its restore; returns its manifest
@@ -42,10 +45,13 @@ enum RestoredData {
             guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
                 throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
             }
+            // One rename, so that exactly one of the two is there whatever stops this: the manifest
+            // (checked again) or the kept one without a floor (finished by the next start).
+            guard rename(manifestPath, keptPath) == 0 else { throw BackupError("cannot rename \(manifestPath): errno \(errno)") }
+            DurableFile.syncDirectory(directory)
+            _ = unlink(directory + "/" + BackupCommand.incompleteName)
             manifest.restoredAt = now
             try save(manifest, at: keptPath)
-            guard unlink(manifestPath) == 0 else { throw BackupError("cannot remove \(manifestPath): errno \(errno)") }
-            _ = unlink(directory + "/" + BackupCommand.incompleteName)
         } else if fm.fileExists(atPath: directory + "/" + BackupCommand.incompleteName) {
             throw BackupError("\(directory) is a backup that did not finish (\(BackupCommand.incompleteName) is there and \(BackupManifest.fileName) is not): take another, or restore an earlier one")
         } else {
@@ -72,8 +78,8 @@ enum RestoredData {
         }
         let problems = manifest.problems(in: directory)
         guard problems.isEmpty else {
-            throw BackupError("the backup in \(directory) does not match its manifest, so it is not taken: " + problems.prefix(10).joined(separator: "; ")
-                              + (problems.count > 10 ? "; and \(problems.count - 10) more" : ""))
+            throw BackupError("the backup in \(directory) does not match its manifest, so it is not taken (a restore cut short: move the folder aside and restore again): "
+                              + problems.prefix(10).joined(separator: "; ") + (problems.count > 10 ? "; and \(problems.count - 10) more" : ""))
         }
     }
 
