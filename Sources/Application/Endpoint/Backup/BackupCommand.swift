@@ -82,7 +82,7 @@ public enum BackupCommand {
             fields.append(("bytes", .number(String(bytes))))
             fields.append(("log_start", .number(String(manifest.log.start))))
             fields.append(("log_end", .number(String(manifest.log.end))))
-            fields.append(("node", .string(manifest.node ?? "")))
+            fields.append(("node", manifest.node.map { .string($0) } ?? .null))
             fields.append(("left_out", .array(skipped.map { .string($0) })))
             fields.append(("seconds", .number(String(format: "%.3f", seconds))))
             print(EventLog.line("backup", fields))

@@ -46,7 +46,7 @@ public enum RestoreCommand {
             let manifest = try restore(backup, into: directory, at: EndpointClock.systemNow())
             var fields: [(String, JSONValue)] = [("backup", .string(backup)), ("data", .string(directory))]
             fields.append(("backup_created_at", .string(manifest.createdAt.rfc3339)))
-            fields.append(("node", .string(manifest.node ?? "")))
+            fields.append(("node", manifest.node.map { .string($0) } ?? .null))
             fields.append(("files", .number(String(manifest.files.count))))
             fields.append(("log_end", .number(String(manifest.log.end))))
             fields.append(("id_floor", .number(String(manifest.idFloor ?? 0))))

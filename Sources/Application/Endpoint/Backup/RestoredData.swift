@@ -66,7 +66,7 @@ enum RestoredData {
         manifest.idFloor = restore.floor
         try save(manifest, at: keptPath)
         EventLog.write("restored", ["data": .string(directory), "backup_created_at": .string(manifest.createdAt.rfc3339),
-                                    "node": .string(manifest.node ?? ""), "log_end": .number(String(manifest.log.end)),
+                                    "node": manifest.node.map { .string($0) } ?? .null, "log_end": .number(String(manifest.log.end)),
                                     "files": .number(String(manifest.files.count)), "id_floor": .number(String(restore.floor))])
         return manifest
     }
