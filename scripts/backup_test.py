@@ -18,10 +18,14 @@ Passes when:
 - ClickHouse holds every acknowledged report once (FINAL), those the node lost after the cut
   included, and the cluster's summary (its counts) counts what it holds: no id was given twice
   and nothing was counted twice;
+- a relay destination (a collector on loopback, taking the reports) got every acknowledged
+  report at least once, and never two different bodies under one delivery id: the copies sent
+  again after the restore (from the backup's cursor to its cut) carry their first id;
 - a backup whose file was changed is refused by restore and by a start, naming the file.
 """
 import datetime
 import http.client
+import http.server
 import json
 import os
 import re
@@ -89,6 +93,41 @@ def summaries(port):
     return answers
 
 
+class Collector:
+    """A relay destination on loopback: every delivery's id and the `n` of its report."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.deliveries = []  # (delivery id, n)
+        collector = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                found = re.search(rb'"n":(\d+)', body)
+                with collector.lock:
+                    collector.deliveries.append((self.headers.get("X-Attribution-Delivery"), int(found.group(1)) if found else None))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d/copies" % self.server.server_address[1]
+
+    def numbers(self):
+        with self.lock:
+            return {n for _, n in self.deliveries}
+
+    def wait_for(self, numbers, timeout=300):
+        deadline = time.time() + timeout
+        while not numbers <= self.numbers() and time.time() < deadline:
+            time.sleep(0.1)  # polling what the relay delivered, bounded by the deadline
+        return numbers - self.numbers()
+
+
 class Senders:
     def __init__(self, port, tally):
         self.stop = threading.Event()
@@ -119,7 +158,17 @@ def main():
     extra = ["--site", "app.example", "--node", "node-1", "--clickhouse", ch.url + "/attribution", "--log-segment-mb", "1"]
     tally = traffic.Tally()
     node = Endpoint(binary, data, TOKEN, extra=extra)
+    collector = Collector()
     try:
+        destination = {"name": "collector", "url": collector.url, "site": "shop.example", "protocols": ["pcm"],
+                       "copies": "all", "internal": True}
+        connection = http.client.HTTPConnection("127.0.0.1", node.port, timeout=30)
+        connection.request("POST", "/api/relays", body=json.dumps(destination),
+                           headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
+        answer = connection.getresponse()
+        if answer.status != 201:
+            failures.append("the relay destination was refused: %d %s" % (answer.status, answer.read()[:200]))
+        connection.close()
         # 1 and 2: the backup under load.
         senders = Senders(node.port, tally)
         deadline = time.time() + 120
@@ -146,6 +195,10 @@ def main():
             time.sleep(0.1)  # more traffic after the cut, bounded
         senders.finish()
         wait_current(node.port)
+        undelivered = collector.wait_for(set(tally.acknowledged["report"]))
+        if undelivered:
+            failures.append("%d acknowledged reports never reached the relay before the kill" % len(undelivered))
+        delivered_before_kill = len(collector.deliveries)
         lost = {kind: tally.acknowledged[kind] - before[kind] for kind in before}
         node.stop(sig=9)
         os.rename(data, data + ".lost")
@@ -161,6 +214,22 @@ def main():
         after = traffic.Tally()
         traffic.send(node.port, traffic.mixed(range(5_000_000, 5_002_000)), after)
         wait_current(node.port)
+
+        # The relay: every acknowledged report delivered, no delivery id under two bodies.
+        undelivered = collector.wait_for(set(after.acknowledged["report"]))
+        if undelivered:
+            failures.append("%d reports taken after the restore never reached the relay" % len(undelivered))
+        with collector.lock:
+            deliveries = list(collector.deliveries)
+        bodies_by_id = {}
+        for delivery, n in deliveries:
+            bodies_by_id.setdefault(delivery, set()).add(n)
+        reused = {d: ns for d, ns in bodies_by_id.items() if len(ns) > 1}
+        if reused:
+            failures.append("%d delivery ids carried two different reports, e.g. %s" % (len(reused), list(reused.items())[:3]))
+        print("relay: %d deliveries, %d after the restore of which %d sent again with their first id; %d delivery ids, none reused"
+              % (len(deliveries), len(deliveries) - delivered_before_kill,
+                 len(deliveries) - delivered_before_kill - len(after.acknowledged["report"]), len(bodies_by_id)))
 
         # Every record acknowledged before the backup is in the restored node.
         for kind, path in (("report", "/api/reports"), ("postback", "/api/postbacks")):
@@ -233,6 +302,7 @@ def main():
     finally:
         node.stop()
         ch.stop()
+        collector.server.shutdown()
     finish(failures)
 
 
