@@ -120,11 +120,14 @@ def rss_mb(pid, field="VmRSS"):
 
 
 def request(port, token, method, path, body=None, host="localhost", timeout=300):
-    """One request with the admin token: (status, body), or (None, b"") when it could not be made."""
+    """One request, with the admin token unless `token` is None: (status, body), or (None, b"")
+    when it could not be made."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {"Host": host, "Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = "Bearer " + token
     try:
-        connection.request(method, path, body=body, headers={"Authorization": "Bearer " + token, "Host": host,
-                                                             "Content-Type": "application/json"})
+        connection.request(method, path, body=body, headers=headers)
         response = connection.getresponse()
         return response.status, response.read()
     except OSError:
