@@ -211,6 +211,31 @@ import Testing
         #expect(!RestoredData.isPending(restored))
     }
 
+    @Test func theCommandsRefuseEveryMalformedCommandLineWithoutTouchingAnything() throws {
+        let config = temporaryDirectory() + "/config.json"
+        try Data(#"{"sites":["news.example"],"data":"/var/lib/from-config"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        #expect(BackupArguments.parse(["dest"], command: "backup", folderRole: "x") == .run(.init(folder: "dest", dataDirectory: "./data")))
+        #expect(BackupArguments.parse(["dest", "--config", config], command: "backup", folderRole: "x")
+                == .run(.init(folder: "dest", dataDirectory: "/var/lib/from-config")))
+        #expect(BackupArguments.parse(["--config", config, "--data", "d", "dest"], command: "backup", folderRole: "x")
+                == .run(.init(folder: "dest", dataDirectory: "d")))
+        #expect(BackupArguments.parse(["-h"], command: "backup", folderRole: "x") == .help)
+        for hostile in [[], ["--data"], ["dest", "--config"], ["dest", "--bogus"], ["a", "b"], [""], ["dest", "--config", "/nonexistent"],
+                        ["dest", "--data", "d", "--config"], [String(repeating: "-", count: 10_000)]] {
+            guard case .refused(let reason) = BackupArguments.parse(hostile, command: "backup", folderRole: "the folder") else {
+                Issue.record("\(hostile.map { $0.prefix(20) }) was taken")
+                continue
+            }
+            #expect(!reason.isEmpty)
+        }
+        // Through the commands themselves: a refusal is exit 1, nothing written.
+        let data = try dataDirectory()
+        let before = try FileManager.default.contentsOfDirectory(atPath: data).sorted()
+        #expect(BackupCommand.main(arguments: ["--data", data], environment: [:]) == 1)
+        #expect(RestoreCommand.main(arguments: [temporaryDirectory(), "--data", data], environment: [:]) == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: data).sorted() == before)
+    }
+
     private func sha256sum(_ path: String) -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")

@@ -48,25 +48,11 @@ public enum BackupCommand {
     static let incompleteName = "backup-incomplete"
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
-        var destination: String?, data: String?, config: String?
-        var i = 0
-        func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
-        while i < arguments.count {
-            switch arguments[i] {
-            case "--data", "--data-dir": data = value()
-            case "--config": config = value()
-            case "--help", "-h": print(usage); return 0
-            case let word where !word.hasPrefix("-") && destination == nil: destination = word
-            default: return fail("unknown argument '\(arguments[i])' (see backup --help)")
-            }
-            i += 1
-        }
-        guard let destination else { return fail("name the folder to write the backup to (see backup --help)") }
-        var directory = data ?? "./data"
-        if let config, data == nil {
-            var configuration = EndpointConfiguration()
-            do { try configuration.apply(configFile: config) } catch { return fail("\(error)") }
-            directory = configuration.dataDirectory
+        let (destination, directory): (String, String)
+        switch BackupArguments.parse(arguments, command: "backup", folderRole: "the folder to write the backup to") {
+        case .help: print(usage); return 0
+        case .refused(let reason): return fail(reason)
+        case .run(let given): (destination, directory) = (given.folder, given.dataDirectory)
         }
         do {
             let started = Date()

@@ -22,25 +22,11 @@ public enum RestoreCommand {
         """ + EndpointConfiguration.sharedOptionsHelp(["--data", "--config"])
 
     public static func main(arguments: [String], environment: [String: String]) -> Int32 {
-        var backup: String?, data: String?, config: String?
-        var i = 0
-        func value() -> String? { i += 1; return i < arguments.count ? arguments[i] : nil }
-        while i < arguments.count {
-            switch arguments[i] {
-            case "--data", "--data-dir": data = value()
-            case "--config": config = value()
-            case "--help", "-h": print(usage); return 0
-            case let word where !word.hasPrefix("-") && backup == nil: backup = word
-            default: return fail("unknown argument '\(arguments[i])' (see restore --help)")
-            }
-            i += 1
-        }
-        guard let backup else { return fail("name the backup's folder (see restore --help)") }
-        var directory = data ?? "./data"
-        if let config, data == nil {
-            var configuration = EndpointConfiguration()
-            do { try configuration.apply(configFile: config) } catch { return fail("\(error)") }
-            directory = configuration.dataDirectory
+        let (backup, directory): (String, String)
+        switch BackupArguments.parse(arguments, command: "restore", folderRole: "the backup's folder") {
+        case .help: print(usage); return 0
+        case .refused(let reason): return fail(reason)
+        case .run(let given): (backup, directory) = (given.folder, given.dataDirectory)
         }
         do {
             let manifest = try restore(backup, into: directory, at: EndpointClock.systemNow())
@@ -63,9 +49,7 @@ public enum RestoreCommand {
         let manifest = try BackupManifest.load(from: backup)
         // Checked where it is, before anything is written: a bad backup leaves DIR untouched.
         try RestoredData.check(manifest, in: backup)
-        guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
-            throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
-        }
+        try RestoredData.checkClock(now, against: manifest)
         let fm = FileManager.default
         if fm.fileExists(atPath: directory) {
             guard ((try? fm.contentsOfDirectory(atPath: directory)) ?? ["?"]).isEmpty else {

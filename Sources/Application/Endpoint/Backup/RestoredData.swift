@@ -40,11 +40,7 @@ enum RestoredData {
         if fm.fileExists(atPath: manifestPath) {
             manifest = try BackupManifest.load(from: directory)
             if !checked { try check(manifest, in: directory) }
-            // Ids must rise above what the lost node gave: a clock behind the backup's own time
-            // would give a floor below them.
-            guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
-                throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
-            }
+            try checkClock(now, against: manifest)
             // One rename, so that exactly one of the two is there whatever stops this: the manifest
             // (checked again) or the kept one without a floor (finished by the next start).
             guard rename(manifestPath, keptPath) == 0 else { throw BackupError("cannot rename \(manifestPath): errno \(errno)") }
@@ -69,6 +65,14 @@ enum RestoredData {
                                     "node": manifest.node.map { .string($0) } ?? .null, "log_end": .number(String(manifest.log.end)),
                                     "files": .number(String(manifest.files.count)), "id_floor": .number(String(restore.floor))])
         return manifest
+    }
+
+    /// Ids must rise above what the lost node gave, and the floor comes from the clock: a clock
+    /// behind the backup's own time would give a floor below them.
+    static func checkClock(_ now: Timestamp, against manifest: BackupManifest) throws(BackupError) {
+        guard now.millisecondsSinceEpoch >= manifest.createdAt.millisecondsSinceEpoch else {
+            throw BackupError("this machine's clock (\(now.rfc3339)) is behind the time the backup was taken (\(manifest.createdAt.rfc3339)): set the clock (NTP) before restoring")
+        }
     }
 
     /// Refuses a backup whose files are not those of its manifest, naming them.
